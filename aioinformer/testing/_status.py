@@ -1,0 +1,225 @@
+"""Kubernetes ``Status`` error bodies, as the real apiserver writes them.
+
+Every error KubeSim answers is an :class:`ApiError` carrying the HTTP code, the ``Status``
+body and any extra headers. The constructors below reproduce the bodies recorded from a
+kube-apiserver v1.28 in ``shared/conformance`` (message texts, ``reason``, ``details``
+shape, key order), so clients see exactly what they would see from a real cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["ApiError", "status_body", "success_status"]
+
+
+def status_body(
+    code: int,
+    message: str,
+    reason: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Build a ``Status`` with ``status: Failure`` in the apiserver's key order."""
+    body: dict[str, Any] = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": dict(metadata or {}),
+        "status": "Failure",
+        "message": message,
+    }
+    if reason is not None:
+        body["reason"] = reason
+    if details is not None:
+        body["details"] = dict(details)
+    body["code"] = code
+    return body
+
+
+def success_status(details: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``Status{status: Success}`` a DELETE of most kinds answers with."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": dict(details),
+    }
+
+
+def _details(name: str | None, group: str, kind: str) -> dict[str, Any]:
+    details: dict[str, Any] = {}
+    if name is not None:
+        details["name"] = name
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    return details
+
+
+def _qualified(plural: str, group: str) -> str:
+    return f"{plural}.{group}" if group else plural
+
+
+class ApiError(Exception):
+    """An error answer: HTTP ``code``, a ``Status`` ``body`` and extra ``headers``.
+
+    Raised anywhere below the HTTP layer; the server turns it into the response. The
+    constructors are named after the ``reason`` they produce.
+    """
+
+    def __init__(
+        self, code: int, body: dict[str, Any], headers: Mapping[str, str] | None = None
+    ) -> None:
+        super().__init__(body.get("message", ""))
+        self.code = code
+        self.body = body
+        self.headers = dict(headers or {})
+
+    @property
+    def reason(self) -> str:
+        """The Status ``reason`` ("" when the body has none)."""
+        return str(self.body.get("reason", ""))
+
+    @classmethod
+    def not_found(cls, plural: str, group: str, name: str) -> ApiError:
+        msg = f'{_qualified(plural, group)} "{name}" not found'
+        return cls(404, status_body(404, msg, "NotFound", _details(name, group, plural)))
+
+    @classmethod
+    def already_exists(cls, plural: str, group: str, name: str) -> ApiError:
+        msg = f'{_qualified(plural, group)} "{name}" already exists'
+        return cls(409, status_body(409, msg, "AlreadyExists", _details(name, group, plural)))
+
+    @classmethod
+    def conflict(cls, plural: str, group: str, name: str) -> ApiError:
+        msg = (
+            f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": the object '
+            "has been modified; please apply your changes to the latest version and try again"
+        )
+        return cls(409, status_body(409, msg, "Conflict", _details(name, group, plural)))
+
+    @classmethod
+    def precondition_failed(
+        cls, kind: str, group: str, name: str, what: str, expected: str, actual: str
+    ) -> ApiError:
+        """A DELETE precondition (``what`` is "UID" or "ResourceVersion") that does not hold."""
+        tail = (
+            "The object might have been deleted and then recreated"
+            if what == "UID"
+            else "The object might have been modified"
+        )
+        msg = (
+            f'Operation cannot be fulfilled on {kind} "{name}": the {what} in the precondition '
+            f"({expected}) does not match the {what} in record ({actual}). {tail}"
+        )
+        return cls(409, status_body(409, msg, "Conflict", _details(name, group, kind)))
+
+    @classmethod
+    def invalid(
+        cls, kind: str, group: str, name: str, message: str, causes: Sequence[Mapping[str, str]]
+    ) -> ApiError:
+        details = _details(name, group, kind)
+        details["causes"] = [dict(c) for c in causes]
+        return cls(422, status_body(422, message, "Invalid", details))
+
+    @classmethod
+    def invalid_list_options(cls, field: str, message: str) -> ApiError:
+        """422 for bad ListOptions (resourceVersionMatch, sendInitialEvents, ...)."""
+        full = f'ListOptions.meta.k8s.io "" is invalid: {field}: {message}'
+        details = {
+            "group": "meta.k8s.io",
+            "kind": "ListOptions",
+            "causes": [{"reason": "FieldValueForbidden", "message": message, "field": field}],
+        }
+        return cls(422, status_body(422, full, "Invalid", details))
+
+    @classmethod
+    def bad_request(cls, message: str) -> ApiError:
+        return cls(400, status_body(400, message, "BadRequest"))
+
+    @classmethod
+    def unauthorized(cls) -> ApiError:
+        return cls(401, status_body(401, "Unauthorized", "Unauthorized"))
+
+    @classmethod
+    def forbidden(
+        cls, user: str, verb: str, plural: str, group: str, namespace: str | None
+    ) -> ApiError:
+        where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        msg = (
+            f'{_qualified(plural, group)} is forbidden: User "{user}" cannot {verb} resource '
+            f'"{plural}" in API group "{group}"{where}'
+        )
+        details = {"group": group, "kind": plural} if group else {"kind": plural}
+        return cls(
+            403,
+            status_body(403, msg, "Forbidden", details),
+            {"X-Content-Type-Options": "nosniff"},
+        )
+
+    @classmethod
+    def unsupported_patch(cls, custom: bool) -> ApiError:
+        if custom:
+            msg = (
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json-patch+json, application/merge-patch+json, "
+                "application/apply-patch+yaml"
+            )
+            return cls(415, status_body(415, msg, "UnsupportedMediaType"))
+        return cls(415, status_body(415, "415: Unsupported Media Type", "UnsupportedMediaType", {}))
+
+    @classmethod
+    def not_acceptable(cls, accepted: str) -> ApiError:
+        msg = f"only the following media types are accepted: {accepted}"
+        return cls(406, status_body(406, msg, "NotAcceptable"))
+
+    @classmethod
+    def method_not_allowed(cls) -> ApiError:
+        msg = "the server does not allow this method on the requested resource"
+        return cls(405, status_body(405, msg, "MethodNotAllowed", {}))
+
+    @classmethod
+    def page_not_found(cls) -> ApiError:
+        """404 for a path no resource is served at (the apiserver's plain-text 404, as JSON)."""
+        return cls(
+            404,
+            status_body(404, "the server could not find the requested resource", "NotFound", {}),
+        )
+
+    @classmethod
+    def expired(cls, message: str, continue_token: str | None = None) -> ApiError:
+        meta = {"continue": continue_token} if continue_token is not None else None
+        return cls(410, status_body(410, message, "Expired", metadata=meta))
+
+    @classmethod
+    def too_large_rv(cls, requested: int, current: int) -> ApiError:
+        msg = f"Timeout: Too large resource version: {requested}, current: {current}"
+        details = {
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        }
+        return cls(504, status_body(504, msg, "Timeout", details), {"Retry-After": "1"})
+
+    @classmethod
+    def internal(cls, message: str) -> ApiError:
+        return cls(500, status_body(500, message))
+
+    @classmethod
+    def too_many_requests(cls, retry_after: int) -> ApiError:
+        msg = "Too many requests, please try again later."
+        details = {"causes": [{"reason": "", "message": ""}], "retryAfterSeconds": retry_after}
+        return cls(
+            429,
+            status_body(429, msg, "TooManyRequests", details),
+            {"Retry-After": str(retry_after)},
+        )
+
+    @classmethod
+    def timeout(
+        cls, message: str = "Timeout: request did not complete within the allotted timeout"
+    ) -> ApiError:
+        return cls(504, status_body(504, message, "Timeout", {}), {})

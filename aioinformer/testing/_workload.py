@@ -1,0 +1,181 @@
+"""Realistic objects for tests and benchmarks: StatefulSet-owned pods of production size.
+
+A pod made by :func:`realistic_pod` serialises to about 3.5-4 KB once KubeSim has added its
+metadata (uid, timestamps, managedFields): the size of the pods in the seed scenario
+(kubernetes/kubernetes#130767), so memory and decoding figures measured on them carry over.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+__all__ = ["realistic_pod", "statefulset_uid"]
+
+
+def statefulset_uid(namespace: str, name: str) -> str:
+    """A stable, uid-shaped identifier for an owner (so pods can be made before it)."""
+    h = hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def realistic_pod(
+    namespace: str,
+    owner: str,
+    ordinal: int,
+    *,
+    node: str | None = None,
+    phase: str = "Pending",
+) -> dict[str, Any]:
+    """Pod ``{owner}-{ordinal}`` as a StatefulSet controller creates it, with a controller
+    ownerReference to StatefulSet ``owner``; with ``node``, bound and (``phase``) running."""
+    name = f"{owner}-{ordinal}"
+    uid = statefulset_uid(namespace, owner)
+    pod: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                "app": owner,
+                "app.kubernetes.io/name": owner,
+                "app.kubernetes.io/part-of": "seed-scenario",
+                "controller-revision-hash": f"{owner}-7d9c5b6f8c",
+                "statefulset.kubernetes.io/pod-name": name,
+                "apps.kubernetes.io/pod-index": str(ordinal),
+            },
+            "annotations": {
+                "prometheus.io/scrape": "true",
+                "prometheus.io/port": "9090",
+                "kubectl.kubernetes.io/default-container": "app",
+            },
+            "ownerReferences": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "StatefulSet",
+                    "name": owner,
+                    "uid": uid,
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
+            ],
+        },
+        "spec": {
+            "hostname": name,
+            "subdomain": owner,
+            "containers": [
+                {
+                    "name": "app",
+                    "image": "registry.example.com/team/app:1.24.3",
+                    "args": ["--port=8080", "--metrics-port=9090", "--log-level=info"],
+                    "ports": [
+                        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+                        {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
+                    ],
+                    "env": [
+                        {
+                            "name": "POD_NAME",
+                            "valueFrom": {
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}
+                            },
+                        },
+                        {
+                            "name": "POD_NAMESPACE",
+                            "valueFrom": {
+                                "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}
+                            },
+                        },
+                        {"name": "GOMAXPROCS", "value": "2"},
+                    ],
+                    "resources": {
+                        "limits": {"cpu": "500m", "memory": "256Mi"},
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                    },
+                    "volumeMounts": [
+                        {"name": "data", "mountPath": "/var/lib/app"},
+                        {"name": "config", "mountPath": "/etc/app", "readOnly": True},
+                    ],
+                    "readinessProbe": {
+                        "httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"},
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 1,
+                        "successThreshold": 1,
+                        "failureThreshold": 3,
+                    },
+                    "livenessProbe": {
+                        "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 1,
+                        "successThreshold": 1,
+                        "failureThreshold": 3,
+                    },
+                    "terminationMessagePath": "/dev/termination-log",
+                    "terminationMessagePolicy": "File",
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "volumes": [
+                {"name": "data", "persistentVolumeClaim": {"claimName": f"data-{name}"}},
+                {"name": "config", "configMap": {"name": f"{owner}-config", "defaultMode": 420}},
+            ],
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst",
+            "serviceAccountName": "default",
+            "serviceAccount": "default",
+            "securityContext": {"runAsNonRoot": True, "fsGroup": 2000},
+            "schedulerName": "default-scheduler",
+            "tolerations": [
+                {
+                    "key": "node.kubernetes.io/not-ready",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+                {
+                    "key": "node.kubernetes.io/unreachable",
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": 300,
+                },
+            ],
+            "priority": 0,
+            "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+    if node is not None:
+        pod["spec"]["nodeName"] = node
+        pod["status"] = {
+            "phase": phase,
+            "conditions": [
+                {
+                    "type": t,
+                    "status": "True",
+                    "lastProbeTime": None,
+                    "lastTransitionTime": "2026-11-29T10:00:00Z",
+                }
+                for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")
+            ],
+            "hostIP": "10.0.0.10",
+            "podIP": f"10.244.{ordinal // 250 % 250}.{ordinal % 250 + 1}",
+            "podIPs": [{"ip": f"10.244.{ordinal // 250 % 250}.{ordinal % 250 + 1}"}],
+            "startTime": "2026-11-29T10:00:00Z",
+            "containerStatuses": [
+                {
+                    "name": "app",
+                    "state": {"running": {"startedAt": "2026-11-29T10:00:01Z"}},
+                    "lastState": {},
+                    "ready": True,
+                    "restartCount": 0,
+                    "image": "registry.example.com/team/app:1.24.3",
+                    "imageID": "registry.example.com/team/app@sha256:" + "ab" * 32,
+                    "containerID": "containerd://" + hashlib.sha256(name.encode()).hexdigest(),
+                    "started": True,
+                }
+            ],
+            "qosClass": "Burstable",
+        }
+    return pod

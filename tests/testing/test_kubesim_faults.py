@@ -1,0 +1,140 @@
+"""Fault injection: every fault is a method call on the running sim and does what it says
+on the wire."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import pytest
+
+from aioinformer.testing import KubeSim
+from tests.testing.test_kubesim_list import pod
+from tests.testing.test_kubesim_watch import WatchReader, watch_params
+
+
+@pytest.mark.parametrize("status", [429, 500, 503, 504])
+async def test_fail_next_answers_n_requests_then_recovers(
+    sim: KubeSim, http: aiohttp.ClientSession, status: int
+) -> None:
+    sim.fail_next(2, status, retry_after=3, verbs=["list"])
+    got = []
+    for _ in range(3):
+        async with http.get("/api/v1/namespaces/default/pods") as r:
+            body = await r.json()
+            got.append(r.status)
+            if r.status != 200:
+                assert body["kind"] == "Status" and body["code"] == status
+                if status in (429, 503, 504):
+                    assert r.headers["Retry-After"] == "3"
+    assert got == [status, status, 200]
+    assert sim.faults.injected[f"http_{status}"] == 2
+
+
+async def test_fail_next_matches_verbs_and_paths(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    sim.fail_next(1, 500, path_contains="/configmaps")
+    async with http.get("/api/v1/namespaces/default/pods") as r:
+        assert r.status == 200
+    async with http.get("/api/v1/namespaces/default/configmaps") as r:
+        assert r.status == 500
+
+
+async def test_latency_delays_requests(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    sim.faults.set_latency(0.3)
+    t0 = time.monotonic()
+    async with http.get("/api/v1/namespaces/default/pods") as r:
+        assert r.status == 200
+    assert time.monotonic() - t0 >= 0.3
+    sim.faults.set_latency(0)
+    assert sim.faults.injected["latency"] == 1
+
+
+async def test_drop_watches_closes_connections_abruptly(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    async with http.get(
+        "/api/v1/namespaces/default/pods", params=watch_params(resourceVersion="0")
+    ) as r:
+        await asyncio.sleep(0.05)
+        sim.drop_watches()
+        with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+            await WatchReader(r).events_until_eof(timeout=3)
+
+
+async def test_stall_keeps_the_connection_but_sends_nothing(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    rv = str(sim.resource_version)
+    async with http.get(
+        "/api/v1/namespaces/default/pods",
+        params=watch_params(resourceVersion=rv, timeoutSeconds="30"),
+    ) as r:
+        w = WatchReader(r)
+        await asyncio.sleep(0.05)
+        sim.stall_watches()
+        sim.create("pods", pod("while-stalled"), "default")
+        with pytest.raises(TimeoutError):
+            await w.next_event(timeout=0.5)
+        assert sim.open_watches == 1
+        sim.unstall_watches()
+        ev = await w.next_event(timeout=3)
+    assert ev is not None and ev["object"]["metadata"]["name"] == "while-stalled"
+
+
+async def test_delay_watch_events(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    sim.faults.delay_watch_events(0.4)
+    rv = str(sim.resource_version)
+    async with http.get(
+        "/api/v1/namespaces/default/pods",
+        params=watch_params(resourceVersion=rv, timeoutSeconds="5"),
+    ) as r:
+        w = WatchReader(r)
+        t0 = time.monotonic()
+        sim.create("pods", pod("late"), "default")
+        ev = await w.next_event()
+        assert time.monotonic() - t0 >= 0.4
+    assert ev is not None and ev["object"]["metadata"]["name"] == "late"
+
+
+async def test_cut_mid_line_on_a_watch_and_on_a_list(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    sim.create("pods", pod("a"), "default")
+    sim.faults.cut_next(1, path_contains="/pods")
+    rv = str(sim.resource_version)
+    async with http.get(
+        "/api/v1/namespaces/default/pods",
+        params=watch_params(resourceVersion=rv, timeoutSeconds="5"),
+    ) as r:
+        sim.create("pods", pod("b"), "default")
+        with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+            data = await asyncio.wait_for(r.content.read(), 5)
+            assert not data.endswith(b"\n")
+            raise aiohttp.ClientPayloadError("cut")
+    sim.faults.cut_next(1)
+    with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+        async with http.get("/api/v1/namespaces/default/pods") as r:
+            await r.json()
+
+
+async def test_inject_malformed_and_oversized_lines(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    rv = str(sim.resource_version)
+    async with http.get(
+        "/api/v1/namespaces/default/pods",
+        params=watch_params(resourceVersion=rv, timeoutSeconds="5"),
+    ) as r:
+        await asyncio.sleep(0.05)
+        big = b'{"type":"ADDED","object":{"metadata":{"name":"' + b"x" * (3 << 20) + b'"}}}\n'
+        sim.faults.inject_line(b"{not json\n")
+        sim.faults.inject_line(big)
+        first, _ = await asyncio.wait_for(r.content.readchunk(), 5)
+        assert first == b"{not json\n"
+        rest = b""
+        while len(rest) < len(big):
+            chunk, _ = await asyncio.wait_for(r.content.readchunk(), 5)
+            rest += chunk
+        assert rest == big
+    assert sim.faults.injected["inject_line"] == 2
