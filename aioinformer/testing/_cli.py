@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+from collections.abc import Callable
 
 from ._kubesim import KubeSim
 
@@ -64,16 +65,16 @@ async def _serve(args: argparse.Namespace) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, stop.set)
-        periodic = []
+        periodic: list[tuple[float, Callable[[], None]]] = []
         if args.drop_watches_every:
             periodic.append((args.drop_watches_every, sim.drop_watches))
         if args.restart_every:
             periodic.append((args.restart_every, sim.restart))
 
-        async def every(seconds: float, action: object) -> None:
+        async def every(seconds: float, action: Callable[[], None]) -> None:
             while True:
                 await asyncio.sleep(seconds)
-                action()  # type: ignore[operator]
+                action()
 
         tasks = [asyncio.create_task(every(s, a)) for s, a in periodic]
         try:

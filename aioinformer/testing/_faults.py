@@ -60,6 +60,7 @@ class Faults:
     injected: dict[str, int] = field(default_factory=dict)  # fault kind -> times injected
     _unstall: asyncio.Event = field(default_factory=asyncio.Event)
     _drop_generation: int = 0
+    _drops: list[str | None] = field(default_factory=list)
     _lines: list[tuple[bytes, str | None]] = field(default_factory=list)
     _line_generation: int = 0
     wake: Callable[[], None] = lambda: None  # set by the server: wakes every watch stream
@@ -128,8 +129,10 @@ class Faults:
 
     # -- watch faults -----------------------------------------------------------------------
 
-    def drop_watches(self) -> None:
-        """Close every open watch connection abruptly."""
+    def drop_watches(self, *, path_contains: str | None = None) -> None:
+        """Close open watch connections abruptly: all of them, or those whose request
+        path contains ``path_contains`` (e.g. ``"/pods"`` or ``"/namespaces/team-a/"``)."""
+        self._drops.append(path_contains)
         self._drop_generation += 1
         self._count("drop_watches")
         self.wake()
@@ -137,6 +140,13 @@ class Faults:
     @property
     def drop_generation(self) -> int:
         return self._drop_generation
+
+    def dropped_since(self, generation: int, path: str) -> bool:
+        """Whether a drop matching ``path`` was requested after ``generation``."""
+        if generation >= self._drop_generation:
+            return False
+        recent = self._drops[len(self._drops) - (self._drop_generation - generation) :]
+        return any(p is None or p in path for p in recent)
 
     def stall_watches(self, seconds: float | None = None) -> None:
         """Open watches send nothing for ``seconds`` (None: until :meth:`unstall_watches`)."""

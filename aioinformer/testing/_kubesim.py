@@ -347,6 +347,19 @@ class KubeSim:
         lo, hi = ts.key_range(namespace)
         return {k: str(ts.objects[k].rv) for k in ts.keys[lo:hi]}
 
+    async def wait_served(self, resource: str, timeout: float = 5.0) -> ResourceType:
+        """Wait until ``resource`` (e.g. a CRD's ``GROUP/VERSION/PLURAL``) is served;
+        ``TimeoutError`` after ``timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            try:
+                return self.resource(resource)
+            except KeyError:
+                if loop.time() >= deadline:
+                    raise TimeoutError(f"{resource} not served after {timeout}s") from None
+                await asyncio.sleep(0.01)
+
     @property
     def resource_version(self) -> int:
         """The current global revision."""
@@ -371,9 +384,9 @@ class KubeSim:
 
     # -- faults (shortcuts to :attr:`faults`) -----------------------------------------------------
 
-    def drop_watches(self) -> None:
-        """Close every open watch connection abruptly."""
-        self.faults.drop_watches()
+    def drop_watches(self, *, path_contains: str | None = None) -> None:
+        """Close open watch connections abruptly (all, or those whose path matches)."""
+        self.faults.drop_watches(path_contains=path_contains)
 
     def stall_watches(self, seconds: float | None = None) -> None:
         """Keep watch connections open but send nothing (for ``seconds``, or until

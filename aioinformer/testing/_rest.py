@@ -21,13 +21,14 @@ import random
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from sys import intern
 from typing import Any
 
 import orjson
 
 from ._defaults import apply_defaults
 from ._managed import update_managed_fields
-from ._mvcc import Mvcc, Stored, TypeStore
+from ._mvcc import Mvcc, Stored, TypeStore, exact_bytes
 from ._patch import PatchError, json_merge_patch, json_patch, strategic_merge_patch
 from ._resources import ResourceRegistry, ResourceType, resource_types_from_crd, validate_crd
 from ._rest_time import now_rfc3339
@@ -117,18 +118,27 @@ class Api:
         return f"{namespace}/{name}" if rt.namespaced else name
 
     def _encode(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
+        """The stored form: compact JSON (built-in kinds without kind/apiVersion, which
+        typed lists omit; custom resources with sorted keys, as unstructured encodes)."""
         if rt.custom:
-            return orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
-        obj.pop("kind", None)
-        obj.pop("apiVersion", None)
-        return orjson.dumps(obj)
+            raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+        else:
+            obj.pop("kind", None)
+            obj.pop("apiVersion", None)
+            raw = orjson.dumps(obj)
+        return exact_bytes(raw)
 
     def _stored(self, rt: ResourceType, obj: dict[str, Any], rv: int) -> Stored:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(rv)
         ns = meta.get("namespace", "") if rt.namespaced else ""
-        labels = meta.get("labels") or {}
-        fields = object_fields(rt.plural, rt.group, obj, namespaced=rt.namespaced)
+        labels = {intern(k): intern(v) for k, v in (meta.get("labels") or {}).items()}
+        # interned, and "" left out (a missing field reads as ""): ~1 KB less per pod
+        fields = {
+            k: intern(v)
+            for k, v in object_fields(rt.plural, rt.group, obj, namespaced=rt.namespaced).items()
+            if v
+        }
         raw = self._encode(rt, obj)
         return Stored(
             self.key(rt, ns, meta["name"]), ns, rv, raw, meta.get("uid", ""), labels, fields
@@ -301,7 +311,10 @@ class Api:
         name = meta["name"]
         if ts.get(self.key(rt, namespace, name)) is not None:
             raise ApiError.already_exists(rt.plural, rt.group, name)
+        status = obj.get("status") if keep_status else None
         apply_defaults(rt, obj)
+        if status is not None:
+            obj["status"] = status
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
         meta["uid"] = str(uuid.uuid4())

@@ -190,9 +190,10 @@ class _Stream:
                 if not await self.send(self.bookmark_line(self.last_rv, initial_end=True)):
                     return
         while True:
-            if self.faults.drop_generation != self.drop_generation:
+            if self.faults.dropped_since(self.drop_generation, self.path):
                 self._abort()
                 return
+            self.drop_generation = self.faults.drop_generation
             if self.faults.stall_remaining() > 0:
                 await self._wait(ts, min(self.faults.stall_remaining(), 1.0))
                 continue

@@ -40,15 +40,12 @@ def realistic_pod(
             "labels": {
                 "app": owner,
                 "app.kubernetes.io/name": owner,
-                "app.kubernetes.io/part-of": "seed-scenario",
                 "controller-revision-hash": f"{owner}-7d9c5b6f8c",
                 "statefulset.kubernetes.io/pod-name": name,
                 "apps.kubernetes.io/pod-index": str(ordinal),
             },
             "annotations": {
                 "prometheus.io/scrape": "true",
-                "prometheus.io/port": "9090",
-                "kubectl.kubernetes.io/default-container": "app",
             },
             "ownerReferences": [
                 {
@@ -68,10 +65,8 @@ def realistic_pod(
                 {
                     "name": "app",
                     "image": "registry.example.com/team/app:1.24.3",
-                    "args": ["--port=8080", "--metrics-port=9090", "--log-level=info"],
                     "ports": [
                         {"name": "http", "containerPort": 8080, "protocol": "TCP"},
-                        {"name": "metrics", "containerPort": 9090, "protocol": "TCP"},
                     ],
                     "env": [
                         {
@@ -86,7 +81,6 @@ def realistic_pod(
                                 "fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.namespace"}
                             },
                         },
-                        {"name": "GOMAXPROCS", "value": "2"},
                     ],
                     "resources": {
                         "limits": {"cpu": "500m", "memory": "256Mi"},
@@ -96,20 +90,7 @@ def realistic_pod(
                         {"name": "data", "mountPath": "/var/lib/app"},
                         {"name": "config", "mountPath": "/etc/app", "readOnly": True},
                     ],
-                    "readinessProbe": {
-                        "httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"},
-                        "periodSeconds": 10,
-                        "timeoutSeconds": 1,
-                        "successThreshold": 1,
-                        "failureThreshold": 3,
-                    },
-                    "livenessProbe": {
-                        "httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"},
-                        "periodSeconds": 10,
-                        "timeoutSeconds": 1,
-                        "successThreshold": 1,
-                        "failureThreshold": 3,
-                    },
+                    "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}},
                     "terminationMessagePath": "/dev/termination-log",
                     "terminationMessagePolicy": "File",
                     "imagePullPolicy": "IfNotPresent",

@@ -62,6 +62,19 @@ async def test_drop_watches_closes_connections_abruptly(
             await WatchReader(r).events_until_eof(timeout=3)
 
 
+async def test_drop_some_watches_by_path(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    params = watch_params(resourceVersion="0", timeoutSeconds="2")
+    async with (
+        http.get("/api/v1/namespaces/default/pods", params=params) as pods,
+        http.get("/api/v1/namespaces/default/configmaps", params=params) as cms,
+    ):
+        await asyncio.sleep(0.05)
+        sim.drop_watches(path_contains="/configmaps")
+        with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
+            await WatchReader(cms).events_until_eof(timeout=3)
+        assert await WatchReader(pods).events_until_eof(timeout=5) == []
+
+
 async def test_stall_keeps_the_connection_but_sends_nothing(
     sim: KubeSim, http: aiohttp.ClientSession
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 from typing import Any
@@ -251,10 +250,7 @@ async def test_custom_resource_list_always_has_continue(
     "continue": "" even on the last page."""
     crd = transcript("13a-crd-create-established")["request"]["body"]
     sim.create("apiextensions.k8s.io/v1/customresourcedefinitions", crd)
-    for _ in range(100):
-        if sim.registry.lookup("example.aioinformer.dev", "v1", "podsets") is not None:
-            break
-        await asyncio.sleep(0.02)
+    await sim.wait_served("example.aioinformer.dev/v1/podsets")
     make_ns(sim, "tx13")
     sim.create(
         "example.aioinformer.dev/v1/podsets",

@@ -1,0 +1,99 @@
+"""KubeSim's MVCC store against a model: every past revision can be listed exactly, the
+watch cache window is bounded by count and by age, and expiry floors are right."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioinformer.testing._mvcc import Mvcc, Stored
+
+
+def stored(mvcc: Mvcc, key: str, rv: int) -> Stored:
+    ns = key.split("/", 1)[0]
+    raw = b'{"metadata":{"name":"%s","resourceVersion":"%d"}}' % (key.encode(), rv)
+    return Stored(key, ns, rv, raw, "uid-" + key, {}, {})
+
+
+ops = st.lists(
+    st.tuples(st.sampled_from(["a/x", "a/y", "a-b/z", "b/x", "a/w"]), st.booleans()),
+    min_size=1,
+    max_size=60,
+)
+
+
+@given(ops)
+@settings(max_examples=150, deadline=None)
+def test_every_past_revision_lists_exactly(steps: list[tuple[str, bool]]) -> None:
+    mvcc = Mvcc(history_size=1000)
+    ts = mvcc.type_store("things")
+    snapshots: dict[int, dict[str, int]] = {mvcc.rv: {}}
+    model: dict[str, int] = {}
+    for key, delete in steps:
+        if delete and key in model:
+            ev = ts.commit(key, None)
+            del model[key]
+            assert ev.type == "DELETED" and ev.rv == mvcc.rv
+        elif not delete:
+            rv = mvcc.next_rv()
+            ts.commit(key, stored(mvcc, key, rv))
+            model[key] = rv
+        snapshots[mvcc.rv] = dict(model)
+    assert ts.keys == sorted(model)
+    for rv, snap in snapshots.items():
+        got = {o.key: o.rv for o in ts.iter_sorted(None, None, rv)}
+        assert got == snap, rv
+        keys = [o.key for o in ts.iter_sorted("a", None, rv)]
+        assert keys == sorted(k for k in snap if k.startswith("a/"))
+        if keys:
+            after = [o.key for o in ts.iter_sorted("a", keys[0], rv)]
+            assert after == keys[1:]
+
+
+def test_history_is_bounded_by_count_and_sets_the_floor() -> None:
+    mvcc = Mvcc(history_size=3)
+    ts = mvcc.type_store("things")
+    start = mvcc.rv
+    assert ts.seq_after_rv(start) == 0
+    for i in range(5):
+        ts.commit(f"n/{i}", stored(mvcc, f"n/{i}", mvcc.next_rv()))
+    assert len(ts.history) == 3
+    assert ts.floor_rv == ts.history[0].rv - 1
+    assert ts.seq_after_rv(start) is None, "older than the window"
+    assert ts.seq_after_rv(ts.floor_rv) == ts.first_seq
+    assert ts.events_since(0) is None
+
+
+def test_history_is_bounded_by_age() -> None:
+    mvcc = Mvcc(history_size=100, history_max_age=0.05)
+    ts = mvcc.type_store("things")
+    ts.commit("n/a", stored(mvcc, "n/a", mvcc.next_rv()))
+    time.sleep(0.1)
+    ts.commit("n/b", stored(mvcc, "n/b", mvcc.next_rv()))
+    assert [e.key for e in ts.history] == ["n/b"]
+    assert ts.evicted
+
+
+def test_expire_and_compact() -> None:
+    mvcc = Mvcc()
+    ts = mvcc.type_store("things")
+    ts.commit("n/a", stored(mvcc, "n/a", mvcc.next_rv()))
+    before = mvcc.rv
+    ts.commit("n/b", stored(mvcc, "n/b", mvcc.next_rv()))
+    assert mvcc.compact() == mvcc.rv
+    assert ts.seq_after_rv(before) is not None, "compaction leaves the watch cache alone"
+    mvcc.expire_watch_caches()
+    assert ts.seq_after_rv(before) is None
+    assert ts.seq_after_rv(mvcc.rv) == ts.next_seq
+
+
+def test_deleted_event_carries_the_last_state_with_the_new_rv() -> None:
+    mvcc = Mvcc()
+    ts = mvcc.type_store("things")
+    ts.commit("n/a", stored(mvcc, "n/a", mvcc.next_rv()))
+    ev = ts.commit("n/a", None)
+    assert ev.obj.rv == mvcc.rv and ev.prev is not None and ev.prev.rv == mvcc.rv - 1
+    assert ev.obj.decode()["metadata"]["resourceVersion"] == str(mvcc.rv)
+    assert len(ev.obj.raw) == len(bytes(ev.obj.raw))
