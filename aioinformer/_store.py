@@ -1,0 +1,541 @@
+"""The store: one writer applies FIFO batches; readers get immutable snapshots, no lock.
+
+:class:`SnapshotStore` keeps the cache in a persistent hash map (``immutables.Map``, a C
+HAMT) with persistent indexes. Contract:
+
+* **One writer.** :meth:`SnapshotStore.apply` is the only mutator. It applies a batch
+  without awaiting (so nothing can interleave with it), then publishes exactly one new
+  :class:`Snapshot` per non-empty batch with a single reference assignment, and returns
+  the :class:`Change` list of the batch, in order.
+* **Readers never block, never are blocked.** :meth:`SnapshotStore.snapshot` is O(1), takes
+  no lock and never awaits. A :class:`Snapshot` never changes after it is published: it
+  can be held and iterated across any number of awaits while the writer keeps publishing.
+* **Freshness.** ``Snapshot.resource_version`` is the highest resourceVersion the store
+  has applied (objects, relists, bookmarks); it never goes backwards. ``Snapshot.seq``
+  counts publishes (+1 per snapshot).
+* **Indexes** (see :mod:`._index`) are updated only when an object's index values change;
+  ``by_index`` costs O(answer). :meth:`SnapshotStore.add_indexer` builds a new index in
+  chunks with awaits between, catches up with the batches applied meanwhile and publishes;
+  it never blocks readers or the writer.
+* Batch semantics: a Delta ADDED/UPDATED upserts, a DELETED removes (deleting an unknown
+  key is ignored); a Replace makes the store equal to its objects in the same swap,
+  reporting ADDED, UPDATED (resourceVersion changed) and DELETED (vanished keys:
+  tombstones) changes; a Bookmark only advances ``resource_version``. A batch that raises
+  (e.g. an index function failing) publishes nothing: the previous snapshot stays current.
+
+:class:`LockedStore` (in :mod:`._locked_store`, re-exported here) is the baseline the
+benchmarks compare against: dicts behind a readers-writer lock, client-go's ThreadSafeStore.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
+
+import immutables
+
+from ._errors import ConfigError
+from ._index import DEFAULT_INDEXERS, IndexFunc
+
+if TYPE_CHECKING:
+    from immutables._protocols import MapMutation
+
+    from ._objects import KubeObject
+
+__all__ = [
+    "BookmarkLike",
+    "Change",
+    "DeltaLike",
+    "LockedStore",
+    "ReplaceLike",
+    "Snapshot",
+    "SnapshotStore",
+    "StoreItem",
+    "StoreView",
+]
+
+log = logging.getLogger("aioinformer.store")
+
+ChangeType: TypeAlias = Literal["ADDED", "UPDATED", "DELETED"]
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """What one batch item did to the store.
+
+    ``old`` is what the store held before (None only for ADDED). For DELETED, ``obj`` is
+    the last known state: the object of the delete event, or for a relist tombstone the
+    object the store held (then ``obj is old``).
+    """
+
+    type: ChangeType
+    obj: KubeObject
+    old: KubeObject | None
+
+
+# What the store consumes from the FIFO, declared here so that _store does not import
+# _fifo: aioinformer._fifo.Delta / Replace / Bookmark satisfy these structurally.
+class DeltaLike(Protocol):
+    """One watch event (``type`` is "Added", "Updated" or "Deleted")."""
+
+    @property
+    def type(self) -> str: ...
+    @property
+    def obj(self) -> KubeObject: ...
+
+
+class ReplaceLike(Protocol):
+    """A relist: the complete new state."""
+
+    @property
+    def objects(self) -> Sequence[KubeObject]: ...
+    @property
+    def resource_version(self) -> int: ...
+
+
+class BookmarkLike(Protocol):
+    """A resourceVersion with no object change."""
+
+    @property
+    def resource_version(self) -> int: ...
+
+
+StoreItem: TypeAlias = DeltaLike | ReplaceLike | BookmarkLike
+"""An item a store applies (``aioinformer._fifo.Item`` conforms)."""
+
+_DELTA, _REPLACE, _BOOKMARK = 1, 2, 3
+_kinds: dict[type, int] = {}
+
+
+def _classify(item: object) -> int:
+    cls = type(item)
+    if hasattr(item, "obj") and hasattr(item, "type"):
+        kind = _DELTA
+    elif hasattr(item, "objects") and hasattr(item, "resource_version"):
+        kind = _REPLACE
+    elif hasattr(item, "resource_version"):
+        kind = _BOOKMARK
+    else:
+        raise TypeError(f"not a store item (Delta, Replace or Bookmark): {cls.__name__}")
+    _kinds[cls] = kind
+    return kind
+
+
+class _State(Protocol):
+    """A store's state for the length of one batch (what :func:`apply_batch` needs)."""
+
+    def get(self, key: str) -> KubeObject | None: ...
+    def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None: ...
+    def remove(self, key: str, old: KubeObject) -> None: ...
+    def entries(self) -> Iterable[tuple[str, KubeObject]]: ...
+
+
+def apply_batch(
+    state: _State, batch: Iterable[StoreItem], rv: int
+) -> tuple[builtins.list[Change], int]:
+    """Apply ``batch`` to ``state``; return the changes and max(rv, every rv seen)."""
+    changes: list[Change] = []
+    append = changes.append
+    for item in batch:
+        kind = _kinds.get(type(item)) or _classify(item)
+        if kind == _DELTA:
+            delta = cast("DeltaLike", item)
+            obj = delta.obj
+            key = obj.key
+            if obj.rv > rv:
+                rv = obj.rv
+            old = state.get(key)
+            if delta.type == "Deleted":
+                if old is not None:
+                    state.remove(key, old)
+                    append(Change("DELETED", obj, old))
+            else:
+                state.put(key, obj, old)
+                append(Change("ADDED" if old is None else "UPDATED", obj, old))
+        elif kind == _REPLACE:
+            replace = cast("ReplaceLike", item)
+            rv = max(rv, replace.resource_version)
+            fresh = {obj.key: obj for obj in replace.objects}
+            vanished = [(key, old) for key, old in state.entries() if key not in fresh]
+            for key, obj in fresh.items():
+                if obj.rv > rv:
+                    rv = obj.rv
+                old = state.get(key)
+                if old is None:
+                    state.put(key, obj, None)
+                    append(Change("ADDED", obj, None))
+                elif old.rv != obj.rv:
+                    state.put(key, obj, old)
+                    append(Change("UPDATED", obj, old))
+            for key, old in vanished:
+                state.remove(key, old)
+                append(Change("DELETED", old, old))
+        else:
+            rv = max(rv, cast("BookmarkLike", item).resource_version)
+    return changes, rv
+
+
+def merge_indexers(indexers: Mapping[str, IndexFunc] | None) -> dict[str, IndexFunc]:
+    """DEFAULT_INDEXERS plus ``indexers``; redefining a default index is a ConfigError."""
+    merged = dict(DEFAULT_INDEXERS)
+    for name, fn in (indexers or {}).items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        if name in merged and merged[name] is not fn:
+            raise ConfigError(f"index {name!r} is built in and cannot be redefined")
+        merged[name] = fn
+    return merged
+
+
+def unknown_index(name: str, known: Iterable[str]) -> ConfigError:
+    """The error for a query on an index that does not exist."""
+    return ConfigError(f"no index {name!r}; known indexes: {', '.join(sorted(known))}")
+
+
+class StoreView(Protocol):
+    """The reader API shared by :class:`Snapshot` and ``LockedStore``'s view."""
+
+    @property
+    def resource_version(self) -> int: ...
+    @property
+    def seq(self) -> int: ...
+    def get(self, key: str) -> KubeObject | None: ...
+    def list(self, namespace: str | None = None) -> builtins.list[KubeObject]: ...
+    def by_index(self, name: str, value: str) -> builtins.list[KubeObject]: ...
+    def index_values(self, name: str) -> builtins.list[str]: ...
+    def keys(self) -> builtins.list[str]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: object) -> bool: ...
+    def iter_chunks(
+        self, namespace: str | None = None, chunk: int = 1000
+    ) -> AsyncIterator[KubeObject]: ...
+
+
+_Bucket: TypeAlias = "immutables.Map[str, None]"
+_Index: TypeAlias = "immutables.Map[str, _Bucket]"
+_EMPTY_BUCKET: immutables.Map[str, None] = immutables.Map()
+_EMPTY_INDEX: immutables.Map[str, immutables.Map[str, None]] = immutables.Map()
+
+
+class Snapshot:
+    """The store's state at one moment: immutable, so safe to hold across awaits.
+
+    ``list()`` and ``by_index()`` return new lists (in no particular order); the objects
+    in them are immutable and shared with the store.
+    """
+
+    __slots__ = ("_indexes", "_objects", "_rv", "_seq")
+
+    def __init__(
+        self,
+        objects: immutables.Map[str, KubeObject],
+        indexes: immutables.Map[str, _Index],
+        resource_version: int,
+        seq: int,
+    ) -> None:
+        self._objects = objects
+        self._indexes = indexes
+        self._rv = resource_version
+        self._seq = seq
+
+    @property
+    def resource_version(self) -> int:
+        """The highest resourceVersion applied when this snapshot was published."""
+        return self._rv
+
+    @property
+    def seq(self) -> int:
+        """The publish sequence number: 0 for the empty store, +1 per published snapshot."""
+        return self._seq
+
+    def get(self, key: str) -> KubeObject | None:
+        """The object stored under ``key`` ("ns/name", or "name" if cluster-scoped)."""
+        return self._objects.get(key)
+
+    def list(self, namespace: str | None = None) -> builtins.list[KubeObject]:
+        """Every object, or those in ``namespace`` (through the "namespace" index; cluster-
+        scoped objects are in no namespace, so only in ``list()``)."""
+        if namespace is None:
+            return builtins.list(self._objects.values())
+        return self.by_index("namespace", namespace)
+
+    def by_index(self, name: str, value: str) -> builtins.list[KubeObject]:
+        """The objects index ``name`` files under ``value``: O(answer), not O(cache).
+
+        Raises :class:`ConfigError` (naming the known indexes) for an unknown index.
+        """
+        index = self._indexes.get(name)
+        if index is None:
+            raise unknown_index(name, self._indexes.keys())
+        bucket = index.get(value)
+        if bucket is None:
+            return []
+        objects = self._objects
+        return [objects[key] for key in bucket]
+
+    def index_values(self, name: str) -> builtins.list[str]:
+        """The values index ``name`` currently has at least one object under."""
+        index = self._indexes.get(name)
+        if index is None:
+            raise unknown_index(name, self._indexes.keys())
+        return builtins.list(index.keys())
+
+    def keys(self) -> builtins.list[str]:
+        """Every object key."""
+        return builtins.list(self._objects.keys())
+
+    def __len__(self) -> int:
+        """The number of objects."""
+        return len(self._objects)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether an object is stored under ``key``."""
+        return key in self._objects
+
+    async def iter_chunks(
+        self, namespace: str | None = None, chunk: int = 1000
+    ) -> AsyncIterator[KubeObject]:
+        """Yield every object (or those in ``namespace``), letting the loop run after each
+        ``chunk`` objects, so a long scan never stalls the writer or other readers."""
+        if chunk < 1:
+            raise ConfigError(f"chunk must be at least 1, not {chunk}")
+        objects = self._objects
+        if namespace is None:
+            source: Iterable[KubeObject] = objects.values()
+        else:
+            bucket = self._indexes["namespace"].get(namespace, _EMPTY_BUCKET)
+            source = (objects[key] for key in bucket)
+        n = 0
+        for obj in source:
+            yield obj
+            n += 1
+            if n == chunk:
+                n = 0
+                await asyncio.sleep(0)
+
+    def __repr__(self) -> str:
+        return f"<Snapshot seq={self._seq} rv={self._rv} objects={len(self._objects)}>"
+
+
+class _IndexMutation:
+    """One index being changed by one batch (or built by ``add_indexer``)."""
+
+    __slots__ = ("base", "buckets", "fn", "outer")
+
+    def __init__(self, base: _Index, fn: IndexFunc) -> None:
+        self.base = base
+        self.fn = fn
+        self.outer: MapMutation[str, _Bucket] | None = None
+        self.buckets: dict[str, MapMutation[str, None]] = {}
+
+    def change(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        fn = self.fn
+        if old is None:
+            if new is not None:
+                for value in fn(new):
+                    (self.buckets.get(value) or self._bucket(value))[key] = None
+            return
+        old_values = tuple(fn(old))
+        new_values = tuple(fn(new)) if new is not None else ()
+        if old_values == new_values:
+            return
+        for value in old_values:
+            if value not in new_values:
+                (self.buckets.get(value) or self._bucket(value)).pop(key, None)
+        for value in new_values:
+            if value not in old_values:
+                (self.buckets.get(value) or self._bucket(value))[key] = None
+
+    def _bucket(self, value: str) -> MapMutation[str, None]:
+        # Reached when ``buckets`` has no mutation for ``value`` yet, or an empty one (an
+        # empty mutation is falsy): return the existing mutation, or start one.
+        bucket = self.buckets.get(value)
+        if bucket is None:
+            if self.outer is None:
+                self.outer = self.base.mutate()
+            bucket = self.outer.get(value, _EMPTY_BUCKET).mutate()
+            self.buckets[value] = bucket
+        return bucket
+
+    def finish(self) -> _Index | None:
+        """The new index, or None if this batch did not change it."""
+        outer = self.outer
+        if outer is None:
+            return None
+        for value, mutation in self.buckets.items():
+            bucket = mutation.finish()
+            if bucket:
+                outer[value] = bucket
+            else:
+                outer.pop(value, None)
+        return outer.finish()
+
+
+class _SnapshotState:
+    """The :class:`_State` of one SnapshotStore batch: mutations of the last snapshot."""
+
+    __slots__ = ("indexes", "objects")
+
+    def __init__(self, snap: Snapshot, funcs: Mapping[str, IndexFunc]) -> None:
+        self.objects = snap._objects.mutate()
+        self.indexes = {name: _IndexMutation(snap._indexes[name], fn) for name, fn in funcs.items()}
+
+    def get(self, key: str) -> KubeObject | None:
+        return self.objects.get(key)
+
+    def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None:
+        self.objects[key] = obj
+        for index in self.indexes.values():
+            index.change(key, old, obj)
+
+    def remove(self, key: str, old: KubeObject) -> None:
+        del self.objects[key]
+        for index in self.indexes.values():
+            index.change(key, old, None)
+
+    def entries(self) -> Iterable[tuple[str, KubeObject]]:
+        current = self.objects.finish()
+        self.objects = current.mutate()
+        return current.items()
+
+    def publish(self, base: Snapshot, rv: int) -> Snapshot:
+        """The next snapshot after ``base``: unchanged indexes are shared as they are."""
+        indexes = base._indexes
+        mutation: MapMutation[str, _Index] | None = None
+        for name, index in self.indexes.items():
+            new = index.finish()
+            if new is not None:
+                if mutation is None:
+                    mutation = indexes.mutate()
+                mutation[name] = new
+        if mutation is not None:
+            indexes = mutation.finish()
+        return Snapshot(self.objects.finish(), indexes, rv, base._seq + 1)
+
+
+class _SnapshotReader:
+    """``async with store.read() as snap``: the current snapshot, no lock."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SnapshotStore) -> None:
+        self._store = store
+
+    async def __aenter__(self) -> Snapshot:
+        return self._store._snapshot
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        return None
+
+
+class SnapshotStore:
+    """The lock-free store: one writer publishing immutable :class:`Snapshot` s.
+
+    Example::
+
+        store = SnapshotStore({"node": by_field("spec.nodeName")})
+        changes = await store.apply(await fifo.pop_batch())
+        snap = store.snapshot()
+        pods = snap.by_index("node", "node-1")
+    """
+
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._funcs = merge_indexers(indexers)
+        self._snapshot = Snapshot(
+            immutables.Map(),
+            immutables.Map({name: _EMPTY_INDEX for name in self._funcs}),
+            0,
+            0,
+        )
+        self._building: dict[str, builtins.list[Change]] = {}
+        self.on_publish: builtins.list[Callable[[Snapshot], None]] = []
+        """Called with each newly published snapshot, in order (e.g. to wake freshness
+        waiters). Must not raise (errors are logged) and must not block."""
+
+    def snapshot(self) -> Snapshot:
+        """The latest published snapshot: O(1), no lock, no await."""
+        return self._snapshot
+
+    def read(self) -> _SnapshotReader:
+        """``async with store.read() as snap``: the current snapshot (takes no lock)."""
+        return _SnapshotReader(self)
+
+    @property
+    def indexers(self) -> builtins.list[str]:
+        """The names of the published indexes."""
+        return builtins.list(self._funcs)
+
+    async def apply(self, batch: Sequence[StoreItem]) -> builtins.list[Change]:
+        """Apply ``batch`` and publish one snapshot (none for an empty batch).
+
+        Runs to completion without awaiting. Returns the changes in order.
+        """
+        if not batch:
+            return []
+        base = self._snapshot
+        state = _SnapshotState(base, self._funcs)
+        changes, rv = apply_batch(state, batch, base._rv)
+        self._publish(state.publish(base, rv))
+        for pending in self._building.values():
+            pending.extend(changes)
+        return changes
+
+    async def add_indexer(self, name: str, fn: IndexFunc, *, chunk: int = 2000) -> None:
+        """Add index ``name`` while the store runs, then publish a snapshot that has it.
+
+        Builds over the current snapshot ``chunk`` objects at a time, yielding to the loop
+        between chunks, then applies the changes published meanwhile and publishes, with
+        no await between the catch-up and the publish. Raises :class:`ConfigError` if the
+        index exists or is being added.
+        """
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        if name in self._funcs or name in self._building:
+            raise ConfigError(f"index {name!r} already exists")
+        if chunk < 1:
+            raise ConfigError(f"chunk must be at least 1, not {chunk}")
+        pending: builtins.list[Change] = []
+        self._building[name] = pending
+        try:
+            index = _IndexMutation(_EMPTY_INDEX, fn)
+            n = 0
+            for key, obj in self._snapshot._objects.items():
+                index.change(key, None, obj)
+                n += 1
+                if n == chunk:
+                    n = 0
+                    await asyncio.sleep(0)
+            for change in pending:
+                new = None if change.type == "DELETED" else change.obj
+                index.change(change.obj.key, change.old, new)
+        finally:
+            del self._building[name]
+        built = index.finish()
+        base = self._snapshot
+        self._funcs[name] = fn
+        indexes = base._indexes.set(name, _EMPTY_INDEX if built is None else built)
+        self._publish(Snapshot(base._objects, indexes, base._rv, base._seq + 1))
+
+    def _publish(self, snap: Snapshot) -> None:
+        self._snapshot = snap
+        for hook in tuple(self.on_publish):
+            try:
+                hook(snap)
+            except Exception:
+                log.exception("on_publish hook %r failed", hook)
+
+    def __repr__(self) -> str:
+        return f"<SnapshotStore {self._snapshot!r} indexes={self.indexers}>"
+
+
+from ._locked_store import LockedStore  # noqa: E402  (re-export; it imports this module)

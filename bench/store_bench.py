@@ -1,0 +1,275 @@
+"""SnapshotStore against LockedStore: publish cost, indexed vs scanned reads, iteration, memory.
+
+For each store size (default 10k and 200k realistic pods, 1000 per StatefulSet, managed
+fields dropped, the seed scenario's shape) and each store kind this measures:
+
+* **publish cost per update**: ``await store.apply(batch)`` of status-like updates (new
+  resourceVersion, same index values) to random existing pods, in batches of 1 and of 100,
+  in microseconds per update (CPU time; the best of ``--repeat`` passes). For the snapshot
+  store each batch publishes one new immutable Snapshot. Target: at 200k within 2x of 10k.
+* **by_index vs full scan**: the 1000 pods of one StatefulSet through the "controller" index,
+  against ``list()`` + a filter on the controller uid (what the seed's controllers did).
+* **full iteration**: ``list()`` (a copy) and ``async for ... in iter_chunks()``.
+* **memory** (tracemalloc) of the store's own structures after loading every pod with one
+  Replace (the pods themselves are counted apart), the extra memory an old snapshot retains
+  after 1000 later single-update publishes, and the GC-tracked objects the store adds.
+
+The LockedStore is measured with the same indexes, batches and code paths (reads inside
+``async with store.read()``); there are no readers here, so it shows the uncontended cost.
+
+    python bench/store_bench.py --json bench/results/store.json
+    python bench/store_bench.py --sizes 10000 --updates 5000      # quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import platform
+import random
+import sys
+import time
+import tracemalloc
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import orjson
+
+from aioinformer._fifo import Delta, DeltaType, Replace
+from aioinformer._locked_store import LockedStore
+from aioinformer._objects import KubeObject, decode_object, drop_managed_fields
+from aioinformer._store import SnapshotStore
+from aioinformer.testing._workload import realistic_pod
+
+PER_OWNER = 1000
+Store = SnapshotStore | LockedStore
+
+
+def build_pods(n: int) -> list[KubeObject]:
+    pods = []
+    for i in range(n):
+        owner, ordinal = divmod(i, PER_OWNER)
+        doc = realistic_pod(
+            f"ns-{owner % 20}", f"sts-{owner}", ordinal, node=f"node-{i % 50}", phase="Running"
+        )
+        doc["metadata"].update(
+            resourceVersion=str(i + 1), uid=f"pod-uid-{i}", creationTimestamp="2026-01-01T00:00:00Z"
+        )
+        pods.append(drop_managed_fields(decode_object(orjson.dumps(doc))))
+    return pods
+
+
+def cpu() -> float:
+    return time.process_time()
+
+
+async def best(repeat: int, fn: Callable[[], Awaitable[float]]) -> float:
+    return min([await fn() for _ in range(repeat)])
+
+
+async def load(kind: type[Store], pods: list[KubeObject]) -> Store:
+    store = kind()
+    await store.apply([Replace(pods, max(p.rv for p in pods), time.monotonic())])
+    return store
+
+
+async def publish_cost(
+    store: Store, pods: list[KubeObject], updates: int, batch: int, repeat: int
+) -> float:
+    """Microseconds of CPU per update, best of ``repeat`` passes."""
+    rng = random.Random(42)
+    rv = iter(range(10**9, 10**10))
+    replace = msgspec.structs.replace
+
+    async def one_pass() -> float:
+        deltas = [
+            Delta(DeltaType.UPDATED, replace(rng.choice(pods), rv=next(rv)), 0.0)
+            for _ in range(updates)
+        ]
+        batches = [deltas[i : i + batch] for i in range(0, len(deltas), batch)]
+        t0 = cpu()
+        for b in batches:
+            await store.apply(b)
+        return (cpu() - t0) / len(deltas) * 1e6
+
+    return await best(repeat, one_pass)
+
+
+async def read_costs(store: Store, repeat: int) -> dict[str, float]:
+    """Milliseconds (CPU) per call: by_index of one owner, list+filter, list, iter_chunks."""
+    target = store.snapshot().list()[0] if isinstance(store, SnapshotStore) else None
+    async with store.read() as view:
+        any_pod = view.get(view.keys()[0]) if target is None else target
+    assert any_pod is not None and any_pod.controller_ref is not None
+    uid = any_pod.controller_ref.uid
+
+    async def timed(body: Callable[[Any], Awaitable[int]], calls: int) -> float:
+        async def one_pass() -> float:
+            t0 = cpu()
+            for _ in range(calls):
+                async with store.read() as view:
+                    n = await body(view)
+            assert n > 0
+            return (cpu() - t0) / calls * 1e3
+
+        return await best(repeat, one_pass)
+
+    async def by_index(view: Any) -> int:
+        return len(view.by_index("controller", uid))
+
+    async def scan(view: Any) -> int:
+        return len([p for p in view.list() if (r := p.controller_ref) is not None and r.uid == uid])
+
+    async def list_all(view: Any) -> int:
+        return len(view.list())
+
+    async def iterate(view: Any) -> int:
+        n = 0
+        async for _ in view.iter_chunks():
+            n += 1
+        return n
+
+    return {
+        "by_index_owner_ms": await timed(by_index, 200),
+        "scan_owner_ms": await timed(scan, 3),
+        "list_ms": await timed(list_all, 3),
+        "iter_chunks_ms": await timed(iterate, 3),
+    }
+
+
+async def memory(kind: type[Store], pods: list[KubeObject]) -> dict[str, float]:
+    gc.collect()
+    tracked0 = len(gc.get_objects())
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    store = await load(kind, pods)
+    gc.collect()
+    structures = tracemalloc.get_traced_memory()[0] - base
+    tracked = len(gc.get_objects()) - tracked0
+    out = {
+        "store_bytes": structures,
+        "store_bytes_per_object": structures / len(pods),
+        "gc_tracked_objects": tracked,
+    }
+    if isinstance(store, SnapshotStore):
+        rng = random.Random(7)
+        replace = msgspec.structs.replace
+        updates = [replace(rng.choice(pods), rv=10**9 + i) for i in range(1000)]
+        old = store.snapshot()
+        before = tracemalloc.get_traced_memory()[0]
+        for u in updates:
+            await store.apply([Delta(DeltaType.UPDATED, u, 0.0)])
+        gc.collect()
+        with_old = tracemalloc.get_traced_memory()[0] - before
+        del old
+        gc.collect()
+        without_old = tracemalloc.get_traced_memory()[0] - before
+        out["old_snapshot_retained_bytes_after_1000_updates"] = with_old - without_old
+    tracemalloc.stop()
+    del store
+    return out
+
+
+def object_bytes(n: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    pods = build_pods(n)
+    gc.collect()
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    del pods
+    return used / n
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "python": sys.version.split()[0],
+        "machine": platform.machine(),
+        "updates": args.updates,
+        "repeat": args.repeat,
+        "pod_bytes": object_bytes(2000),
+        "sizes": {},
+    }
+    for size in args.sizes:
+        t0 = time.perf_counter()
+        pods = build_pods(size)
+        print(f"built {size} pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        per_size: dict[str, Any] = {}
+        for kind in (SnapshotStore, LockedStore):
+            t0 = cpu()
+            store = await load(kind, pods)
+            row: dict[str, Any] = {"load_s": cpu() - t0}
+            for batch in (1, 100):
+                row[f"publish_us_per_update_batch{batch}"] = await publish_cost(
+                    store, pods, args.updates, batch, args.repeat
+                )
+            row.update(await read_costs(store, args.repeat))
+            del store
+            gc.collect()
+            row.update(await memory(kind, pods))
+            per_size[kind.__name__] = row
+            print(f"{size:>7} {kind.__name__:<13} {json.dumps(_rounded(row))}", file=sys.stderr)
+        results["sizes"][str(size)] = per_size
+        del pods
+        gc.collect()
+    sizes = [str(s) for s in args.sizes]
+    if len(sizes) >= 2:
+        small, large = sizes[0], sizes[-1]
+        results["ratio_large_vs_small"] = {
+            kind: {
+                f"batch{b}": results["sizes"][large][kind][f"publish_us_per_update_batch{b}"]
+                / results["sizes"][small][kind][f"publish_us_per_update_batch{b}"]
+                for b in (1, 100)
+            }
+            for kind in ("SnapshotStore", "LockedStore")
+        }
+    return results
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, float):
+        return round(value, 4 if value < 1 else 1)
+    return value
+
+
+def report(results: dict[str, Any]) -> None:
+    print(f"pod object: {results['pod_bytes']:.0f} B (managedFields dropped)")
+    print(
+        f"{'size':>7} {'store':<13} {'pub/upd b1':>11} {'pub/upd b100':>13} {'by_index':>9} {'scan':>9} {'list':>8} {'iter':>8} {'struct B/obj':>12} {'gc objs':>8}"
+    )
+    for size, kinds in results["sizes"].items():
+        for kind, r in kinds.items():
+            print(
+                f"{size:>7} {kind:<13} {r['publish_us_per_update_batch1']:>9.2f}us {r['publish_us_per_update_batch100']:>11.2f}us "
+                f"{r['by_index_owner_ms']:>7.3f}ms {r['scan_owner_ms']:>7.1f}ms {r['list_ms']:>6.1f}ms {r['iter_chunks_ms']:>6.1f}ms "
+                f"{r['store_bytes_per_object']:>12.1f} {r['gc_tracked_objects']:>8}"
+            )
+            if "old_snapshot_retained_bytes_after_1000_updates" in r:
+                print(
+                    f"{'':>21} an old snapshot retains {r['old_snapshot_retained_bytes_after_1000_updates'] / 1024:.0f} KiB after 1000 later publishes"
+                )
+    for kind, ratio in results.get("ratio_large_vs_small", {}).items():
+        print(
+            f"{kind}: publish cost per update, largest/smallest size: batch1 {ratio['batch1']:.2f}x, batch100 {ratio['batch100']:.2f}x"
+        )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 200_000])
+    parser.add_argument("--updates", type=int, default=20_000, help="updates per publish-cost pass")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", type=Path, help="write the results here")
+    args = parser.parse_args()
+    res = asyncio.run(main(args))
+    report(res)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(res, indent=2) + "\n")

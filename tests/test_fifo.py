@@ -1,0 +1,210 @@
+"""DeltaFIFO: order, batching, closing, statistics, and a property over interleavings."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioinformer._errors import ClosedError, ConfigError, WouldBlock
+from aioinformer._fifo import Bookmark, DeltaFIFO, DeltaType, FifoStatistics, Item
+
+
+def bm(rv: int, received: float | None = None) -> Bookmark:
+    """Items carry no object here: a Bookmark is the cheapest Item."""
+    return Bookmark(rv, time.monotonic() if received is None else received)
+
+
+def rvs(items: list[Item]) -> list[int]:
+    return [item.resource_version for item in items if isinstance(item, Bookmark)]
+
+
+async def settle(n: int = 5) -> None:
+    for _ in range(n):
+        await asyncio.sleep(0)
+
+
+def test_delta_type_values() -> None:
+    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted"]
+    assert all(isinstance(t, str) and t == t.value for t in DeltaType)  # StrEnum
+
+
+async def test_in_order() -> None:
+    fifo = DeltaFIFO()
+    for i in range(10):
+        await fifo.put(bm(i))
+    assert len(fifo) == 10
+    out = [await fifo.pop() for _ in range(5)] + [fifo.pop_nowait() for _ in range(5)]
+    assert rvs(out) == list(range(10))
+    assert len(fifo) == 0
+
+
+async def test_pop_nowait_empty_would_block() -> None:
+    with pytest.raises(WouldBlock):
+        DeltaFIFO().pop_nowait()
+
+
+async def test_pop_batch_waits_for_first_item() -> None:
+    fifo = DeltaFIFO()
+    task = asyncio.create_task(fifo.pop_batch())
+    await settle()
+    assert not task.done()
+    assert fifo.statistics().waiters == 1
+    fifo.put_nowait(bm(1))
+    assert rvs(await task) == [1]
+    assert fifo.statistics().waiters == 0
+
+
+async def test_pop_batch_takes_what_is_queued_up_to_max() -> None:
+    fifo = DeltaFIFO()
+    for i in range(5):
+        fifo.put_nowait(bm(i))
+    assert rvs(await fifo.pop_batch(2)) == [0, 1]
+    assert rvs(await fifo.pop_batch(10)) == [2, 3, 4]
+    fifo.put_nowait(bm(5))
+    assert rvs(await fifo.pop_batch(1000)) == [5]  # does not wait for the batch to fill
+
+
+async def test_pop_batch_rejects_nonpositive_max() -> None:
+    fifo = DeltaFIFO()
+    fifo.put_nowait(bm(1))
+    with pytest.raises(ConfigError):
+        await fifo.pop_batch(0)
+    assert len(fifo) == 1
+
+
+async def test_close_wakes_every_waiter_with_closed_error() -> None:
+    fifo = DeltaFIFO()
+    waiters = [
+        asyncio.create_task(fifo.pop()),
+        asyncio.create_task(fifo.pop_batch()),
+        asyncio.create_task(fifo.pop_batch(3)),
+    ]
+    await settle()
+    assert fifo.statistics().waiters == 3
+    fifo.close()
+    results = await asyncio.gather(*waiters, return_exceptions=True)
+    assert all(isinstance(r, ClosedError) for r in results), results
+    assert fifo.closed
+
+
+async def test_close_drains_then_fails_and_refuses_puts() -> None:
+    fifo = DeltaFIFO()
+    fifo.put_nowait(bm(1))
+    fifo.put_nowait(bm(2))
+    fifo.close()
+    fifo.close()  # idempotent
+    with pytest.raises(ClosedError):
+        fifo.put_nowait(bm(3))
+    with pytest.raises(ClosedError):
+        await fifo.put(bm(3))
+    assert rvs(await fifo.pop_batch()) == [1, 2]
+    with pytest.raises(ClosedError):
+        fifo.pop_nowait()
+    with pytest.raises(ClosedError):
+        await fifo.pop()
+    with pytest.raises(ClosedError):
+        await fifo.pop_batch()
+
+
+async def test_wakeup_is_not_lost_when_the_woken_waiter_is_cancelled() -> None:
+    fifo = DeltaFIFO()
+    first = asyncio.create_task(fifo.pop())
+    second = asyncio.create_task(fifo.pop())
+    await settle()
+    fifo.put_nowait(bm(7))  # wakes `first`...
+    first.cancel()  # ...which is cancelled before it runs
+    await settle()
+    assert first.cancelled()
+    assert second.done()
+    assert rvs([second.result()]) == [7]
+
+
+async def test_statistics() -> None:
+    fifo = DeltaFIFO()
+    empty = fifo.statistics()
+    assert isinstance(empty, FifoStatistics)
+    assert (empty.depth, empty.peak_depth, empty.oldest_received, empty.oldest_age) == (
+        0,
+        0,
+        None,
+        0.0,
+    )
+    received = time.monotonic() - 5.0  # the watcher read it 5 s ago
+    fifo.put_nowait(bm(1, received))
+    fifo.put_nowait(bm(2))
+    fifo.put_nowait(bm(3))
+    fifo.pop_nowait()
+    fifo.put_nowait(bm(4))
+    stats = fifo.statistics()
+    assert stats.depth == 3
+    assert stats.peak_depth == 3
+    assert stats.puts_total == 4
+    assert stats.pops_total == 1
+    assert stats.waiters == 0
+    assert stats.oldest_received is not None and stats.oldest_received > received
+    assert stats.oldest_age > 0
+    await fifo.pop_batch()
+    stats = fifo.statistics()
+    assert (stats.depth, stats.peak_depth, stats.pops_total, stats.oldest_age) == (0, 3, 4, 0.0)
+    assert stats.oldest_received is None
+
+    old = DeltaFIFO()
+    old.put_nowait(bm(1, received))
+    assert old.statistics().oldest_received == received
+    assert old.statistics().oldest_age >= 5.0  # measured from `received`, not from put
+
+
+# An interleaving: the producer's steps (put k items at once, or yield to the loop) and the
+# max_items the consumer cycles through.
+_steps = st.lists(
+    st.one_of(st.integers(1, 5).map(lambda k: ("put", k)), st.just(("yield", 0))),
+    max_size=40,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=_steps, maxes=st.lists(st.integers(1, 7), min_size=1, max_size=5))
+def test_any_interleaving_pops_every_item_exactly_once_in_order(
+    steps: list[tuple[str, int]], maxes: list[int]
+) -> None:
+    async def scenario() -> tuple[int, list[list[Item]]]:
+        fifo = DeltaFIFO()
+        batches: list[list[Item]] = []
+
+        async def consume() -> None:
+            i = 0
+            while True:
+                max_items = maxes[i % len(maxes)]
+                i += 1
+                try:
+                    batch = await fifo.pop_batch(max_items)
+                except ClosedError:
+                    return
+                assert 1 <= len(batch) <= max_items
+                if len(batch) < max_items:
+                    assert len(fifo) == 0  # took everything that was queued
+                batches.append(batch)
+                if i % 2:
+                    await asyncio.sleep(0)
+
+        consumer = asyncio.create_task(consume())
+        n = 0
+        for op, k in steps:
+            if op == "put":
+                for _ in range(k - 1):
+                    fifo.put_nowait(bm(n))
+                    n += 1
+                await fifo.put(bm(n))
+                n += 1
+            else:
+                await asyncio.sleep(0)
+        fifo.close()
+        await consumer
+        return n, batches
+
+    n, batches = asyncio.run(scenario())
+    assert rvs([item for batch in batches for item in batch]) == list(range(n))

@@ -1,0 +1,487 @@
+"""SnapshotStore and LockedStore against a plain-dict model, plus isolation properties."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioinformer._errors import ClosedError, ConfigError
+from aioinformer._fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
+from aioinformer._index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
+from aioinformer._locked_store import LockedStore, LockedView
+from aioinformer._objects import KubeObject, decode_object
+from aioinformer._store import Change, Snapshot, SnapshotStore, StoreView
+
+Store = SnapshotStore | LockedStore
+STORES = [SnapshotStore, LockedStore]
+EXTRA: dict[str, IndexFunc] = {"app": by_label("app"), "node": by_field("spec.nodeName")}
+
+
+def pod(
+    name: str,
+    ns: str = "default",
+    rv: int = 1,
+    *,
+    app: str | None = None,
+    owner: str | None = None,
+    node: str | None = None,
+) -> KubeObject:
+    """A small pod; ``ns=""`` makes it cluster-scoped (key "name")."""
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(rv), "uid": f"u-{ns}-{name}"}
+    if ns:
+        meta["namespace"] = ns
+    if app is not None:
+        meta["labels"] = {"app": app}
+    if owner is not None:
+        ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "uid": owner}
+        meta["ownerReferences"] = [{**ref, "controller": True}]
+    spec = {} if node is None else {"nodeName": node}
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return decode_object(orjson.dumps(doc))
+
+
+def delta(kind: DeltaType, obj: KubeObject) -> Delta:
+    return Delta(kind, obj, time.monotonic())
+
+
+def upsert(obj: KubeObject) -> Delta:
+    return delta(DeltaType.UPDATED, obj)
+
+
+async def view_of(store: Store) -> StoreView:
+    """The current reader of either store (the LockedStore view is read under the lock)."""
+    async with store.read() as view:
+        return view
+
+
+# ---- the model ----------------------------------------------------------------------------
+
+Expected = list[tuple[str, KubeObject, KubeObject | None]]
+
+
+def model_apply(
+    model: dict[str, KubeObject], rv: int, batch: list[Item]
+) -> tuple[list[Expected], int]:
+    """Reference semantics, written plainly; returns one group of changes per item."""
+    groups: list[Expected] = []
+    for item in batch:
+        group: Expected = []
+        if isinstance(item, Delta):
+            obj = item.obj
+            rv = max(rv, obj.rv)
+            old = model.get(obj.key)
+            if item.type is DeltaType.DELETED:
+                if old is not None:
+                    del model[obj.key]
+                    group.append(("DELETED", obj, old))
+            else:
+                model[obj.key] = obj
+                group.append(("ADDED" if old is None else "UPDATED", obj, old))
+        elif isinstance(item, Replace):
+            rv = max([rv, item.resource_version, *(o.rv for o in item.objects)])
+            fresh = {o.key: o for o in item.objects}
+            tombstones = sorted(k for k in model if k not in fresh)
+            for key, obj in fresh.items():
+                old = model.get(key)
+                if old is None:
+                    group.append(("ADDED", obj, None))
+                elif old.rv != obj.rv:
+                    group.append(("UPDATED", obj, old))
+                else:
+                    fresh[key] = old  # unchanged: the store keeps what it has
+            group += [("DELETED", model[k], model[k]) for k in tombstones]
+            model.clear()
+            model.update(fresh)
+        else:
+            rv = max(rv, item.resource_version)
+        groups.append(group)
+    return groups, rv
+
+
+def check_changes(actual: list[Change], groups: list[Expected]) -> None:
+    """Exact order and identity, except that a relist's tombstones (``obj is old``) may
+    come in any order."""
+
+    def split(
+        changes: Sequence[tuple[str, KubeObject, KubeObject | None]],
+    ) -> tuple[list[tuple[str, int, int]], list[tuple[str, int]]]:
+        tombstones = sorted((o.key, id(o)) for t, o, old in changes if t == "DELETED" and o is old)
+        rest = [(t, id(o), id(old)) for t, o, old in changes if not (t == "DELETED" and o is old)]
+        return rest, tombstones
+
+    i = 0
+    for group in groups:
+        got = [(c.type, c.obj, c.old) for c in actual[i : i + len(group)]]
+        i += len(group)
+        assert split(got) == split(group)
+    assert i == len(actual)
+
+
+def brute_index(model: dict[str, KubeObject], fn: IndexFunc) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for key, obj in model.items():
+        for value in fn(obj):
+            out.setdefault(value, set()).add(key)
+    return out
+
+
+def check_view(
+    view: StoreView, model: dict[str, KubeObject], indexers: dict[str, IndexFunc]
+) -> None:
+    assert len(view) == len(model)
+    assert sorted(view.keys()) == sorted(model)
+    for key, obj in model.items():
+        assert view.get(key) is obj
+        assert key in view
+    assert "nope/nope" not in view and view.get("nope/nope") is None
+    assert {id(o) for o in view.list()} == {id(o) for o in model.values()}
+    for ns in ("a", "b", "empty"):
+        assert {o.key for o in view.list(ns)} == {k for k, o in model.items() if o.namespace == ns}
+    for name, fn in indexers.items():
+        expected = brute_index(model, fn)
+        assert set(view.index_values(name)) == set(expected), name
+        for value, keys in expected.items():
+            assert {o.key for o in view.by_index(name, value)} == keys, (name, value)
+        assert view.by_index(name, "no-such-value") == []
+
+
+# ---- generation: a history of FIFO items, drawn against a projected model -----------------
+
+KEYS = [("a", "p0"), ("a", "p1"), ("a", "p2"), ("b", "p0"), ("b", "p1"), ("", "c0")]
+versions = st.tuples(
+    st.sampled_from([None, "x", "y", ""]),  # app label
+    st.sampled_from([None, "u1", "u2"]),  # controller uid
+    st.sampled_from([None, "", "n1", "n2"]),  # spec.nodeName
+)
+
+
+def draw_history(data: st.DataObject) -> list[Item]:
+    projected: dict[str, KubeObject] = {}
+    counter = iter(range(1, 10_000))
+    items: list[Item] = []
+    now = time.monotonic()
+
+    def fresh(ns: str, name: str) -> KubeObject:
+        app, owner, node = data.draw(versions)
+        return pod(name, ns, next(counter), app=app, owner=owner, node=node)
+
+    for _ in range(data.draw(st.integers(1, 25))):
+        step = data.draw(st.sampled_from(["delta", "delta", "delta", "replace", "bookmark"]))
+        if step == "delta":
+            ns, name = data.draw(st.sampled_from(KEYS))
+            kind = data.draw(st.sampled_from(list(DeltaType)))
+            obj = fresh(ns, name)
+            items.append(Delta(kind, obj, now))
+            if kind is DeltaType.DELETED:
+                projected.pop(obj.key, None)
+            else:
+                projected[obj.key] = obj
+        elif step == "replace":
+            chosen = data.draw(st.lists(st.sampled_from(KEYS), unique=True))
+            objs = []
+            for ns, name in chosen:
+                key = f"{ns}/{name}" if ns else name
+                keep = key in projected and data.draw(st.booleans())
+                objs.append(projected[key] if keep else fresh(ns, name))
+            projected = {o.key: o for o in objs}
+            items.append(Replace(objs, next(counter), now))
+        else:
+            items.append(Bookmark(next(counter), now))
+    return items
+
+
+@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
+@settings(max_examples=75, deadline=None)
+@given(data=st.data())
+def test_fifo_and_store_match_the_model(store_cls: type[Store], data: st.DataObject) -> None:
+    history = draw_history(data)
+    max_items = data.draw(st.lists(st.integers(1, 8), min_size=1, max_size=4))
+
+    async def scenario() -> None:
+        fifo = DeltaFIFO()
+        store = store_cls(EXTRA)
+        indexers = {"namespace": by_namespace, **EXTRA, "controller": by_controller_uid}
+        assert sorted(store.indexers) == sorted(indexers)
+        for item in history:
+            await fifo.put(item)
+        fifo.close()
+        model: dict[str, KubeObject] = {}
+        rv, seq = 0, 0
+        kept: list[tuple[Snapshot, dict[str, KubeObject], int, int]] = []
+        i = 0
+        while True:
+            try:
+                batch = await fifo.pop_batch(max_items[i % len(max_items)])
+            except ClosedError:
+                break
+            i += 1
+            changes = await store.apply(batch)
+            groups, rv = model_apply(model, rv, batch)
+            seq += 1
+            check_changes(changes, groups)
+            view = await view_of(store)
+            assert (view.resource_version, view.seq) == (rv, seq)
+            check_view(view, model, indexers)
+            if isinstance(store, SnapshotStore):
+                kept.append((store.snapshot(), dict(model), rv, seq))
+        for snap, state, snap_rv, snap_seq in kept:  # old snapshots never changed
+            assert (snap.resource_version, snap.seq) == (snap_rv, snap_seq)
+            check_view(snap, state, indexers)
+
+    asyncio.run(scenario())
+
+
+# ---- API edges ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
+async def test_edges(store_cls: type[Store], caplog: pytest.LogCaptureFixture) -> None:
+    store = store_cls()
+    seen: list[tuple[int, int]] = []
+    store.on_publish.append(lambda s: seen.append((s.seq, s.resource_version)))
+
+    def broken(_: Any) -> None:
+        raise RuntimeError("hook bug")
+
+    store.on_publish.append(broken)
+    assert await store.apply([]) == []  # an empty batch publishes nothing
+    with caplog.at_level(logging.ERROR, logger="aioinformer.store"):
+        changes = await store.apply(
+            [upsert(pod("p", rv=3)), delta(DeltaType.DELETED, pod("q", rv=9))]
+        )
+    assert [c.type for c in changes] == ["ADDED"]  # deleting an unknown key is ignored...
+    assert seen == [(1, 9)]  # ...but its resourceVersion counts
+    assert "hook bug" in caplog.text
+    await store.apply([Bookmark(4, 0.0)])
+    assert seen[-1] == (2, 9)  # resource_version never goes back
+    view = await view_of(store)
+    with pytest.raises(ConfigError, match="known indexes: controller, namespace"):
+        view.by_index("nodes", "n1")
+    with pytest.raises(ConfigError, match="known indexes"):
+        view.index_values("nodes")
+    with pytest.raises(ConfigError, match="built in"):
+        store_cls({"namespace": by_label("ns")})
+    with pytest.raises(ConfigError, match="already exists"):
+        await store.add_indexer("controller", by_label("x"))
+
+
+async def test_a_failing_batch_publishes_nothing() -> None:
+    def picky(obj: KubeObject) -> tuple[str, ...]:
+        if obj.name == "bad":
+            raise ValueError("index function bug")
+        return (obj.name,)
+
+    store = SnapshotStore({"picky": picky})
+    await store.apply([upsert(pod("ok", rv=1))])
+    before = store.snapshot()
+    with pytest.raises(ValueError, match="index function bug"):
+        await store.apply([upsert(pod("ok2", rv=2)), upsert(pod("bad", rv=3))])
+    assert store.snapshot() is before
+    assert before.keys() == ["default/ok"] and before.index_values("picky") == ["ok"]
+    await store.apply([upsert(pod("ok2", rv=4))])
+    assert sorted(store.snapshot().index_values("picky")) == ["ok", "ok2"]
+    assert store.snapshot().seq == before.seq + 1
+
+
+async def test_locked_store_has_no_snapshots() -> None:
+    with pytest.raises(ConfigError, match=r"async with store\.read\(\)"):
+        LockedStore().snapshot()
+
+
+async def test_snapshot_read_takes_no_lock_and_is_the_snapshot() -> None:
+    store = SnapshotStore()
+    await store.apply([upsert(pod("p"))])
+    async with store.read() as reader:
+        assert reader is store.snapshot()
+
+
+# ---- isolation ---------------------------------------------------------------------------
+
+
+async def test_iter_chunks_across_awaits_sees_exactly_its_snapshot() -> None:
+    store = SnapshotStore()
+    await store.apply(
+        [Replace([pod(f"p{i}", "a" if i % 2 else "b", i + 1) for i in range(3000)], 3000, 0.0)]
+    )
+    snap = store.snapshot()
+    expected_all = {id(o) for o in snap.list()}
+    expected_a = {id(o) for o in snap.list("a")}
+
+    async def writer() -> None:
+        for i in range(0, 3000, 7):
+            await store.apply(
+                [
+                    delta(DeltaType.DELETED, pod(f"p{i}", "a" if i % 2 else "b", 5000 + i)),
+                    upsert(pod(f"new{i}", "a", 5000 + i)),
+                    upsert(pod(f"p{i + 1}", "a" if (i + 1) % 2 else "b", 5000 + i, app="changed")),
+                ]
+            )
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(writer())
+    got_all = [id(o) async for o in snap.iter_chunks(chunk=50)]
+    got_a = [id(o) async for o in snap.iter_chunks("a", chunk=50)]
+    await task
+    assert store.snapshot().seq > snap.seq + 1  # the writer really ran meanwhile
+    assert len(got_all) == len(expected_all) and set(got_all) == expected_all
+    assert len(got_a) == len(expected_a) and set(got_a) == expected_a
+    with pytest.raises(ConfigError):
+        [o async for o in snap.iter_chunks(chunk=0)]
+
+
+def cheap_pods(n: int, rv0: int = 1) -> list[KubeObject]:
+    """n distinct pods sharing one decoded metadata (only key and rv differ): cheap to build."""
+    base = pod("base", "default", rv0, owner="sts-1")
+    replace = msgspec.structs.replace
+    return [replace(base, key=f"default/p{i}", rv=rv0 + i) for i in range(n)]
+
+
+async def _iterate_while_writing(store: Store, n: int, chunk: int) -> tuple[int, list[int], int]:
+    """A reader scans all n objects (yielding every chunk) while a writer applies one-update
+    batches. Returns (objects read, the publish seqs seen during the scan, seq before)."""
+    objects = cheap_pods(n)
+    await store.apply([Replace(objects, n, 0.0)])
+    published: list[int] = []
+    store.on_publish.append(lambda s: published.append(s.seq))
+    done = asyncio.Event()
+
+    async def writer() -> None:
+        i = 0
+        while not done.is_set():
+            await store.apply([upsert(msgspec.structs.replace(objects[i % n], rv=10 * n + i))])
+            i += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(writer())
+    await asyncio.sleep(0)
+    async with store.read() as view:
+        seq_before, start, read = view.seq, len(published), 0
+        async for _ in view.iter_chunks(chunk=chunk):
+            read += 1
+        during = published[start:]
+    done.set()
+    await task
+    return read, during, seq_before
+
+
+async def test_reader_scanning_200k_snapshot_never_stops_the_writer() -> None:
+    store = SnapshotStore()
+    n, chunk = 200_000, 1000
+    read, during, seq_before = await _iterate_while_writing(store, n, chunk)
+    assert read == n
+    # The writer published while the scan was in progress: about one batch per chunk,
+    # each exactly one seq after the previous.
+    assert len(during) >= n // chunk // 2
+    assert during == list(range(seq_before + 1, seq_before + 1 + len(during)))
+
+
+async def test_locked_store_reader_stalls_the_writer_for_the_whole_scan() -> None:
+    store = LockedStore()
+    read, during, _ = await _iterate_while_writing(store, 20_000, 1000)
+    assert read == 20_000
+    assert during == []  # nothing published until the read lock was released
+
+
+async def test_locked_store_read_blocks_apply() -> None:
+    store = LockedStore()
+    order: list[str] = []
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def reader() -> None:
+        async with store.read() as view:
+            order.append(f"read seq={view.seq}")
+            entered.set()
+            await release.wait()
+            order.append(f"read done seq={view.seq}")
+
+    async def writer() -> None:
+        await store.apply([upsert(pod("p"))])
+        order.append("applied")
+
+    r = asyncio.create_task(reader())
+    await entered.wait()
+    w = asyncio.create_task(writer())
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not w.done() and order == ["read seq=0"]
+    release.set()
+    await asyncio.gather(r, w)
+    assert order == ["read seq=0", "read done seq=0", "applied"]
+    async with store.read() as view:
+        assert isinstance(view, LockedView) and view.seq == 1 and len(view) == 1
+
+
+# ---- add_indexer --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
+async def test_add_indexer_while_batches_keep_arriving(store_cls: type[Store]) -> None:
+    store = store_cls()
+    n = 3000
+    model = {o.key: o for o in (pod(f"p{i}", "a", i + 1, app=f"v{i % 5}") for i in range(n))}
+    await store.apply([Replace(list(model.values()), n, 0.0)])
+    published: list[int] = []
+    store.on_publish.append(lambda s: published.append(s.seq))
+    stop = asyncio.Event()
+    rv = iter(range(10 * n, 100 * n))
+
+    async def writer() -> None:
+        i = 0
+        while not stop.is_set() or i < 30:
+            k = (i * 37) % n
+            batch: list[Item] = [upsert(pod(f"p{k}", "a", next(rv), app=f"v{i % 7}"))]
+            if i % 3 == 0:
+                batch.append(delta(DeltaType.DELETED, pod(f"p{(k + 1) % n}", "a", next(rv))))
+            if i % 4 == 0:
+                batch.append(upsert(pod(f"extra{i}", "a", next(rv), app="v9")))
+            await store.apply(batch)
+            model_apply(model, 0, batch)
+            i += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(writer())
+    await asyncio.sleep(0)
+    before = len(published)
+    if isinstance(store, SnapshotStore):
+        await store.add_indexer("app", by_label("app"), chunk=100)
+        assert len(published) - before > 5  # batches were applied during the build
+    else:
+        await store.add_indexer("app", by_label("app"))
+    stop.set()
+    await task
+    assert "app" in store.indexers
+    check_view(await view_of(store), model, {"app": by_label("app"), "namespace": by_namespace})
+
+
+async def test_add_indexer_rejects_a_name_being_built() -> None:
+    store = SnapshotStore()
+    await store.apply([Replace(cheap_pods(5000), 5000, 0.0)])
+    first = asyncio.create_task(store.add_indexer("x", by_label("x"), chunk=10))
+    await asyncio.sleep(0)
+    with pytest.raises(ConfigError, match="already exists"):
+        await store.add_indexer("x", by_label("x"))
+    seq = store.snapshot().seq
+    await first
+    assert store.snapshot().seq == seq + 1
+    assert store.snapshot().index_values("x") == []
+
+
+def test_conformance() -> None:
+    """Snapshot and LockedView both provide the reader API (also checked by mypy)."""
+    readers: list[Callable[[], StoreView]] = [
+        lambda: SnapshotStore().snapshot(),
+        lambda: LockedView(LockedStore()),
+    ]
+    for make in readers:
+        view = make()
+        assert (len(view), view.seq, view.resource_version, view.keys()) == (0, 0, 0, [])

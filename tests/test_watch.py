@@ -1,0 +1,863 @@
+"""Watcher and ListWatch over real HTTP against KubeSim.
+
+Every scenario ends the same way: after the writes stop, a model store that applies the
+watcher's FIFO items (Replace swaps, Delta adds/updates/deletes) holds exactly what the
+server holds (``sim.versions``, or ``sim.list`` with the same selectors), key for key and
+resourceVersion for resourceVersion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import orjson
+import pytest
+from aiohttp import web
+
+from aioinformer._backoff import Backoff
+from aioinformer._errors import (
+    ApiStatusError,
+    ClosedError,
+    DecodeError,
+    StreamError,
+    WatchExpired,
+)
+from aioinformer._fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
+from aioinformer._listwatch import ListWatch, parse_retry_after
+from aioinformer._objects import KubeObject, drop_managed_fields
+from aioinformer._watch import Watcher
+from aioinformer.testing import KubeSim
+from tests.conftest import transcript
+
+PODSETS = "example.aioinformer.dev/v1/podsets"
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": labels or {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+
+
+class ModelFifo:
+    """A FIFO sink that records every item and applies it to ``{key: rv}``."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.state: dict[str, str] = {}
+        self.objects: dict[str, KubeObject] = {}
+
+    def put_nowait(self, item: Item) -> None:
+        self.items.append(item)
+        if isinstance(item, Replace):
+            self.objects = {o.key: o for o in item.objects}
+            self.state = {o.key: str(o.rv) for o in item.objects}
+        elif isinstance(item, Delta):
+            if item.type is DeltaType.DELETED:
+                self.state.pop(item.obj.key, None)
+                self.objects.pop(item.obj.key, None)
+            else:
+                self.state[item.obj.key] = str(item.obj.rv)
+                self.objects[item.obj.key] = item.obj
+
+    def of(self, cls: type[Any]) -> list[Any]:
+        return [i for i in self.items if isinstance(i, cls)]
+
+
+class CountingListWatch(ListWatch):
+    """ListWatch that records its list pages and can run a hook before each one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pages: list[str | None] = []
+        self.before_page: Callable[[str | None], None] | None = None
+
+    async def list_page(
+        self, resource_version: str, limit: int, continue_: str | None
+    ) -> tuple[list[KubeObject], str, str | None]:
+        self.pages.append(continue_)
+        if self.before_page is not None:
+            self.before_page(continue_)
+        return await super().list_page(resource_version, limit, continue_)
+
+
+def make_watcher(
+    api: Any,
+    sink: Any,
+    group_version: str = "v1",
+    plural: str = "pods",
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    metadata_only: bool = False,
+    max_line_bytes: int = 16 * 1024 * 1024,
+    **options: Any,
+) -> Watcher:
+    lw = CountingListWatch(
+        api,
+        group_version,
+        plural,
+        namespace=namespace,
+        label_selector=label_selector,
+        field_selector=field_selector,
+        metadata_only=metadata_only,
+        max_line_bytes=max_line_bytes,
+    )
+    options.setdefault("min_watch_timeout", 2)
+    options.setdefault("max_watch_timeout", 3)
+    options.setdefault("backoff", Backoff(initial=0.02, maximum=0.2, jitter=0.0))
+    return Watcher(lw, sink, **options)
+
+
+@contextlib.asynccontextmanager
+async def running(watcher: Watcher) -> AsyncIterator[asyncio.Task[None]]:
+    """Run the watcher in a task; stop it (run() returns normally) on exit."""
+    task = asyncio.create_task(watcher.run())
+    try:
+        yield task
+    finally:
+        watcher.stop()
+        await task
+
+
+async def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+async def converge(sink: ModelFifo, expected: Callable[[], dict[str, str]]) -> None:
+    with contextlib.suppress(AssertionError):
+        await eventually(lambda: sink.state == expected(), "convergence")
+    assert sink.state == expected()
+
+
+def listed(sim: KubeSim, resource: str, **selectors: str) -> dict[str, str]:
+    out = {}
+    for o in sim.list(resource, **selectors):
+        meta = o["metadata"]
+        out[f"{meta['namespace']}/{meta['name']}"] = meta["resourceVersion"]
+    return out
+
+
+# -- sync, events, selectors, resources --------------------------------------------------------
+
+
+async def test_sync_is_one_replace_then_deltas_for_add_update_delete() -> None:
+    async with KubeSim(bookmark_interval=0.2) as sim, sim.api_client() as api:
+        for i in range(3):
+            sim.create("pods", pod(f"p{i}"), "default")
+        list_rv = sim.resource_version
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        async with running(w):
+            await w.wait_synced()
+            assert w.synced and w.stats.synced
+            first = sink.items[0]
+            assert isinstance(first, Replace)
+            assert sorted(o.key for o in first.objects) == [
+                "default/p0",
+                "default/p1",
+                "default/p2",
+            ]
+            assert first.resource_version == list_rv
+            sim.create("pods", pod("p3"), "default")
+            sim.patch("pods", "p0", {"metadata": {"labels": {"x": "1"}}}, "default")
+            sim.delete("pods", "p1", "default")
+            await converge(sink, lambda: sim.versions("pods"))
+            # the periodic bookmark carries the final RV
+            await eventually(lambda: w.stats.bookmarks > 0, "a bookmark")
+        types = [(d.type, d.obj.name) for d in sink.of(Delta)]
+        assert (DeltaType.ADDED, "p3") in types
+        assert (DeltaType.UPDATED, "p0") in types
+        assert types[-1] == (DeltaType.DELETED, "p1")
+        assert len(sink.of(Replace)) == 1 and w.stats.lists == 1 and w.stats.relists == 0
+        assert all(b.resource_version <= sim.resource_version for b in sink.of(Bookmark))
+        assert w.stats.last_rv == str(sim.resource_version)
+        assert w.stats.events_total == len(sink.of(Delta))
+        assert w.stats.decode_errors == 0 and w.stats.errors_by_code == {}
+
+
+async def test_real_delta_fifo_receives_the_same_items() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        fifo = DeltaFIFO()
+        w = make_watcher(api, fifo)
+        async with running(w):
+            await w.wait_synced()
+            sim.create("pods", pod("b"), "default")
+            await eventually(lambda: w.stats.events_total == 1, "the ADDED event")
+        items = [fifo.pop_nowait() for _ in range(len(fifo))]
+        first, second = [i for i in items if not isinstance(i, Bookmark)]
+        assert isinstance(first, Replace) and [o.key for o in first.objects] == ["default/a"]
+        assert isinstance(second, Delta) and second.type is DeltaType.ADDED
+        assert second.obj.key == "default/b"
+
+
+async def test_pagination_concatenates_pages_into_one_replace() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(7):
+            sim.create("pods", pod(f"p{i}"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, page_size=2)
+        async with running(w):
+            await w.wait_synced()
+        lw = w._lw
+        assert isinstance(lw, CountingListWatch)
+        assert len(lw.pages) == 4 and lw.pages[0] is None and all(lw.pages[1:])
+        (replace,) = sink.of(Replace)
+        assert [o.name for o in replace.objects] == [f"p{i}" for i in range(7)]
+        assert sink.state == sim.versions("pods")
+
+
+async def test_expired_continue_token_restarts_the_list() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(5):
+            sim.create("pods", pod(f"p{i}"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, page_size=2)
+        lw = w._lw
+        assert isinstance(lw, CountingListWatch)
+        compacted: list[str] = []
+
+        def compact_once(continue_: str | None) -> None:
+            if continue_ and not compacted:  # the token now points before the compaction
+                compacted.append(continue_)
+                sim.create("pods", pod("p5"), "default")
+                sim.compact()
+
+        lw.before_page = compact_once
+        async with running(w):
+            await w.wait_synced()
+        assert w.stats.errors_by_code == {410: 1}
+        assert lw.pages[:2] == [None, compacted[0]] and lw.pages[2] is None
+        (replace,) = sink.of(Replace)
+        assert len(replace.objects) == 6
+        assert sink.state == sim.versions("pods")
+
+
+async def test_label_selector_object_leaving_is_deleted_and_reentering_added() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("w1", app="web"), "default")
+        sim.create("pods", pod("w2", app="web"), "default")
+        sim.create("pods", pod("d1", app="db"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, label_selector="app=web")
+        expected = functools.partial(listed, sim, "pods", label_selector="app=web")
+        async with running(w):
+            await w.wait_synced()
+            assert sink.state == expected() and len(sink.state) == 2
+            sim.patch("pods", "w1", {"metadata": {"labels": {"app": "db"}}}, "default")
+            sim.patch("pods", "d1", {"metadata": {"labels": {"app": "web"}}}, "default")
+            sim.patch("pods", "d1", {"metadata": {"annotations": {"a": "b"}}}, "default")
+            await converge(sink, expected)
+        changes = [(d.type, d.obj.name) for d in sink.of(Delta)]
+        assert changes == [
+            (DeltaType.DELETED, "w1"),
+            (DeltaType.ADDED, "d1"),
+            (DeltaType.UPDATED, "d1"),
+        ]
+
+
+async def test_field_selector_phase_change_leaves_the_selection() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(3):
+            sim.create("pods", pod(f"p{i}"), "default")
+        sink = ModelFifo()
+        selector = "status.phase=Pending"
+        w = make_watcher(api, sink, field_selector=selector)
+        expected = functools.partial(listed, sim, "pods", field_selector=selector)
+        async with running(w):
+            await w.wait_synced()
+            assert len(sink.state) == 3
+            sim.patch(
+                "pods", "p1", {"status": {"phase": "Running"}}, "default", subresource="status"
+            )
+            await converge(sink, expected)
+        assert sorted(sink.state) == ["default/p0", "default/p2"]
+        assert [(d.type, d.obj.name) for d in sink.of(Delta)] == [(DeltaType.DELETED, "p1")]
+
+
+async def test_namespaced_watch_sees_only_its_namespace_and_its_deletion() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for ns in ("team-a", "team-b"):
+            sim.create("namespaces", {"metadata": {"name": ns}})
+            sim.create("pods", pod("p"), ns)
+        sink = ModelFifo()
+        w = make_watcher(api, sink, namespace="team-a")
+        async with running(w):
+            await w.wait_synced()
+            assert sink.state == sim.versions("pods", "team-a")
+            sim.create("pods", pod("q"), "team-b")
+            sim.delete("namespaces", "team-a")  # its pods go away: DELETED events flow
+            await eventually(lambda: not sim.versions("pods", "team-a"), "the pods to go")
+            await converge(sink, lambda: sim.versions("pods", "team-a"))
+        assert sink.state == {}
+
+
+async def test_custom_resources_across_namespaces() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("customresourcedefinitions", transcript("13a")["request"]["body"])
+        await sim.wait_served(PODSETS)
+        sim.create("namespaces", {"metadata": {"name": "apps"}})
+        body = {"apiVersion": "example.aioinformer.dev/v1", "kind": "PodSet"}
+        sim.create(PODSETS, {**body, "metadata": {"name": "a"}, "spec": {"replicas": 1}}, "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, "example.aioinformer.dev/v1", "podsets")
+        async with running(w):
+            await w.wait_synced()
+            sim.create(
+                PODSETS, {**body, "metadata": {"name": "b"}, "spec": {"replicas": 2}}, "apps"
+            )
+            sim.patch(PODSETS, "a", {"spec": {"replicas": 3}}, "default")
+            sim.delete(PODSETS, "b", "apps")
+            sim.create(
+                PODSETS, {**body, "metadata": {"name": "c"}, "spec": {"replicas": 1}}, "apps"
+            )
+            await converge(sink, lambda: sim.versions(PODSETS))
+        assert sink.objects["default/a"].kind == "PodSet"
+        assert sink.objects["default/a"].field("spec.replicas") == 3
+
+
+async def test_crd_deleted_while_watched_is_retried_until_it_returns(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="aioinformer.watch")
+    crd = transcript("13a")["request"]["body"]
+    body = {"apiVersion": "example.aioinformer.dev/v1", "kind": "PodSet"}
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("customresourcedefinitions", crd)
+        await sim.wait_served(PODSETS)
+        sim.create(PODSETS, {**body, "metadata": {"name": "old"}}, "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, "example.aioinformer.dev/v1", "podsets")
+        async with running(w):
+            await w.wait_synced()
+            sim.delete("customresourcedefinitions", crd["metadata"]["name"])
+            await eventually(lambda: w.stats.errors_by_code.get(404, 0) >= 2, "404s")
+            sim.create("customresourcedefinitions", crd)
+            await sim.wait_served(PODSETS)
+            sim.create(PODSETS, {**body, "metadata": {"name": "new"}}, "default")
+            await converge(sink, lambda: sim.versions(PODSETS))
+        assert list(sink.state) == ["default/new"]
+        assert any("is the CRD installed?" in r.getMessage() for r in caplog.records)
+
+
+async def test_metadata_only_lists_and_watches_partial_objects() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, metadata_only=True)
+        async with running(w):
+            await w.wait_synced()
+            sim.patch("pods", "a", {"metadata": {"labels": {"tier": "x"}}}, "default")
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(Delta))]
+        assert {o.kind for o in objs} == {"PartialObjectMetadata"}
+        assert {o.body for o in objs} == {b"{}"}
+        assert sink.objects["default/a"].labels == {"app": "web", "tier": "x"}
+
+
+# -- streaming lists -------------------------------------------------------------------------
+
+
+async def test_streaming_list_is_one_replace_at_the_end_bookmark_then_a_watch() -> None:
+    async with KubeSim(watch_list=True) as sim, sim.api_client() as api:
+        for i in range(4):
+            sim.create("pods", pod(f"p{i}"), "default")
+        rv = sim.resource_version
+        sink = ModelFifo()
+        w = make_watcher(api, sink, streaming_list=True)
+        async with running(w):
+            await w.wait_synced()
+            first = sink.items[0]
+            assert isinstance(first, Replace) and first.resource_version == rv
+            assert sorted(o.name for o in first.objects) == ["p0", "p1", "p2", "p3"]
+            sim.create("pods", pod("p4"), "default")
+            sim.delete("pods", "p0", "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        lw = w._lw
+        assert isinstance(lw, CountingListWatch) and lw.pages == []  # no list request
+        assert w.streaming_list and w.stats.lists == 1 and len(sink.of(Replace)) == 1
+        assert not sink.of(Bookmark) or sink.of(Bookmark)[0].resource_version > rv
+
+
+async def test_streaming_list_falls_back_to_list_when_the_gate_is_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="aioinformer.watch")
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, streaming_list=True)
+        async with running(w):
+            await w.wait_synced()
+            sim.create("pods", pod("b"), "default")
+            sim.restart()  # before the watcher saw "b": its RV is too old now
+            await converge(sink, lambda: sim.versions("pods"))
+            await eventually(lambda: w.stats.relists == 1, "the relist")
+        assert not w.streaming_list
+        lw = w._lw
+        assert isinstance(lw, CountingListWatch) and len(lw.pages) == 2
+        fallbacks = [r for r in caplog.records if "does not support streaming lists" in r.msg]
+        assert len(fallbacks) == 1  # logged once, not at every relist
+        assert w.stats.errors_by_code.get(422) is None
+
+
+# -- resume, relist -----------------------------------------------------------------------------
+
+
+async def test_resume_after_dropped_connection_without_relist() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            for i in range(3):
+                sim.drop_watches()
+                sim.create("pods", pod(f"b{i}"), "default")
+                await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.lists == 1 and w.stats.relists == 0
+        assert w.stats.watch_restarts >= 3 and w.stats.stream_errors >= 3
+
+
+async def test_resume_after_clean_timeout_without_relist() -> None:
+    async with KubeSim(bookmark_interval=60) as sim, sim.api_client() as api:
+        sink = ModelFifo()
+        w = make_watcher(api, sink, min_watch_timeout=1, max_watch_timeout=1)
+        async with running(w):
+            await w.wait_synced()
+            sim.create("pods", pod("a"), "default")
+            await eventually(lambda: w.stats.watch_restarts >= 2, "two timeouts")
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.lists == 1 and w.stats.stream_errors == 0
+        assert w.stats.errors_by_code == {}
+
+
+@pytest.mark.parametrize("how", ["restart", "expire_watch_history"])
+async def test_relist_after_410(how: str) -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sim.create("pods", pod("gone"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        async with running(w):
+            await w.wait_synced()
+            # writes the watcher has not seen yet, then their history is lost
+            sim.create("pods", pod("b"), "default")
+            sim.delete("pods", "gone", "default")
+            getattr(sim, how)()
+            sim.create("pods", pod("c"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.relists >= 1 and w.stats.errors_by_code.get(410, 0) >= 1
+        assert sorted(sink.state) == ["default/a", "default/b", "default/c"]
+
+
+async def test_error_event_410_relists_and_other_codes_rewatch() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            err = {**status, "message": "etcdserver: leader changed", "code": 500}
+            sim.faults.inject_line(orjson.dumps({"type": "ERROR", "object": err}) + b"\n")
+            await eventually(lambda: w.stats.errors_by_code.get(500) == 1, "the 500")
+            sim.create("pods", pod("a"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+            assert w.stats.lists == 1 and w.stats.watch_restarts >= 1
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            err = {**status, "message": "too old resource version: 1 (2)", "code": 410}
+            sim.faults.inject_line(orjson.dumps({"type": "ERROR", "object": err}) + b"\n")
+            await eventually(lambda: w.stats.relists == 1, "the relist")
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.errors_by_code == {500: 1, 410: 1}
+
+
+# -- failures, backoff ----------------------------------------------------------------------------
+
+
+async def test_backoff_on_429_and_500_then_sync() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sim.fail_next(2, 500, verbs=["list"])
+        sim.fail_next(2, 429, retry_after=0, verbs=["watch"])
+        backoff = Backoff(initial=0.02, maximum=1.0, jitter=0.0)
+        sink = ModelFifo()
+        w = make_watcher(api, sink, backoff=backoff)
+        async with running(w):
+            await w.wait_synced()
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.errors_by_code == {500: 2, 429: 2}
+        assert w.stats.backoff_current == pytest.approx(0.02 * 2**4)  # four failures in a row
+        assert w.stats.lists == 1
+
+
+@pytest.mark.parametrize("status", [429, 503, 504])
+async def test_retry_after_is_honoured(status: int, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="aioinformer.watch")
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.fail_next(1, status, retry_after=1, verbs=["list"])
+        w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0))
+        async with running(w):
+            await w.wait_synced()
+        (record,) = [r for r in caplog.records if f"HTTP {status}" in r.getMessage()]
+        assert record.getMessage().endswith("retrying in 1.0 s")  # not the 0.01 s backoff
+
+
+async def test_silent_stream_watchdog_rewatches_and_converges() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, idle_timeout=0.3)
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            restarts = w.stats.watch_restarts
+            sim.stall_watches()
+            sim.create("pods", pod("b"), "default")
+            await eventually(lambda: w.stats.watch_restarts >= restarts + 2, "watchdog restarts")
+            assert "default/b" not in sink.state
+            sim.unstall_watches()
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.lists == 1 and w.stats.stream_errors >= 2
+
+
+async def test_bad_lines_are_counted_and_skipped_and_nothing_is_lost() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            restarts = w.stats.watch_restarts
+            current = sim.get("pods", "a", "default")
+            big = {**current, "metadata": {**current["metadata"], "annotations": {}}}
+            big["metadata"]["annotations"]["blob"] = "x" * (3 * 1024 * 1024)
+            for line in [
+                b'{"type":"ADDED","object":{"metadata":',  # malformed JSON
+                b'{"type":"SOMETHING","object":{"metadata":{"name":"x","resourceVersion":"1"}}}',
+                b'{"type":"ADDED","object":{"kind":"Pod","spec":{}}}',  # no metadata
+                b'{"type":"ADDED","object":{"metadata":{"name":"x","resourceVersion":"abc"}}}',
+                b'{"type":"ADDED","object":{"metadata":{"resourceVersion":"7"}}}',  # no name
+                orjson.dumps({"type": "MODIFIED", "object": big}),  # valid, 3 MiB
+            ]:
+                sim.faults.inject_line(line + b"\n")
+            await eventually(lambda: len(sink.of(Delta)) == 1, "the 3 MiB event")
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.decode_errors == 5
+        assert w.stats.watch_restarts == restarts and w.stats.stream_errors == 0
+        assert len(sink.of(Delta)[0].obj.annotations["blob"]) == 3 * 1024 * 1024
+
+
+async def test_oversized_line_is_skipped_and_the_stream_kept() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sink = ModelFifo()
+        w = make_watcher(api, sink, max_line_bytes=64 * 1024)
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            restarts = w.stats.watch_restarts
+            sim.faults.inject_line(b"y" * (300 * 1024) + b"\n")
+            sim.create("pods", pod("a"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert w.stats.decode_errors == 1
+        assert w.stats.watch_restarts == restarts
+
+
+async def test_line_cut_mid_way_resumes_from_the_last_rv() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        sink = ModelFifo()
+        w = make_watcher(api, sink)
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            sim.faults.cut_next(1)
+            sim.create("pods", pod("a"), "default")
+            sim.create("pods", pod("b"), "default")
+            await converge(sink, lambda: sim.versions("pods"))
+        assert sim.faults.injected["cut_mid_line"] == 1
+        assert w.stats.lists == 1 and w.stats.stream_errors == 1
+        assert w.stats.decode_errors == 0
+        assert [d.obj.name for d in sink.of(Delta)] == ["a", "b"]  # each exactly once
+
+
+@pytest.mark.parametrize("who", ["forbidden", "bad-token"])
+async def test_401_403_are_logged_clearly_and_retried_with_growing_backoff(
+    who: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="aioinformer")
+    async with KubeSim() as sim:
+        token = sim.add_user("bob") if who == "forbidden" else "not-a-valid-token"
+        cfg = sim.client_configuration()
+        cfg.api_key = {"BearerToken": token}
+        from kubernetes_asyncio import client
+
+        async with client.ApiClient(configuration=cfg) as api:
+            code = 403 if who == "forbidden" else 401
+            backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
+            w = make_watcher(api, ModelFifo(), namespace="default", backoff=backoff)
+            async with running(w):
+                await eventually(lambda: w.stats.errors_by_code.get(code, 0) >= 4, "4 failures")
+                # the backoff grew with every failure: 0.05 -> 0.1 -> 0.2 -> 0.4 -> 0.8
+                assert w.stats.backoff_current >= 0.8
+                before = sim.server.requests_served
+                await asyncio.sleep(0.5)
+                # a tight loop would make hundreds of requests here; the backoff allows two
+                assert sim.server.requests_served - before <= 2
+            assert not w.synced
+        errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+        assert errors and all('list pods in namespace "default"' in m for m in errors)
+        if who == "forbidden":
+            assert 'missing RBAC permission: "list" on "pods"' in errors[0]
+            assert 'User "bob" cannot list resource "pods"' in errors[0]
+        else:
+            assert "credentials were rejected" in errors[0]
+        assert not any(token in r.getMessage() for r in caplog.records)
+        assert not any(sim.token in r.getMessage() for r in caplog.records)
+
+
+# -- lifecycle -----------------------------------------------------------------------------------
+
+
+def new_tasks(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
+    return {t for t in asyncio.all_tasks() - before if t is not asyncio.current_task()}
+
+
+async def test_cancellation_closes_the_response_and_propagates() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        before = asyncio.all_tasks()
+        w = make_watcher(api, ModelFifo())
+        task = asyncio.create_task(w.run())
+        await w.wait_synced()
+        await eventually(lambda: sim.open_watches == 1, "the watch")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # the server saw the connection close, and nothing is left running on either side
+        await eventually(lambda: sim.open_watches == 0, "the server to see the close")
+        await eventually(lambda: not new_tasks(before), "no task left")
+
+
+async def test_stop_returns_normally_and_fifo_close_stops_it() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        before = asyncio.all_tasks()
+        w = make_watcher(api, ModelFifo())
+        task = asyncio.create_task(w.run())
+        await w.wait_synced()
+        await eventually(lambda: sim.open_watches == 1, "the watch")
+        w.stop()
+        w.stop()  # idempotent
+        await task  # returns normally
+        assert not task.cancelled()
+        await eventually(lambda: sim.open_watches == 0, "the server to see the close")
+        with pytest.raises(RuntimeError):
+            await w.run()  # one run per watcher
+
+        fifo = DeltaFIFO()
+        w2 = make_watcher(api, fifo)
+        task2 = asyncio.create_task(w2.run())
+        await w2.wait_synced()
+        fifo.close()
+        sim.create("pods", pod("a"), "default")  # the next put fails: the stop signal
+        await task2  # returns normally
+        assert not task2.cancelled()
+        await eventually(lambda: sim.open_watches == 0, "the server to see the close")
+
+        w3 = make_watcher(api, ModelFifo())
+        w3.stop()  # before run: run returns at once, wait_synced raises
+        await w3.run()
+        with pytest.raises(ClosedError, match="stopped before it synced"):
+            await w3.wait_synced()
+        await eventually(lambda: not new_tasks(before), "no task left")
+
+
+async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def transform(obj: KubeObject) -> KubeObject:
+        if obj.labels.get("boom"):
+            raise ValueError("boom")
+        return drop_managed_fields(obj)
+
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, transform=transform)
+        async with running(w):
+            await w.wait_synced()
+            sim.create("pods", pod("b", boom="1"), "default")  # skipped, logged
+            sim.create("pods", pod("c"), "default")
+            await eventually(lambda: "default/c" in sink.state, "c")
+            sim.delete("pods", "b", "default")  # the deletion still reaches the FIFO
+            await eventually(lambda: any(d.obj.name == "b" for d in sink.of(Delta)), "b")
+            await converge(sink, lambda: sim.versions("pods"))
+        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(Delta))]
+        assert objs and all(o.managed_fields == b"" for o in objs if o.name != "b")
+        (deleted,) = [d for d in sink.of(Delta) if d.obj.name == "b"]
+        assert deleted.type is DeltaType.DELETED and deleted.obj.managed_fields  # as received
+        assert w.stats.transform_errors >= 2  # the ADDED and the DELETED of "b"
+        assert "the transform raised on default/b" in caplog.text
+
+
+@contextlib.asynccontextmanager
+async def fake_server(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
+    """A server (or proxy) that ends every watch immediately: client-go's "very short
+    watch" rule turns that into a failure, so the watcher backs off instead of spinning."""
+    from kubernetes_asyncio import client
+
+    watches = 0
+
+    async def handle(request: web.Request) -> web.Response:
+        nonlocal watches
+        if request.query.get("watch"):
+            watches += 1
+            return web.Response(body=b"", content_type="application/json")
+        body = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}}
+        return web.json_response({**body, "items": []})
+
+    async with fake_server(handle) as url:
+        cfg = client.Configuration()
+        cfg.host = url
+        async with client.ApiClient(configuration=cfg) as api:
+            backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
+            w = make_watcher(api, ModelFifo(), backoff=backoff)
+            async with running(w):
+                await eventually(lambda: watches >= 4, "4 watches")
+                before = watches
+                await asyncio.sleep(0.5)
+                assert watches - before <= 2  # 0.4 s, then 0.8 s between attempts
+            assert w.stats.lists == 1 and w.stats.stream_errors >= 4
+            assert w.stats.backoff_current >= 0.8
+
+
+# -- ListWatch on its own -------------------------------------------------------------------------
+
+
+def test_paths_and_resource_names() -> None:
+    lw = ListWatch(None, "v1", "pods", namespace="team a")
+    assert (lw.path, lw.resource) == ("/api/v1/namespaces/team%20a/pods", "pods")
+    lw = ListWatch(None, "apps/v1", "statefulsets")
+    assert (lw.path, lw.resource) == ("/apis/apps/v1/statefulsets", "statefulsets.apps")
+    lw = ListWatch(None, "example.aioinformer.dev/v1", "podsets", namespace="x")
+    assert lw.path == "/apis/example.aioinformer.dev/v1/namespaces/x/podsets"
+    assert lw.resource == "podsets.example.aioinformer.dev"
+
+
+def test_parse_retry_after() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after(None) is None
+    assert parse_retry_after("soon") is None
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
+
+
+async def test_list_410_is_watch_expired_with_the_server_message() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(3):
+            sim.create("pods", pod(f"p{i}"), "default")
+        lw = ListWatch(api, "v1", "pods", namespace="default")
+        _, _, token = await lw.list_page("", 1, None)
+        sim.create("pods", pod("p3"), "default")
+        sim.compact()
+        with pytest.raises(WatchExpired) as info:
+            await lw.list_page("", 1, token)
+        assert info.value.code == 410 and info.value.verb == "list"
+        assert "continue parameter is too old" in str(info.value)
+
+
+async def test_watch_422_names_the_reason() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        lw = ListWatch(api, "v1", "pods")
+        with pytest.raises(ApiStatusError) as info:
+            async with contextlib.aclosing(lw.watch("", 5, send_initial_events=True)) as lines:
+                async for _ in lines:
+                    pass
+        assert info.value.code == 422 and info.value.verb == "watch"
+        assert "sendInitialEvents is forbidden" in str(info.value)
+
+
+def html_server(status: int, content_type: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """A server that answers everything with an HTML page (a proxy, a login page)."""
+
+    async def handle(request: web.Request) -> web.Response:
+        page = "<html><body><h1>Bad Gateway</h1>\n<p>upstream down</p></body></html>"
+        return web.Response(
+            status=status, text=page, content_type=content_type, headers={"Retry-After": "7"}
+        )
+
+    return fake_server(handle)
+
+
+async def test_html_error_body_is_a_clear_api_status_error() -> None:
+    from kubernetes_asyncio import client
+
+    async with html_server(502, "text/html") as url:
+        cfg = client.Configuration()
+        cfg.host = url
+        async with client.ApiClient(configuration=cfg) as api:
+            lw = ListWatch(api, "v1", "pods", namespace="default")
+            with pytest.raises(ApiStatusError) as info:
+                await lw.list_page("", 10, None)
+    err = info.value
+    assert (err.code, err.verb, err.resource, err.retry_after) == (502, "list", "pods", 7.0)
+    assert "non-JSON error body (text/html" in str(err) and "Bad Gateway" in str(err)
+
+
+async def test_html_200_is_a_decode_error() -> None:
+    from kubernetes_asyncio import client
+
+    async with html_server(200, "text/html") as url:
+        cfg = client.Configuration()
+        cfg.host = url
+        async with client.ApiClient(configuration=cfg) as api:
+            lw = ListWatch(api, "v1", "pods")
+            with pytest.raises(DecodeError, match="not JSON"):
+                await lw.list_page("", 10, None)
+            with pytest.raises(DecodeError, match="watch pods in all namespaces"):
+                async with contextlib.aclosing(lw.watch("1", 5)) as lines:
+                    async for _ in lines:
+                        pass
+
+
+async def test_connection_refused_is_a_stream_error() -> None:
+    from kubernetes_asyncio import client
+
+    async with html_server(200, "text/html") as url:
+        pass  # the port is free again
+    cfg = client.Configuration()
+    cfg.host = url
+    async with client.ApiClient(configuration=cfg) as api:
+        with pytest.raises(StreamError, match="list pods in all namespaces: request failed"):
+            await ListWatch(api, "v1", "pods").list_page("", 10, None)
