@@ -79,3 +79,46 @@ async def test_dump_reports_a_clear_error_without_the_token(sim: KubeSim, tmp_pa
 
 def token_free(text: str, token: str) -> bool:
     return token not in text
+
+
+async def test_top_shows_a_table_until_interrupted(sim: KubeSim, tmp_path: Path) -> None:
+    import signal
+
+    sim.create(
+        "pods",
+        {"metadata": {"name": "t"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
+        "default",
+    )
+    kubeconfig = sim.write_kubeconfig(tmp_path / "kc")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "top",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--interval",
+        "0.1",
+        "pods",
+        "configmaps",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**__import__("os").environ, "COLUMNS": "200"},
+    )
+    try:
+        for _ in range(300):
+            if sim.open_watches >= 2:
+                break
+            await asyncio.sleep(0.05)
+        assert sim.open_watches >= 2, "top never watched both resources"
+        await asyncio.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0, err.decode()
+    text = out.decode()
+    assert "aioinformer top" in text and "pods" in text and "configmaps" in text
+    assert token_free(text + err.decode(), sim.token)

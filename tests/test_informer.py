@@ -273,3 +273,38 @@ def _expected(inf: Any, want_all: dict[str, str]) -> dict[str, str]:
     if inf.name.endswith("[a]"):
         return {k: v for k, v in want_all.items() if k.startswith("a/")}
     return want_all
+
+
+async def test_slow_readers_and_stuck_handlers_never_stop_publishing(
+    sim: KubeSim, factory: InformerFactory
+) -> None:
+    """A reader iterating a snapshot across awaits and a handler stuck forever: the store
+    keeps publishing (asserted on sequence numbers, not time), the reader's snapshot never
+    changes under it, and the other subscriber keeps receiving."""
+    sim.create_many("pods", (pod(f"bulk-{i}") for i in range(3000)), "default")
+    pods = factory.informer("v1", "pods")
+    stuck = asyncio.Event()
+    pods.add_handler(on_add=lambda o: stuck.wait(), name="stuck")
+    received: list[str] = []
+    pods.add_handler(on_add=lambda o: received.append(o.name), name="healthy")
+    await factory.wait_for_sync(timeout=30)
+    snap = pods.snapshot()
+    seq_before = snap.seq
+    seen = 0
+    writes = 0
+    async for _obj in snap.iter_chunks(chunk=100):
+        seen += 1
+        if seen % 300 == 0:
+            sim.create("pods", pod(f"during-{writes}"), "default")
+            writes += 1
+            await asyncio.sleep(0.01)
+    assert seen == 3000 == len(snap)
+    await pods.wait_for_rv(sim.resource_version, timeout=10)
+    assert pods.snapshot().seq > seq_before, "the writer published while the reader iterated"
+    assert len(pods.snapshot()) == 3000 + writes and len(snap) == 3000
+    for _ in range(200):
+        if sum(n.startswith("during-") for n in received) == writes:
+            break
+        await asyncio.sleep(0.02)
+    assert sum(n.startswith("during-") for n in received) == writes
+    stuck.set()
