@@ -308,3 +308,27 @@ async def test_slow_readers_and_stuck_handlers_never_stop_publishing(
         await asyncio.sleep(0.02)
     assert sum(n.startswith("during-") for n in received) == writes
     stuck.set()
+
+
+async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
+    """With staleness_bound, freshness-asking reads wait while the store lags the FIFO by
+    more than the bound (here: the baseline store's writer is blocked by a reader)."""
+    async with sim.api_client() as api:
+        async with InformerFactory(api, staleness_bound=0.1, watcher_options=FAST) as f:
+            inf = f.informer("v1", "pods", store="locked")
+            await f.wait_for_sync(timeout=10)
+            async with inf.read():
+                sim.create("pods", pod("behind"), "default")
+                for _ in range(200):
+                    if inf.stats().fifo_depth:
+                        break
+                    await asyncio.sleep(0.01)
+                await asyncio.sleep(0.2)  # the unapplied delta is now older than the bound
+                assert inf.staleness() > 0.1
+                fresh = asyncio.create_task(inf.wait_fresh(timeout=10))
+                await asyncio.sleep(0.1)
+                assert not fresh.done(), "a fresh read must wait while the store lags"
+            await fresh
+            assert inf.staleness() <= 0.1
+            async with inf.read() as view:
+                assert view.get("default/behind") is not None
