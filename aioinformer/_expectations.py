@@ -1,0 +1,97 @@
+"""Expectations: a controller never acts twice on the same missing (or extra) object.
+
+client-go's ControllerExpectations, for asyncio. Before a reconcile creates ``n`` objects
+for an owner it records ``expect_creations(owner, n)``; the owned-object informer calls
+``creation_observed(owner)`` for each one it sees. Until every expected creation (and
+deletion) has been observed — or ``ttl`` seconds have passed, in case an event was lost —
+the owner's expectations are unsatisfied and the controller does not reconcile it: its
+cache may not show the objects it just created, and acting on that cache is exactly how
+the seed scenario's StatefulSet controller created duplicate pods.
+
+A failed create must be un-expected with ``creation_observed`` (the informer will never
+see it), as client-go's controllers do.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["Expectations"]
+
+
+@dataclass
+class _Pending:
+    adds: int
+    deletes: set[str]
+    since: float
+
+
+class Expectations:
+    """Per-owner counts of creations and deletions not yet observed in the cache.
+
+    ``ttl``: seconds after which unmet expectations are treated as satisfied (client-go:
+    5 minutes), so a lost event delays a controller instead of stopping it.
+    """
+
+    def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl = ttl
+        self._clock = clock
+        self._pending: dict[str, _Pending] = {}
+
+    def expect_creations(self, owner: str, count: int) -> None:
+        """Record that ``count`` objects are about to be created for ``owner``."""
+        p = self._pending.get(owner)
+        if p is None or self._expired(p):
+            self._pending[owner] = _Pending(count, set(), self._clock())
+        else:
+            p.adds += count
+
+    def expect_deletions(self, owner: str, keys: set[str] | list[str]) -> None:
+        """Record that the objects ``keys`` ("ns/name") are about to be deleted."""
+        p = self._pending.get(owner)
+        if p is None or self._expired(p):
+            self._pending[owner] = _Pending(0, set(keys), self._clock())
+        else:
+            p.deletes.update(keys)
+
+    def creation_observed(self, owner: str) -> None:
+        """One expected creation was seen in the cache (or failed and will never be)."""
+        p = self._pending.get(owner)
+        if p is not None and p.adds > 0:
+            p.adds -= 1
+            self._gc(owner, p)
+
+    def deletion_observed(self, owner: str, key: str) -> None:
+        """The deletion of ``key`` was seen in the cache (or failed)."""
+        p = self._pending.get(owner)
+        if p is not None:
+            p.deletes.discard(key)
+            self._gc(owner, p)
+
+    def satisfied(self, owner: str) -> bool:
+        """Whether ``owner`` may be reconciled: nothing pending, or pending too long."""
+        p = self._pending.get(owner)
+        if p is None:
+            return True
+        if self._expired(p):
+            del self._pending[owner]
+            return True
+        return p.adds <= 0 and not p.deletes
+
+    def pending(self, owner: str) -> tuple[int, int]:
+        """(creations, deletions) still expected for ``owner``."""
+        p = self._pending.get(owner)
+        return (0, 0) if p is None else (max(p.adds, 0), len(p.deletes))
+
+    def forget(self, owner: str) -> None:
+        """Drop ``owner``'s expectations (e.g. when the owner itself is deleted)."""
+        self._pending.pop(owner, None)
+
+    def _expired(self, p: _Pending) -> bool:
+        return self._clock() - p.since > self.ttl
+
+    def _gc(self, owner: str, p: _Pending) -> None:
+        if p.adds <= 0 and not p.deletes:
+            del self._pending[owner]

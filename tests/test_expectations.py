@@ -1,0 +1,56 @@
+"""Expectations: unmet creations/deletions hold an owner back until observed or expired."""
+
+from __future__ import annotations
+
+from aioinformer._expectations import Expectations
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_creations_and_deletions_must_be_observed() -> None:
+    e = Expectations()
+    assert e.satisfied("ns/a")
+    e.expect_creations("ns/a", 2)
+    e.expect_deletions("ns/a", ["ns/a-9"])
+    assert not e.satisfied("ns/a") and e.pending("ns/a") == (2, 1)
+    e.creation_observed("ns/a")
+    e.creation_observed("ns/a")
+    assert not e.satisfied("ns/a")
+    e.deletion_observed("ns/a", "ns/a-8")  # not expected: no effect
+    assert e.pending("ns/a") == (0, 1)
+    e.deletion_observed("ns/a", "ns/a-9")
+    assert e.satisfied("ns/a") and e.pending("ns/a") == (0, 0)
+
+
+def test_observations_without_expectations_are_harmless() -> None:
+    e = Expectations()
+    e.creation_observed("ns/a")
+    e.deletion_observed("ns/a", "x")
+    assert e.satisfied("ns/a")
+    e.expect_creations("ns/a", 1)
+    assert not e.satisfied("ns/a")
+
+
+def test_expectations_expire_after_ttl() -> None:
+    clock = Clock()
+    e = Expectations(ttl=10, clock=clock)
+    e.expect_creations("ns/a", 1)
+    clock.now = 9
+    assert not e.satisfied("ns/a")
+    clock.now = 11
+    assert e.satisfied("ns/a")
+    e.expect_creations("ns/a", 1)  # a fresh expectation after expiry starts over
+    assert e.pending("ns/a") == (1, 0)
+
+
+def test_forget() -> None:
+    e = Expectations()
+    e.expect_creations("ns/a", 3)
+    e.forget("ns/a")
+    assert e.satisfied("ns/a")

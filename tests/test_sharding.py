@@ -1,0 +1,203 @@
+"""Sharding with per-shard Leases against KubeSim over HTTP: balance, exclusive ownership
+(sampled continuously), a crashed replica's shards moving, a joining replica's fair share."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any
+
+import pytest
+
+from aioinformer._errors import ConfigError
+from aioinformer._sharding import ShardManager, shard_of
+from aioinformer.testing import KubeSim
+
+NAME = "ctl"
+NS = "default"
+SHARDS = 32
+FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+KEYS = [f"team-{i % 7}/object-{i}" for i in range(500)]
+
+
+async def until(pred: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll ``pred`` until true; fail the test after a generous ``timeout``."""
+    async with asyncio.timeout(timeout):
+        while True:
+            if pred():
+                return
+            await asyncio.sleep(0.02)
+
+
+class Cluster:
+    """Replicas of one sharded controller, each with its own ApiClient and task."""
+
+    def __init__(self, sim: KubeSim, stack: AsyncExitStack) -> None:
+        self.sim, self.stack = sim, stack
+        self.replicas: dict[str, ShardManager] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.changes: dict[str, list[frozenset[int]]] = {}
+
+    async def start(self, identity: str, **options: Any) -> ShardManager:
+        api = await self.stack.enter_async_context(self.sim.api_client())
+        changes: list[frozenset[int]] = []
+        manager = ShardManager(
+            api,
+            name=NAME,
+            namespace=NS,
+            identity=identity,
+            shards=SHARDS,
+            on_change=changes.append,
+            **(FAST | options),
+        )
+        self.replicas[identity], self.changes[identity] = manager, changes
+        self.tasks[identity] = asyncio.create_task(manager.run())
+        return manager
+
+    async def stop(self, identity: str) -> None:
+        task = self.tasks.pop(identity)
+        task.cancel()
+        await asyncio.wait([task])
+        del self.replicas[identity]
+
+    def counts(self) -> dict[str, int]:
+        return {i: len(r.owned_shards()) for i, r in self.replicas.items()}
+
+    def covered(self, per_replica: set[int]) -> bool:
+        """All shards owned, each replica holding a count in ``per_replica``."""
+        owned = [r.owned_shards() for r in self.replicas.values()]
+        return frozenset().union(*owned) == set(range(SHARDS)) and all(
+            len(o) in per_replica for o in owned
+        )
+
+    def owners_per_key(self) -> list[int]:
+        return [sum(r.owns(k) for r in self.replicas.values()) for k in KEYS]
+
+    def holders(self) -> dict[int, str]:
+        """Shard -> holderIdentity, as stored by the API server."""
+        return {
+            s: self.sim.get("leases", f"{NAME}-shard-{s}", NS)["spec"]["holderIdentity"]
+            for s in range(SHARDS)
+        }
+
+
+class Sampler:
+    """Checks every few milliseconds that no shard (and, less often, no key) is owned by two
+    replicas at once."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.samples = 0
+        self.violations: list[str] = []
+
+    async def run(self) -> None:
+        while True:
+            seen: dict[int, str] = {}
+            for identity, replica in self.cluster.replicas.items():
+                for shard in replica.owned_shards():
+                    if shard in seen:
+                        self.violations.append(f"shard {shard}: {seen[shard]} and {identity}")
+                    seen[shard] = identity
+            if self.samples % 20 == 0 and max(self.cluster.owners_per_key()) > 1:
+                self.violations.append("a key owned twice")
+            self.samples += 1
+            await asyncio.sleep(0.005)
+
+
+@asynccontextmanager
+async def cluster(sim: KubeSim) -> AsyncIterator[Cluster]:
+    async with AsyncExitStack() as stack:
+        c = Cluster(sim, stack)
+        sampler = Sampler(c)
+        sampling = asyncio.create_task(sampler.run())
+        try:
+            yield c
+        finally:
+            sampling.cancel()
+            await asyncio.wait([sampling])
+            for identity in list(c.tasks):
+                await c.stop(identity)
+        assert sampler.samples > 20
+        assert sampler.violations == []
+
+
+def test_key_to_shard_is_stable() -> None:
+    # fixed values: a change here (e.g. to the builtin hash()) would move every key
+    assert shard_of("default/web-0", 32) == 1
+    assert shard_of("default/web-1", 32) == 26
+    assert shard_of("", 7) == 0
+    assert {shard_of(k, SHARDS) for k in KEYS} == set(range(SHARDS))
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(ConfigError):
+        ShardManager(None, name=NAME, namespace=NS, identity="a", shards=0, **FAST)
+    with pytest.raises(ConfigError):
+        ShardManager(None, name=NAME, namespace=NS, identity="Not_A_Name", **FAST)
+    with pytest.raises(ConfigError):
+        ShardManager(None, name=NAME, namespace=NS, identity="a", lease_duration=0.5)
+
+
+async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> None:
+    async with cluster(sim) as c:
+        for i in range(3):
+            await c.start(f"replica-{i}")
+        await until(lambda: c.covered({10, 11}))
+        assert sorted(c.counts().values()) == [10, 11, 11]
+        assert c.owners_per_key() == [1] * len(KEYS)
+        for identity, replica in c.replicas.items():
+            assert replica.members == {"replica-0", "replica-1", "replica-2"}
+            assert c.changes[identity][-1] == replica.owned_shards()
+        holders = c.holders()
+        for identity, replica in c.replicas.items():
+            assert {s for s, h in holders.items() if h == identity} == replica.owned_shards()
+        # stable: no churn once balanced
+        before = {i: r.owned_shards() for i, r in c.replicas.items()}
+        await asyncio.sleep(1.0)
+        assert {i: r.owned_shards() for i, r in c.replicas.items()} == before
+
+
+async def test_crashed_replica_shards_move_to_survivors(sim: KubeSim) -> None:
+    async with cluster(sim) as c:
+        for i in range(3):
+            await c.start(f"replica-{i}", release_on_cancel=False)
+        await until(lambda: c.covered({10, 11}))
+        victim = c.replicas["replica-1"]
+        lost = victim.owned_shards()
+        await c.stop("replica-1")  # a crash: nothing released
+        assert victim.owned_shards() == frozenset()
+        holders = c.holders()
+        assert {s for s, h in holders.items() if h == "replica-1"} == lost
+        await until(lambda: c.covered({16}))
+        assert c.owners_per_key() == [1] * len(KEYS)
+        assert "replica-1" not in set(c.holders().values())
+        for replica in c.replicas.values():
+            assert replica.members == {"replica-0", "replica-2"}
+
+
+async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
+    async with cluster(sim) as c:
+        for i in range(3):
+            await c.start(f"replica-{i}")
+        await until(lambda: c.covered({10, 11}))
+        shed_before = {i: r.owned_shards() for i, r in c.replicas.items()}
+        newcomer = await c.start("replica-3")
+        await until(lambda: c.covered({8}))
+        assert len(newcomer.owned_shards()) == 8
+        assert c.changes["replica-3"][-1] == newcomer.owned_shards()
+        assert c.owners_per_key() == [1] * len(KEYS)
+        for identity, owned in shed_before.items():
+            # the others only gave shards away: nothing was reshuffled among them
+            assert c.replicas[identity].owned_shards() <= owned
+
+
+async def test_cancel_releases_every_lease(sim: KubeSim) -> None:
+    async with cluster(sim) as c:
+        replica = await c.start("solo")
+        await until(lambda: c.covered({32}))
+        await c.stop("solo")
+        assert replica.owned_shards() == frozenset()
+    assert set(c.holders().values()) == {""}
+    member = sim.get("leases", f"{NAME}-member-solo", NS)["spec"]
+    assert member["holderIdentity"] == ""
