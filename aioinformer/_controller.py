@@ -216,6 +216,11 @@ class Controller:
                 return
             try:
                 await self._process(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a bug outside the reconcile must not kill the worker
+                log.exception("%s: processing %s failed; retrying with backoff", self.name, key)
+                queue.add_rate_limited(key)
             finally:
                 queue.done(key)
 

@@ -42,19 +42,25 @@ class Expectations:
 
     def expect_creations(self, owner: str, count: int) -> None:
         """Record that ``count`` objects are about to be created for ``owner``."""
+        if count <= 0:
+            return
         p = self._pending.get(owner)
         if p is None or self._expired(p):
             self._pending[owner] = _Pending(count, set(), self._clock())
         else:
             p.adds += count
+            p.since = self._clock()  # a new expectation restarts the clock, as client-go
 
     def expect_deletions(self, owner: str, keys: set[str] | list[str]) -> None:
         """Record that the objects ``keys`` ("ns/name") are about to be deleted."""
+        if not keys:
+            return
         p = self._pending.get(owner)
         if p is None or self._expired(p):
             self._pending[owner] = _Pending(0, set(keys), self._clock())
         else:
             p.deletes.update(keys)
+            p.since = self._clock()
 
     def creation_observed(self, owner: str) -> None:
         """One expected creation was seen in the cache (or failed and will never be)."""

@@ -28,7 +28,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._errors import ClosedError, ConfigError, WouldBlock
 
@@ -65,6 +65,20 @@ class Delta:
     type: DeltaType
     obj: KubeObject
     received: float
+
+    def __init__(self, type: DeltaType, obj: KubeObject, received: float) -> None:
+        # One per watch event: the slot setters cost about half of the generated frozen
+        # __init__ (object.__setattr__ looked up and called per field).
+        _set_type(self, type)
+        _set_obj(self, obj)
+        _set_received(self, received)
+
+
+_slots: Any = Delta.__dict__  # the slot descriptors (mypy sees instance attributes)
+_set_type = _slots["type"].__set__
+_set_obj = _slots["obj"].__set__
+_set_received = _slots["received"].__set__
+del _slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +169,8 @@ class DeltaFIFO:
         self._puts += 1
         if len(items) > self._peak:
             self._peak = len(items)
-        self._wake_one()
+        if self._waiters:
+            self._wake_one()
 
     async def put(self, item: Item) -> None:
         """Append ``item`` (see :meth:`put_nowait`), then let other tasks run once."""

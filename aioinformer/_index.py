@@ -13,15 +13,22 @@ the new version of an object, and must give the same values for the same object)
 
 Built-ins: :func:`by_namespace`, :func:`by_controller_uid`, :func:`by_label`,
 :func:`by_field`. :data:`DEFAULT_INDEXERS` are always present in every store.
+
+The built-ins that read a single ``metadata`` attribute declare it (:func:`metadata_reader`),
+so a store can skip them when an update leaves that attribute equal: most updates (status,
+spec, annotations) change no index value, and one comparison is cheaper than two calls.
+Other index functions are always called.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from ._objects import KubeObject
+    from ._objects import KubeObject, ObjectMeta
 
 __all__ = [
     "DEFAULT_INDEXERS",
@@ -30,12 +37,29 @@ __all__ = [
     "by_field",
     "by_label",
     "by_namespace",
+    "metadata_reader",
 ]
 
 IndexFunc: TypeAlias = "Callable[[KubeObject], Iterable[str]]"
 """Maps an object to the values it is indexed under (zero or more strings)."""
 
 _NONE: tuple[str, ...] = ()
+_READS: weakref.WeakKeyDictionary[Callable[..., Any], Callable[[ObjectMeta], object]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def metadata_reader(fn: IndexFunc) -> Callable[[ObjectMeta], object] | None:
+    """For a built-in index function that depends only on one ObjectMeta attribute, a
+    getter of that attribute (equal values give equal index values); None otherwise."""
+    try:
+        return _READS.get(fn)
+    except TypeError:  # not weak-referenceable: not one of ours
+        return None
+
+
+def _reads(fn: Callable[..., Any], attribute: str) -> None:
+    _READS[fn] = attrgetter(attribute)
 
 
 def by_namespace(obj: KubeObject) -> tuple[str, ...]:
@@ -44,8 +68,11 @@ def by_namespace(obj: KubeObject) -> tuple[str, ...]:
     Unlike client-go, cluster-scoped objects are not filed under ``""``: that would put
     every node of a node informer in one index entry for nothing.
     """
-    ns = obj.namespace
+    ns = obj.metadata.namespace
     return (ns,) if ns else _NONE
+
+
+_reads(by_namespace, "namespace")
 
 
 def by_controller_uid(obj: KubeObject) -> tuple[str, ...]:
@@ -53,8 +80,13 @@ def by_controller_uid(obj: KubeObject) -> tuple[str, ...]:
 
     ``by_index("controller", statefulset_uid)`` lists the pods a StatefulSet controls.
     """
-    ref = obj.controller_ref
-    return (ref.uid,) if ref is not None and ref.uid else _NONE
+    for ref in obj.metadata.owner_references:
+        if ref.controller:
+            return (ref.uid,) if ref.uid else _NONE
+    return _NONE
+
+
+_reads(by_controller_uid, "owner_references")
 
 
 def by_label(key: str) -> IndexFunc:
@@ -65,10 +97,11 @@ def by_label(key: str) -> IndexFunc:
     """
 
     def index_by_label(obj: KubeObject) -> tuple[str, ...]:
-        value = obj.labels.get(key)
+        value = obj.metadata.labels.get(key)
         return _NONE if value is None else (value,)
 
     index_by_label.__qualname__ = f"by_label({key!r})"
+    _reads(index_by_label, "labels")
     return index_by_label
 
 

@@ -145,6 +145,7 @@ class Informer:
         self._rate = _Rate()
         self._closed = False
         self._pending_indexers: dict[str, IndexFunc] = {}
+        self._inflight_since: float | None = None
 
     @property
     def indexers(self) -> list[str]:
@@ -174,15 +175,26 @@ class Informer:
 
     async def _write_loop(self) -> None:
         """The single writer: pop a batch, apply it, publish, notify."""
+        dispatcher = self._dispatcher
+
+        def has_subscribers() -> bool:
+            return bool(dispatcher.subscriptions)
+
         while True:
             try:
                 batch = await self._fifo.pop_batch(self._batch_size)
             except ClosedError:
                 return
-            changes = await self._store.apply(batch)
-            # no await between publishing and dispatching: a handler added in between
-            # would otherwise get this batch twice (in its initial state and as changes)
-            self._dispatcher.dispatch(changes)
+            # Change objects only if someone subscribed when the batch is applied (a later
+            # subscriber starts from the snapshot); no await between publishing and
+            # dispatching: a handler added in between would get this batch twice
+            # popped but not yet applied still counts as lag (a locked writer may wait here)
+            self._inflight_since = min(item.received for item in batch)
+            try:
+                changes = await self._store.apply(batch, changes=has_subscribers)
+            finally:
+                self._inflight_since = None
+            dispatcher.dispatch(changes)
             if not self._synced.is_set() and any(isinstance(i, Replace) for i in batch):
                 self._synced.set()
                 self._dispatcher.mark_synced()
@@ -284,7 +296,12 @@ class Informer:
 
     def staleness(self) -> float:
         """Seconds the oldest unapplied delta has been waiting (0 when caught up)."""
-        return self._fifo.statistics().oldest_age
+        return self._lag(self._fifo.statistics().oldest_age)
+
+    def _lag(self, fifo_oldest_age: float) -> float:
+        if self._inflight_since is None:
+            return fifo_oldest_age
+        return max(fifo_oldest_age, time.monotonic() - self._inflight_since)
 
     async def _wait(self, ready: Callable[[], bool], timeout: float | None, what: str) -> None:
         loop = asyncio.get_running_loop()
@@ -366,7 +383,7 @@ class Informer:
             synced=self.has_synced,
             fifo_depth=fifo.depth,
             fifo_peak=fifo.peak_depth,
-            staleness=fifo.oldest_age,
+            staleness=self._lag(fifo.oldest_age),
             events_per_second=self._rate.rate(now),
             applied_total=self._applied_total,
             relists=ws.relists,

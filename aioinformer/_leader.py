@@ -172,26 +172,27 @@ class LeaseClient:
         )
         return await self._send("update", call) or {}
 
-    async def release(self, name: str, lease: dict[str, Any] | None, identity: str) -> LeaseRecord:
+    async def release(
+        self, name: str, lease: dict[str, Any] | None, identity: str, *, retry: bool = True
+    ) -> LeaseRecord:
         """Release ``identity``'s hold: ``holderIdentity: ""``, ``leaseDurationSeconds: 1``,
         conditional on the resourceVersion of ``lease`` (read first when None). On a conflict
-        (a reply lost to cancellation leaves ``lease`` stale) it re-reads once and retries
-        only if ``identity`` still holds it. Returns the record now stored."""
-        for attempt in (1, 2):
-            lease = lease if lease is not None else await self.get(name)
-            current = LeaseRecord.from_lease(lease or {})
-            if lease is None or current.holder != identity:
-                return current
-            now = micro_time()
-            record = LeaseRecord("", 1, now, now, current.transitions)
-            try:
-                await self.update(lease, record)
-                return record
-            except ApiStatusError as exc:
-                if exc.code != 409 or attempt == 2:
-                    raise
-            lease = None
-        raise AssertionError("unreachable")
+        (a reply lost to cancellation leaves ``lease`` stale) it re-reads once (``retry``)
+        and releases only if ``identity`` still holds it. Returns the record now stored."""
+        if lease is None:
+            lease = await self.get(name)
+        current = LeaseRecord.from_lease(lease or {})
+        if lease is None or current.holder != identity:
+            return current
+        now = micro_time()
+        record = LeaseRecord("", 1, now, now, current.transitions)
+        try:
+            await self.update(lease, record)
+        except ApiStatusError as exc:
+            if exc.code != 409 or not retry:
+                raise
+            return await self.release(name, None, identity, retry=False)
+        return record
 
     async def _send(self, verb: str, call: Any, missing_ok: bool = False) -> dict[str, Any] | None:
         resp = await call
@@ -368,6 +369,8 @@ class LeaderElector:
     # -- running -------------------------------------------------------------------------------
 
     async def __aenter__(self) -> LeaderElector:
+        if self._task is not None:
+            raise RuntimeError("LeaderElector is already started")
         self._task = asyncio.create_task(self.run(), name=f"leader-elector:{self.name}")
         return self
 
@@ -386,8 +389,9 @@ class LeaderElector:
         if task is not None:
             task.cancel()
             await asyncio.wait([task])
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                raise error
 
     async def run(self) -> None:
         """Acquire, lead until the lease is lost, re-acquire; forever, until cancelled.
@@ -406,9 +410,11 @@ class LeaderElector:
                 self._stop_leading()
         finally:
             self._stop_leading()
-            self._running = False
-            if self.release_on_cancel:
-                await self._release()
+            try:
+                if self.release_on_cancel:
+                    await self._release()
+            finally:
+                self._running = False
 
     async def _acquire(self) -> None:
         while True:

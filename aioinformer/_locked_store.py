@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NoReturn
 import aiorwlock
 
 from ._errors import ConfigError
-from ._index import IndexFunc
+from ._index import IndexFunc, metadata_reader
 from ._store import Change, StoreItem, apply_batch, merge_indexers, unknown_index
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _index_change(
 class _DictState:
     """The store's :class:`._store._State`: the live dicts, mutated in place."""
 
-    __slots__ = ("funcs", "indexes", "objects")
+    __slots__ = ("objects", "updaters")
 
     def __init__(
         self,
@@ -80,23 +80,27 @@ class _DictState:
         funcs: dict[str, IndexFunc],
     ) -> None:
         self.objects = objects
-        self.indexes = indexes
-        self.funcs = funcs
+        self.updaters = [(indexes[name], fn, metadata_reader(fn)) for name, fn in funcs.items()]
 
     def get(self, key: str) -> KubeObject | None:
         return self.objects.get(key)
 
     def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None:
         self.objects[key] = obj
-        indexes = self.indexes
-        for name, fn in self.funcs.items():
-            _index_change(indexes[name], fn, key, old, obj)
+        if old is None:
+            for index, fn, _ in self.updaters:
+                _index_change(index, fn, key, None, obj)
+            return
+        old_meta, new_meta = old.metadata, obj.metadata
+        for index, fn, reads in self.updaters:
+            # as the snapshot store: skip indexes whose metadata input is unchanged
+            if reads is None or reads(old_meta) != reads(new_meta):
+                _index_change(index, fn, key, old, obj)
 
     def remove(self, key: str, old: KubeObject) -> None:
         del self.objects[key]
-        indexes = self.indexes
-        for name, fn in self.funcs.items():
-            _index_change(indexes[name], fn, key, old, None)
+        for index, fn, _ in self.updaters:
+            _index_change(index, fn, key, old, None)
 
     def entries(self) -> Iterable[tuple[str, KubeObject]]:
         return builtins.list(self.objects.items())
@@ -226,16 +230,21 @@ class LockedStore:
         """The names of the indexes."""
         return builtins.list(self._funcs)
 
-    async def apply(self, batch: Sequence[StoreItem]) -> builtins.list[Change]:
-        """Apply ``batch`` under the write lock (one acquisition per batch)."""
+    async def apply(
+        self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
+    ) -> builtins.list[Change]:
+        """Apply ``batch`` under the write lock (one acquisition per batch). ``changes``
+        as for :meth:`._store.SnapshotStore.apply` (a callable is asked once the write
+        lock is held)."""
         if not batch:
             return []
         async with self._lock.writer_lock:
             state = _DictState(self._objects, self._indexes, self._funcs)
-            changes, self._rv = apply_batch(state, batch, self._rv)
+            collect = changes() if callable(changes) else changes
+            applied, self._rv = apply_batch(state, batch, self._rv, collect)
             self._seq += 1
         self._notify()
-        return changes
+        return applied
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
         """Build index ``name`` over every object under the write lock."""

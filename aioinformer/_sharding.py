@@ -24,8 +24,11 @@ Contract:
 * Rebalancing: a replica that dies stops renewing; its member and shard leases expire about
   ``ceil(lease_duration)`` after the others last saw them change, and the survivors take
   the shards within a couple of ``retry_period`` after that. A joining replica is counted
-  within one ``retry_period``; the others shed at their next renewal and it acquires at
-  its next round.
+  within about one ``retry_period``; the others shed their surplus at their next balancing
+  round and it acquires the released shards at its own (each round is one
+  ``retry_period`` apart, plus up to 20% jitter).
+* Every replica must use the same ``name``, ``namespace`` and ``shards``; a change of
+  ``shards`` moves most keys.
 * ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
   it changes, so a controller can requeue the keys of newly acquired shards.
 * Cancelling :meth:`ShardManager.run` drops every shard locally first, then (with
@@ -76,6 +79,7 @@ class _Held:
     lease: dict[str, Any]  # as last written by us (carries the resourceVersion)
     record: LeaseRecord
     renewed: float  # clock() when the last successful write started
+    keeper: asyncio.Task[None] | None = None  # the task renewing it
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,8 @@ class ShardManager:
             raise ConfigError(f"shards must be >= 1, got {shards}")
         if not _NAME.match(name) or not _NAME.match(identity):
             raise ConfigError(f"name {name!r} and identity {identity!r} must be DNS-1123 names")
+        if len(f"{name}-member-{identity}") > 253 or len(f"{name}-shard-{shards - 1}") > 253:
+            raise ConfigError("name and identity too long for Lease names (253 characters)")
         self.name = name
         """Prefix of the Lease names."""
         self.namespace = namespace
@@ -132,13 +138,12 @@ class ShardManager:
         self._client = LeaseClient(api_client, namespace)
         self._duration_s = max(1, math.ceil(lease_duration))
         self._held: dict[int, _Held] = {}
-        self._shedding: set[int] = set()
         self._seen: dict[str, _Seen] = {}
         self._member: dict[str, Any] | None = None
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
         self._published: frozenset[int] = frozenset()
-        self._running = False
+        self._tg: asyncio.TaskGroup | None = None
         self._task: asyncio.Task[None] | None = None
 
     # -- queries -------------------------------------------------------------------------------
@@ -192,79 +197,78 @@ class ShardManager:
         if task is not None:
             task.cancel()
             await asyncio.wait([task])
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                raise error
 
     async def run(self) -> None:
         """Renew, balance and report ownership until cancelled (see the module docstring)."""
-        if self._running:
+        if self._tg is not None:
             raise RuntimeError("ShardManager.run() is already running")
-        self._running = True
         try:
             async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._renew_loop())
+                self._tg = tg
+                tg.create_task(self._member_loop())
                 tg.create_task(self._balance_loop())
         finally:
-            held = list(self._held.items())
+            self._tg = None
+            held: list[tuple[str, dict[str, Any] | None]] = [
+                (self.shard_name(s), h.lease) for s, h in self._held.items()
+            ]
             self._held.clear()
-            self._shedding.clear()
             self._publish()
-            self._running = False
             if self.release_on_cancel:
+                held.append((self.member_lease, self._member))
                 async with asyncio.TaskGroup() as tg:
-                    for shard, h in held:
-                        tg.create_task(self._release(self.shard_name(shard), h.lease))
-                    tg.create_task(self._release(self.member_lease, self._member))
+                    for name, lease in held:
+                        tg.create_task(self._release(name, lease))
 
-    # -- renewing: the only writer of held shards ----------------------------------------------
+    # -- holding: one keeper task per held shard, its only writer ------------------------------
 
-    async def _renew_loop(self) -> None:
+    async def _keep(self, shard: int, held: _Held) -> None:
+        """Renew one held shard every retry_period until a renewal misses the deadline or
+        finds the lease changed hands (then stop owning it), or until cancelled."""
         while True:
-            shed = [(s, self._held.pop(s)) for s in self._shedding if s in self._held]
-            self._shedding.clear()
-            self._publish()  # stop owning before anyone can take them
-            async with asyncio.TaskGroup() as tg:
-                tg.create_task(self._renew_member())
-                for shard, h in shed:
-                    tg.create_task(self._release(self.shard_name(shard), h.lease))
-                for shard, h in list(self._held.items()):
-                    tg.create_task(self._renew_shard(shard, h))
-            self._publish()
             await asyncio.sleep(self.retry_period)
+            if not await self._renew(shard, held):
+                break
+        if self._held.get(shard) is held:
+            del self._held[shard]
+            self._publish()
 
-    async def _renew_shard(self, shard: int, held: _Held) -> None:
-        left = held.renewed + self.renew_deadline - self._clock()
-        if left > 0:
+    async def _renew(self, shard: int, held: _Held) -> bool:
+        while (left := held.renewed + self.renew_deadline - self._clock()) > 0:
             start = self._clock()
             record = replace(held.record, renew_time=micro_time())
             try:
                 async with asyncio.timeout(left):
-                    lease = await self._client.update(held.lease, record)
+                    held.lease = await self._client.update(held.lease, record)
+                held.record, held.renewed = record, start
+                return True
             except FAILURES as exc:
                 log.warning("shard %s: renew failed: %r", self.shard_name(shard), exc)
-                if not (isinstance(exc, ApiStatusError) and exc.code == 409):
-                    return
-            else:
-                if self._held.get(shard) is held:
-                    held.lease, held.record, held.renewed = lease, record, start
-                return
-        if self._held.get(shard) is held:  # deadline passed, or the lease changed hands
-            del self._held[shard]
+                if isinstance(exc, ApiStatusError) and exc.code == 409:
+                    return False
+            left = held.renewed + self.renew_deadline - self._clock()
+            await asyncio.sleep(max(0.0, min(self.retry_period, left)))
+        return False
 
-    async def _renew_member(self) -> None:
-        now = micro_time()
-        self._member_acquired = self._member_acquired or now
-        record = LeaseRecord(self.identity, self._duration_s, self._member_acquired, now, 0)
-        try:
-            async with asyncio.timeout(self.renew_deadline):
-                lease = self._member or await self._client.get(self.member_lease)
-                if lease is None:
-                    self._member = await self._client.create(self.member_lease, record)
-                else:
-                    self._member = await self._client.update(lease, record)
-        except FAILURES as exc:
-            log.warning("member lease %s: renew failed: %r", self.member_lease, exc)
-            self._member = None
+    async def _member_loop(self) -> None:
+        while True:
+            now = micro_time()
+            self._member_acquired = self._member_acquired or now
+            record = LeaseRecord(self.identity, self._duration_s, self._member_acquired, now, 0)
+            try:
+                async with asyncio.timeout(self.renew_deadline):
+                    lease = self._member or await self._client.get(self.member_lease)
+                    if lease is None:
+                        self._member = await self._client.create(self.member_lease, record)
+                    else:
+                        self._member = await self._client.update(lease, record)
+            except FAILURES as exc:
+                log.warning("member lease %s: renew failed: %r", self.member_lease, exc)
+                self._member = None
+            await asyncio.sleep(self.retry_period)
 
     async def _release(self, name: str, lease: dict[str, Any] | None) -> None:
         try:
@@ -289,32 +293,34 @@ class ShardManager:
             log.warning("shards %s: list failed: %r", self.name, exc)
             return
         listed = self._observe_all(leases)
-        member_prefix = f"{self.name}-member-"
         live = {
             s.record.holder
             for n, s in self._seen.items()
-            if n.startswith(member_prefix) and self._valid(n)
+            if n == f"{self.name}-member-{s.record.holder}" and self._valid(n)
         }
         self._members = frozenset(live | {self.identity})
         target = self.target
-        keep = [s for s in self._held if s not in self._shedding]
-        if len(keep) > target:
-            self._shedding.update(sorted(keep, key=self._preference)[: len(keep) - target])
+        surplus = sorted(self._held, key=self._preference)[: max(0, len(self._held) - target)]
+        releases: list[tuple[str, dict[str, Any]]] = []
+        for s in surplus:
+            held = self._held.pop(s)
+            if held.keeper is not None:
+                held.keeper.cancel()
+            releases.append((self.shard_name(s), held.lease))
+        self._publish()  # stop owning the surplus before anyone can take it
         free = [s for s in range(self.shards) if s not in self._held and self._free(s, listed)]
         free.sort(key=self._preference, reverse=True)
-        take = free[: max(0, target - len(keep))]
-        strays = [
-            s
-            for s in free[len(take) :]
-            if LeaseRecord.from_lease(listed.get(self.shard_name(s)) or {}).holder == self.identity
-        ]
+        take = [s for s in free if s not in surplus][: max(0, target - len(self._held))]
+        for s in free:  # ours on the server but not held here (a lost reply): release it
+            name = self.shard_name(s)
+            mine = name in listed and self._seen[name].record.holder == self.identity
+            if mine and s not in take and s not in surplus:
+                releases.append((name, listed[name]))
         async with asyncio.TaskGroup() as tg:
+            for name, lease in releases:
+                tg.create_task(self._release(name, lease))
             for s in take:
                 tg.create_task(self._acquire(s, listed.get(self.shard_name(s))))
-            for s in strays:  # ours on the server but not held here (e.g. a lost reply)
-                name = self.shard_name(s)
-                tg.create_task(self._release(name, listed[name]))
-        self._publish()
 
     def _observe_all(self, leases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         now = self._clock()
@@ -372,7 +378,9 @@ class ShardManager:
         except FAILURES as exc:
             log.info("shard %s: not acquired: %r", name, exc)
             return
-        self._held[shard] = _Held(written, record, start)
+        held = self._held[shard] = _Held(written, record, start)
+        assert self._tg is not None
+        held.keeper = self._tg.create_task(self._keep(shard, held))
         self._publish()
 
     def _publish(self) -> None:

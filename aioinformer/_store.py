@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
 import immutables
 
 from ._errors import ConfigError
-from ._index import DEFAULT_INDEXERS, IndexFunc
+from ._index import DEFAULT_INDEXERS, IndexFunc, metadata_reader
 
 if TYPE_CHECKING:
     from immutables._protocols import MapMutation
@@ -136,27 +136,32 @@ class _State(Protocol):
 
 
 def apply_batch(
-    state: _State, batch: Iterable[StoreItem], rv: int
+    state: _State, batch: Iterable[StoreItem], rv: int, collect: bool = True
 ) -> tuple[builtins.list[Change], int]:
-    """Apply ``batch`` to ``state``; return the changes and max(rv, every rv seen)."""
+    """Apply ``batch`` to ``state``; return the changes (none built unless ``collect``)
+    and max(rv, every rv seen)."""
     changes: list[Change] = []
-    append = changes.append
+    append = changes.append if collect else None
+    get, put, remove = state.get, state.put, state.remove
+    kinds = _kinds
     for item in batch:
-        kind = _kinds.get(type(item)) or _classify(item)
+        kind = kinds.get(type(item)) or _classify(item)
         if kind == _DELTA:
-            delta = cast("DeltaLike", item)
+            delta: DeltaLike = item  # type: ignore[assignment]  # (cast() is a call)
             obj = delta.obj
             key = obj.key
             if obj.rv > rv:
                 rv = obj.rv
-            old = state.get(key)
+            old = get(key)
             if delta.type == "Deleted":
                 if old is not None:
-                    state.remove(key, old)
-                    append(Change("DELETED", obj, old))
+                    remove(key, old)
+                    if append is not None:
+                        append(Change("DELETED", obj, old))
             else:
-                state.put(key, obj, old)
-                append(Change("ADDED" if old is None else "UPDATED", obj, old))
+                put(key, obj, old)
+                if append is not None:
+                    append(Change("ADDED" if old is None else "UPDATED", obj, old))
         elif kind == _REPLACE:
             replace = cast("ReplaceLike", item)
             rv = max(rv, replace.resource_version)
@@ -165,16 +170,19 @@ def apply_batch(
             for key, obj in fresh.items():
                 if obj.rv > rv:
                     rv = obj.rv
-                old = state.get(key)
+                old = get(key)
                 if old is None:
-                    state.put(key, obj, None)
-                    append(Change("ADDED", obj, None))
+                    put(key, obj, None)
+                    if append is not None:
+                        append(Change("ADDED", obj, None))
                 elif old.rv != obj.rv:
-                    state.put(key, obj, old)
-                    append(Change("UPDATED", obj, old))
+                    put(key, obj, old)
+                    if append is not None:
+                        append(Change("UPDATED", obj, old))
             for key, old in vanished:
-                state.remove(key, old)
-                append(Change("DELETED", old, old))
+                remove(key, old)
+                if append is not None:
+                    append(Change("DELETED", old, old))
         else:
             rv = max(rv, cast("BookmarkLike", item).resource_version)
     return changes, rv
@@ -325,11 +333,12 @@ class Snapshot:
 class _IndexMutation:
     """One index being changed by one batch (or built by ``add_indexer``)."""
 
-    __slots__ = ("base", "buckets", "fn", "outer")
+    __slots__ = ("base", "buckets", "fn", "outer", "reads")
 
     def __init__(self, base: _Index, fn: IndexFunc) -> None:
         self.base = base
         self.fn = fn
+        self.reads = metadata_reader(fn)
         self.outer: MapMutation[str, _Bucket] | None = None
         self.buckets: dict[str, MapMutation[str, None]] = {}
 
@@ -390,8 +399,15 @@ class _SnapshotState:
 
     def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None:
         self.objects[key] = obj
+        if old is None:
+            for index in self.indexes.values():
+                index.change(key, None, obj)
+            return
+        old_meta, new_meta = old.metadata, obj.metadata
         for index in self.indexes.values():
-            index.change(key, old, obj)
+            reads = index.reads  # skip indexes whose metadata input is unchanged
+            if reads is None or reads(old_meta) != reads(new_meta):
+                index.change(key, old, obj)
 
     def remove(self, key: str, old: KubeObject) -> None:
         del self.objects[key]
@@ -475,20 +491,27 @@ class SnapshotStore:
         """The names of the published indexes."""
         return builtins.list(self._funcs)
 
-    async def apply(self, batch: Sequence[StoreItem]) -> builtins.list[Change]:
+    async def apply(
+        self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
+    ) -> builtins.list[Change]:
         """Apply ``batch`` and publish one snapshot (none for an empty batch).
 
-        Runs to completion without awaiting. Returns the changes in order.
+        Runs to completion without awaiting. Returns the changes in order. With
+        ``changes`` false (or a callable returning false, asked as the batch is applied)
+        it builds no Change objects and returns ``[]``: for a writer nobody listens to.
         """
         if not batch:
             return []
+        if callable(changes):
+            changes = changes()
         base = self._snapshot
         state = _SnapshotState(base, self._funcs)
-        changes, rv = apply_batch(state, batch, base._rv)
+        building = self._building
+        applied, rv = apply_batch(state, batch, base._rv, changes or bool(building))
         self._publish(state.publish(base, rv))
-        for pending in self._building.values():
-            pending.extend(changes)
-        return changes
+        for pending in building.values():
+            pending.extend(applied)
+        return applied if changes else []
 
     async def add_indexer(self, name: str, fn: IndexFunc, *, chunk: int = 2000) -> None:
         """Add index ``name`` while the store runs, then publish a snapshot that has it.

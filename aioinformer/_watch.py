@@ -379,25 +379,28 @@ class Watcher:
             idle_timeout=self.idle_timeout,
             on_oversized=self._oversized,
         )
-        fifo, stats, transform = self._fifo, self.stats, self._transform
+        # the per-line path is hot (it runs once per event): everything it uses is local
+        put, stats, transform = self._fifo.put_nowait, self.stats, self._transform
+        clock, delta_types, decode = self._clock, _DELTA_TYPES, decode_event
         async with contextlib.aclosing(lines):
             async for line in lines:
-                now = stats.last_event_at = self._clock()
-                received = True
-                if self._healthy_since is None:
-                    self._healthy_since = now
+                now = stats.last_event_at = clock()
+                if not received:
+                    received = True
+                    if self._healthy_since is None:
+                        self._healthy_since = now
                 try:
-                    etype, obj, status = decode_event(line)
+                    etype, obj, status = decode(line)
                 except DecodeError as exc:
                     self._bad_line(line, str(exc))
                     continue
                 if obj is None:
                     raise self._lw.error_from_status(status or {}, "watch")
-                dtype = _DELTA_TYPES.get(etype)
+                dtype = delta_types.get(etype)
                 if dtype is None:  # BOOKMARK
                     stats.bookmarks += 1
                     if buffer is None:
-                        fifo.put_nowait(Bookmark(obj.rv, now))
+                        put(Bookmark(obj.rv, now))
                         self._advance(obj.metadata.resource_version)
                     elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
                         self._replace(list(buffer.values()), obj.metadata.resource_version)
@@ -414,12 +417,12 @@ class Watcher:
                 if transform is not None:
                     t = self._apply(obj)
                     if t is not None:
-                        fifo.put_nowait(Delta(dtype, t, now))
+                        put(Delta(dtype, t, now))
                     elif dtype is DeltaType.DELETED:
-                        fifo.put_nowait(Delta(dtype, obj, now))
+                        put(Delta(dtype, obj, now))
                 else:
-                    fifo.put_nowait(Delta(dtype, obj, now))
-                self._advance(obj.metadata.resource_version)
+                    put(Delta(dtype, obj, now))
+                self._rv = stats.last_rv = obj.metadata.resource_version  # _advance()
         if buffer is not None:
             raise StreamError(
                 f"watch {self._lw.resource}: the streaming list ended before its "

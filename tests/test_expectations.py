@@ -54,3 +54,16 @@ def test_forget() -> None:
     e.expect_creations("ns/a", 3)
     e.forget("ns/a")
     assert e.satisfied("ns/a")
+
+
+def test_new_expectations_restart_the_clock_and_zero_is_nothing() -> None:
+    clock = Clock()
+    e = Expectations(ttl=10, clock=clock)
+    e.expect_creations("ns/a", 1)
+    clock.now = 8
+    e.expect_creations("ns/a", 1)
+    clock.now = 12
+    assert not e.satisfied("ns/a"), "the second expectation is only 4 s old"
+    e.expect_creations("ns/b", 0)
+    e.expect_deletions("ns/b", [])
+    assert e.satisfied("ns/b") and e.pending("ns/b") == (0, 0)

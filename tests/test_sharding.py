@@ -21,15 +21,6 @@ FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
 KEYS = [f"team-{i % 7}/object-{i}" for i in range(500)]
 
 
-async def until(pred: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll ``pred`` until true; fail the test after a generous ``timeout``."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if pred():
-                return
-            await asyncio.sleep(0.02)
-
-
 class Cluster:
     """Replicas of one sharded controller, each with its own ApiClient and task."""
 
@@ -38,6 +29,7 @@ class Cluster:
         self.replicas: dict[str, ShardManager] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.changes: dict[str, list[frozenset[int]]] = {}
+        self.apis: dict[str, Any] = {}
 
     async def start(self, identity: str, **options: Any) -> ShardManager:
         api = await self.stack.enter_async_context(self.sim.api_client())
@@ -52,6 +44,7 @@ class Cluster:
             **(FAST | options),
         )
         self.replicas[identity], self.changes[identity] = manager, changes
+        self.apis[identity] = api
         self.tasks[identity] = asyncio.create_task(manager.run())
         return manager
 
@@ -60,6 +53,19 @@ class Cluster:
         task.cancel()
         await asyncio.wait([task])
         del self.replicas[identity]
+        assert task.cancelled(), task.exception()
+
+    async def until(self, pred: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Poll ``pred`` until true (a generous ``timeout`` fails the test); a replica
+        whose run() ended on its own fails it at once."""
+        async with asyncio.timeout(timeout):
+            while True:
+                for task in self.tasks.values():
+                    if task.done():
+                        raise AssertionError(f"a replica stopped: {task.exception()!r}")
+                if pred():
+                    return
+                await asyncio.sleep(0.02)
 
     def counts(self) -> dict[str, int]:
         return {i: len(r.owned_shards()) for i, r in self.replicas.items()}
@@ -143,7 +149,7 @@ async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> No
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}")
-        await until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}))
         assert sorted(c.counts().values()) == [10, 11, 11]
         assert c.owners_per_key() == [1] * len(KEYS)
         for identity, replica in c.replicas.items():
@@ -162,28 +168,53 @@ async def test_crashed_replica_shards_move_to_survivors(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}", release_on_cancel=False)
-        await until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}))
         victim = c.replicas["replica-1"]
         lost = victim.owned_shards()
         await c.stop("replica-1")  # a crash: nothing released
         assert victim.owned_shards() == frozenset()
         holders = c.holders()
         assert {s for s, h in holders.items() if h == "replica-1"} == lost
-        await until(lambda: c.covered({16}))
+        await c.until(lambda: c.covered({16}))
         assert c.owners_per_key() == [1] * len(KEYS)
         assert "replica-1" not in set(c.holders().values())
         for replica in c.replicas.values():
             assert replica.members == {"replica-0", "replica-2"}
 
 
+async def test_frozen_replica_stops_owning_before_others_take_over(
+    sim: KubeSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with cluster(sim) as c:
+        for i in range(3):
+            await c.start(f"replica-{i}")
+        await c.until(lambda: c.covered({10, 11}))
+        frozen = c.replicas["replica-1"]
+        api = c.apis["replica-1"]
+        thawed = asyncio.Event()
+        call_api = api.call_api
+
+        async def gated(*args: Any, **kwargs: Any) -> Any:
+            await thawed.wait()  # requests hang: a paused or partitioned replica
+            return await call_api(*args, **kwargs)
+
+        monkeypatch.setattr(api, "call_api", gated)
+        await c.until(lambda: not frozen.owned_shards())  # renew deadline passed
+        await c.until(lambda: c.covered({0, 16}))
+        assert c.owners_per_key() == [1] * len(KEYS)
+        thawed.set()  # it comes back, is counted again and gets its share back
+        await c.until(lambda: c.covered({10, 11}))
+        assert c.owners_per_key() == [1] * len(KEYS)
+
+
 async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}")
-        await until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}))
         shed_before = {i: r.owned_shards() for i, r in c.replicas.items()}
         newcomer = await c.start("replica-3")
-        await until(lambda: c.covered({8}))
+        await c.until(lambda: c.covered({8}))
         assert len(newcomer.owned_shards()) == 8
         assert c.changes["replica-3"][-1] == newcomer.owned_shards()
         assert c.owners_per_key() == [1] * len(KEYS)
@@ -195,7 +226,7 @@ async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
 async def test_cancel_releases_every_lease(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         replica = await c.start("solo")
-        await until(lambda: c.covered({32}))
+        await c.until(lambda: c.covered({32}))
         await c.stop("solo")
         assert replica.owned_shards() == frozenset()
     assert set(c.holders().values()) == {""}
