@@ -35,8 +35,10 @@ from typing import Any
 
 from ._mvcc import Stored
 from ._rest import STRATEGIC_PATCH, Api
-from ._rest_time import now_rfc3339
+from ._rest_time import now_micro, now_rfc3339
 from ._status import ApiError
+
+HEARTBEAT_INTERVAL = 10.0
 
 __all__ = ["ClusterEmulator"]
 
@@ -117,6 +119,8 @@ class ClusterEmulator:
         self._bound = self._started = self._deleted = 0
         self._images: dict[str, dict[str, str]] = {}
         self._now_sec, self._now_str = 0, ""
+        self._next_heartbeat = 0.0
+        self.heartbeats = 0
 
     def configure(
         self,
@@ -328,6 +332,9 @@ class ClusterEmulator:
                 self._starting.add(key, self.start_delay)
 
     def _step(self, now: float) -> None:
+        if now >= self._next_heartbeat:
+            self._heartbeat()
+            self._next_heartbeat = now + HEARTBEAT_INTERVAL
         self._binds.refill(now)
         self._starts.refill(now)
         for _ in range(_MAX_DELETES):
@@ -361,7 +368,35 @@ class ClusterEmulator:
             delays.append(max(start_due - now, self._starts.wait()))
         if (delete_due := self._deleting.head()) is not None:
             delays.append(delete_due - now)
+        if self._node_ip:
+            delays.append(self._next_heartbeat - now)
         return max(0.0, min(delays)) if delays else None
+
+    def _heartbeat(self) -> None:
+        """Each kubelet renews its Lease in kube-node-lease (every 10 s, as kubelets do):
+        the resourceVersion of a live cluster keeps moving, so watches get bookmarks."""
+        rt = self._api.registry.lookup("coordination.k8s.io", "v1", "leases")
+        if rt is None:
+            return
+        store = self._api.store(rt)
+        for node in list(self._node_ip):
+            spec = {"holderIdentity": node, "leaseDurationSeconds": 40, "renewTime": now_micro()}
+            try:
+                if store.get(f"kube-node-lease/{node}") is None:
+                    body = {"metadata": {"name": node}, "spec": spec}
+                    self._api.create(rt, "kube-node-lease", body, manager="kubelet")
+                else:
+                    self._api.patch(
+                        rt,
+                        "kube-node-lease",
+                        node,
+                        "application/merge-patch+json",
+                        {"spec": spec},
+                        manager="kubelet",
+                    )
+                self.heartbeats += 1
+            except ApiError as exc:
+                _skip(exc, f"kube-node-lease/{node}")
 
     # -- writes ----------------------------------------------------------------------------
 

@@ -312,3 +312,17 @@ async def test_configure_rejects_bad_rates() -> None:
         with pytest.raises(ValueError):
             sim.cluster.configure(schedule_rate=0)
         assert isinstance(sim.cluster, ClusterEmulator)
+
+
+async def test_kubelets_renew_their_node_leases() -> None:
+    """Node heartbeats: each node's Lease in kube-node-lease is created and renewed, so
+    the resourceVersion of an idle emulated cluster keeps moving (as a real one's does)."""
+    async with KubeSim(nodes=2) as sim:
+        sim.start_cluster(start_delay=0.05)
+        for _ in range(200):
+            if sim.cluster.heartbeats >= 2:
+                break
+            await asyncio.sleep(0.02)
+        leases = sim.list("coordination.k8s.io/v1/leases", "kube-node-lease")
+        assert sorted(x["metadata"]["name"] for x in leases) == ["node-0", "node-1"]
+        assert all(x["spec"]["holderIdentity"] == x["metadata"]["name"] for x in leases)
