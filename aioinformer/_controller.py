@@ -172,6 +172,8 @@ class Controller:
 
     def record_write(self, key: str, informer: Informer, resource_version: int | str) -> None:
         """The next reconcile of ``key`` waits until ``informer`` has seen this RV."""
+        if not self.freshness:
+            return
         rv = int(resource_version)
         per = self._writes.setdefault(key, {})
         per[informer] = max(rv, per.get(informer, 0))

@@ -44,12 +44,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import aiohttp
 from kubernetes_asyncio import client as k8s
 
+from ._background import BackgroundRunner
 from ._errors import AioinformerError, ApiStatusError, ConfigError
 
 __all__ = ["LeaderElector", "LeadershipScope", "LeaseClient", "LeaseRecord", "micro_time"]
@@ -264,7 +264,7 @@ class _Leadership:
         return False
 
 
-class LeaderElector:
+class LeaderElector(BackgroundRunner):
     """One candidate in a Lease-based leader election (see the module docstring).
 
     Run :meth:`run` in a task (or use ``async with elector:``, which does), then follow
@@ -368,30 +368,9 @@ class LeaderElector:
 
     # -- running -------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> LeaderElector:
-        if self._task is not None:
-            raise RuntimeError("LeaderElector is already started")
-        self._task = asyncio.create_task(self.run(), name=f"leader-elector:{self.name}")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Stop what ``async with`` started (cancel :meth:`run`, which releases with
-        ``release_on_cancel``) and wait for it. Idempotent."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
-            error = None if task.cancelled() else task.exception()
-            if error is not None:
-                raise error
+    def task_name(self) -> str:
+        """Names the background task of ``async with``."""
+        return f"leader-elector:{self.name}"
 
     async def run(self) -> None:
         """Acquire, lead until the lease is lost, re-acquire; forever, until cancelled.

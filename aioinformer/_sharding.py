@@ -50,9 +50,9 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from types import TracebackType
 from typing import Any
 
+from ._background import BackgroundRunner
 from ._errors import ApiStatusError, ConfigError
 from ._leader import FAILURES, LeaseClient, LeaseRecord, check_timings, micro_time
 
@@ -88,7 +88,7 @@ class _Seen:
     at: float  # clock() when this record was first observed
 
 
-class ShardManager:
+class ShardManager(BackgroundRunner):
     """One replica's share of ``shards`` Lease-guarded shards (see the module docstring).
 
     ``async with ShardManager(api, name="ctl", namespace="ops", identity=pod) as shards:``
@@ -178,28 +178,9 @@ class ShardManager:
 
     # -- running -------------------------------------------------------------------------------
 
-    async def __aenter__(self) -> ShardManager:
-        self._task = asyncio.create_task(self.run(), name=f"shards:{self.name}:{self.identity}")
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Stop what ``async with`` started (cancel :meth:`run`, which releases with
-        ``release_on_cancel``) and wait for it. Idempotent."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.wait([task])
-            error = None if task.cancelled() else task.exception()
-            if error is not None:
-                raise error
+    def task_name(self) -> str:
+        """Names the background task of ``async with``."""
+        return f"shards:{self.name}:{self.identity}"
 
     async def run(self) -> None:
         """Renew, balance and report ownership until cancelled (see the module docstring)."""
