@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._controller import Controller, Mapper, Predicate, Result
@@ -94,31 +94,12 @@ class Manager:
         if leader_election is not None:
             from ._leader import LeaderElector
 
-            le = leader_election
-            self.elector = LeaderElector(
-                api_client,
-                name=le.name,
-                namespace=le.namespace,
-                identity=le.identity,
-                lease_duration=le.lease_duration,
-                renew_deadline=le.renew_deadline,
-                retry_period=le.retry_period,
-            )
+            self.elector = LeaderElector(api_client, **asdict(leader_election))
         self.shards: ShardManager | None = None
         if sharding is not None:
             from ._sharding import ShardManager
 
-            sh = sharding
-            self.shards = ShardManager(
-                api_client,
-                name=sh.name,
-                namespace=sh.namespace,
-                identity=sh.identity,
-                shards=sh.shards,
-                lease_duration=sh.lease_duration,
-                renew_deadline=sh.renew_deadline,
-                retry_period=sh.retry_period,
-            )
+            self.shards = ShardManager(api_client, **asdict(sharding))
         self._running_controllers = False
 
     def informer(self, group_version: str, plural: str, **options: Any) -> Informer:
