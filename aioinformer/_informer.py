@@ -146,6 +146,7 @@ class Informer:
         self._closed = False
         self._pending_indexers: dict[str, IndexFunc] = {}
         self._inflight_since: float | None = None
+        self._publish_listeners: list[Callable[[int, int], None]] = []
 
     @property
     def indexers(self) -> list[str]:
@@ -202,6 +203,8 @@ class Informer:
             self._rate.add(len(batch), time.monotonic())
             async with self._store.read() as view:
                 self._rv, self._seq, self._objects = view.resource_version, view.seq, len(view)
+            for listener in self._publish_listeners:
+                listener(self._seq, self._rv)
             self._wake_waiters()
 
     def stop(self) -> None:
@@ -210,6 +213,20 @@ class Informer:
         self._fifo.close()
         self._watcher.stop()
         self._wake_waiters()
+
+    def on_publish(self, listener: Callable[[int, int], None]) -> Callable[[], None]:
+        """Call ``listener(seq, resource_version)`` from the writer right after each batch
+        is published (before any waiter wakes); returns a function that removes it.
+
+        For instrumentation (the benchmarks time publishes with it): the listener runs on
+        the writer's path, so it must be quick and must not raise."""
+        self._publish_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._publish_listeners:
+                self._publish_listeners.remove(listener)
+
+        return remove
 
     # -- reads --------------------------------------------------------------------------------
 

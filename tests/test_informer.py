@@ -54,6 +54,26 @@ async def test_sync_and_follow_writes(sim: KubeSim, factory: InformerFactory) ->
     )
 
 
+async def test_on_publish_sees_every_publish_in_order(
+    sim: KubeSim, factory: InformerFactory
+) -> None:
+    pods = factory.informer("v1", "pods")
+    seen: list[tuple[int, int]] = []
+    remove = pods.on_publish(lambda seq, rv: seen.append((seq, rv)))
+    await factory.wait_for_sync(timeout=10)
+    made = sim.create("pods", pod("a"), "default")
+    await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=5)
+    assert seen and seen[-1] == (pods.snapshot().seq, pods.snapshot().resource_version)
+    assert [s for s, _ in seen] == sorted({s for s, _ in seen})  # each seq once, in order
+    assert [rv for _, rv in seen] == sorted(rv for _, rv in seen)
+    remove()
+    remove()  # harmless twice
+    count = len(seen)
+    made = sim.create("pods", pod("b"), "default")
+    await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=5)
+    assert len(seen) == count
+
+
 async def test_same_informer_is_shared(factory: InformerFactory) -> None:
     a = factory.informer("v1", "pods")
     b = factory.informer("v1", "pods")

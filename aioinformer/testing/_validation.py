@@ -424,6 +424,8 @@ def _tol_key(t: object) -> tuple[tuple[str, Any], ...]:
 
 def _validate_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
     """``ValidatePodUpdate``'s spec rules; the catch-all carries upstream's go-cmp diff."""
+    if old.get("spec") == new.get("spec"):  # the common metadata-only update: nothing to check
+        return []
     ospec, nspec = _d(old.get("spec")), copy.deepcopy(_d(new.get("spec")))
     default_pod_spec(nspec)
     errs: list[Cause] = []
