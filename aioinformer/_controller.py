@@ -18,7 +18,9 @@ Both protections are on by default and counted in ``stale_reads_avoided_total``.
 Contracts: a key is never reconciled by two workers at once (the WorkQueue's guarantee);
 errors are logged with the key and retried with per-key exponential backoff; ``Result(
 requeue_after=s)`` schedules the key again; owned objects map to their controller owner via
-the controller ownerReference (same namespace, the primary's kind); predicates filter
+the controller ownerReference (same namespace, the primary's kind); with a namespaced
+primary informer, keys of other namespaces are ignored (controllers of one kind can split
+the namespaces and share the owned informers); predicates filter
 primary updates (e.g. :func:`generation_changed`); ``stop()`` lets in-flight reconciles
 finish.
 """
@@ -111,6 +113,7 @@ class Controller:
         self._workers: list[asyncio.Task[None]] = []
         self.reconciles = 0
         self.stale_reads_avoided = 0
+        self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
 
     # -- wiring ---------------------------------------------------------------------------------
@@ -154,17 +157,24 @@ class Controller:
         self.expectations.forget(obj.key)
         self.queue.add(obj.key)
 
+    def _in_scope(self, keys: Iterable[str]) -> Iterable[str]:
+        """The keys the primary informer can hold: with a namespaced primary, only keys of
+        its namespace (another controller of the same kind may own the rest)."""
+        if self._scope is None:
+            return keys
+        return [k for k in keys if k.startswith(self._scope)]
+
     def _enqueue(self, keys: Iterable[str]) -> None:
-        for key in keys:
+        for key in self._in_scope(keys):
             self.queue.add(key)
 
     def _owned_added(self, obj: KubeObject, mapper: Mapper) -> None:
-        for owner in mapper(obj):
+        for owner in self._in_scope(mapper(obj)):
             self.expectations.creation_observed(owner)
             self.queue.add(owner)
 
     def _owned_deleted(self, obj: KubeObject, mapper: Mapper) -> None:
-        for owner in mapper(obj):
+        for owner in self._in_scope(mapper(obj)):
             self.expectations.deletion_observed(owner, obj.key)
             self.queue.add(owner)
 
@@ -220,6 +230,9 @@ class Controller:
                 await self._process(key)
             except asyncio.CancelledError:
                 raise
+            except ClosedError as exc:  # an informer it reads has stopped: nothing to retry
+                log.warning("%s: stopping a worker: %s", self.name, exc)
+                return  # (finally: done)
             except Exception:  # a bug outside the reconcile must not kill the worker
                 log.exception("%s: processing %s failed; retrying with backoff", self.name, key)
                 queue.add_rate_limited(key)

@@ -120,6 +120,7 @@ class Informer:
         if store not in ("snapshot", "locked"):
             raise ConfigError(f"store must be 'snapshot' or 'locked', not {store!r}")
         self.name = name
+        self._namespace: str | None = getattr(list_watch, "namespace", None) or None
         self.store_kind: StoreKind = store
         self._fifo = DeltaFIFO()
         self._store: SnapshotStore | LockedStore = (
@@ -147,6 +148,12 @@ class Informer:
         self._pending_indexers: dict[str, IndexFunc] = {}
         self._inflight_since: float | None = None
         self._publish_listeners: list[Callable[[int, int], None]] = []
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace this informer watches; None when it watches all namespaces (or
+        a cluster-scoped resource)."""
+        return self._namespace
 
     @property
     def indexers(self) -> list[str]:

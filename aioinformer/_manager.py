@@ -147,17 +147,20 @@ class Manager:
                 self.metrics_host, self.metrics_port
             )
         try:
-            async with self.factory, asyncio.TaskGroup() as tg:
-                await self.factory.wait_for_sync()
-                if self.elector is not None:
-                    tg.create_task(self._lead(), name="manager-leader")
-                else:
-                    if self.shards is not None:
-                        tg.create_task(self._shard(), name="manager-shards")
-                    self._start_controllers()
-                    await asyncio.Event().wait()
+            async with self.factory:
+                try:
+                    async with asyncio.TaskGroup() as tg:
+                        await self.factory.wait_for_sync()
+                        if self.elector is not None:
+                            tg.create_task(self._lead(), name="manager-leader")
+                        else:
+                            if self.shards is not None:
+                                tg.create_task(self._shard(), name="manager-shards")
+                            self._start_controllers()
+                            await asyncio.Event().wait()
+                finally:  # controllers first, while their informers still run
+                    await self._stop_controllers()
         finally:
-            await self._stop_controllers()
             if runner is not None:
                 await runner.cleanup()
 

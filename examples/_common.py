@@ -214,9 +214,12 @@ class OwnedPods:
         self._index = f"owner:{controller.primary_kind}"  # see pods_informer()
         self._counters = counters
 
-    def owned(self, owner: str) -> list[KubeObject]:
-        """The pods whose controller is ``owner`` ("namespace/name"), from the cache."""
-        return self._pods.snapshot().by_index(self._index, owner)
+    async def owned(self, owner: str) -> list[KubeObject]:
+        """The pods whose controller is ``owner`` ("namespace/name"), from the cache (through
+        ``read()``, so a pods informer with ``store="locked"`` works too)."""
+        async with self._pods.read() as view:
+            pods: list[KubeObject] = view.by_index(self._index, owner)
+        return pods
 
     async def apply(
         self,

@@ -64,14 +64,22 @@ SAMPLE_NAMESPACE, SAMPLE_NAME = "default", "agent"
 class NodeAgentOperator:
     """The NodeAgent controller: informers on nodeagents, pods and nodes, and its reconcile."""
 
-    def __init__(self, manager: Manager, *, protect: bool = True, concurrency: int = 4) -> None:
-        self.agents = manager.informer(GROUP_VERSION, PLURAL)
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        protect: bool = True,
+        concurrency: int = 4,
+        namespace: str | None = None,
+    ) -> None:
+        # NodeAgents and nodes are read from snapshots whatever the manager's default store
+        self.agents = manager.informer(GROUP_VERSION, PLURAL, namespace=namespace, store="snapshot")
         self.pods = pods_informer(manager, KIND)
-        self.nodes = manager.informer("v1", "nodes")
+        self.nodes = manager.informer("v1", "nodes", store="snapshot")
         self.counters = Counters()
         self._surplus_seen: set[str] = set()
         self.controller: Controller = manager.controller(
-            "nodeagent",
+            "nodeagent" if namespace is None else f"nodeagent-{namespace}",
             self.reconcile,
             primary=self.agents,
             primary_kind=KIND,
@@ -91,7 +99,7 @@ class NodeAgentOperator:
 
     async def reconcile(self, key: str) -> Result | None:
         agent = self.agents.snapshot().get(key)
-        pods = [p for p in self.owned.owned(key) if not is_terminating(p)]
+        pods = [p for p in await self.owned.owned(key) if not is_terminating(p)]
         if agent is None:
             # KubeSim has no garbage collector (a real cluster's would also do this)
             await self.owned.apply(key, delete=pods)
@@ -120,10 +128,13 @@ class NodeAgentOperator:
                 self.counters.surplus += 1
 
 
-def build(manager: Manager, *, protect: bool = True, concurrency: int = 4) -> NodeAgentOperator:
+def build(
+    manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
+) -> NodeAgentOperator:
     """The NodeAgent operator on ``manager``; ``protect=False`` turns off the controller's
-    freshness gate and expectations (the seed's buggy controller)."""
-    return NodeAgentOperator(manager, protect=protect, concurrency=concurrency)
+    freshness gate and expectations (the seed's buggy controller); ``namespace`` limits it
+    to the NodeAgents of one namespace (several operators can then share one manager)."""
+    return NodeAgentOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
 
 # -- the decisions, as pure functions -------------------------------------------------------------

@@ -60,12 +60,22 @@ SAMPLE_NAMESPACE, SAMPLE_NAME = "default", "web"
 class PodSetOperator:
     """The PodSet controller: informers on podsets and pods, and its reconcile."""
 
-    def __init__(self, manager: Manager, *, protect: bool = True, concurrency: int = 4) -> None:
-        self.podsets = manager.informer(GROUP_VERSION, PLURAL)
+    def __init__(
+        self,
+        manager: Manager,
+        *,
+        protect: bool = True,
+        concurrency: int = 4,
+        namespace: str | None = None,
+    ) -> None:
+        # the PodSets are read from snapshots whatever the manager's default store
+        self.podsets = manager.informer(
+            GROUP_VERSION, PLURAL, namespace=namespace, store="snapshot"
+        )
         self.pods = pods_informer(manager, KIND)
         self.counters = Counters()
         self.controller: Controller = manager.controller(
-            "podset",
+            "podset" if namespace is None else f"podset-{namespace}",
             self.reconcile,
             primary=self.podsets,
             primary_kind=KIND,
@@ -80,7 +90,7 @@ class PodSetOperator:
 
     async def reconcile(self, key: str) -> Result | None:
         podset = self.podsets.snapshot().get(key)
-        pods = self.owned.owned(key)
+        pods = await self.owned.owned(key)
         if podset is None:
             # KubeSim has no garbage collector (a real cluster's would also do this)
             await self.owned.apply(key, delete=[p for p in pods if not is_terminating(p)])
@@ -98,10 +108,13 @@ class PodSetOperator:
         return None
 
 
-def build(manager: Manager, *, protect: bool = True, concurrency: int = 4) -> PodSetOperator:
+def build(
+    manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
+) -> PodSetOperator:
     """The PodSet operator on ``manager``; ``protect=False`` turns off the controller's
-    freshness gate and expectations (the seed's buggy controller)."""
-    return PodSetOperator(manager, protect=protect, concurrency=concurrency)
+    freshness gate and expectations (the seed's buggy controller); ``namespace`` limits it
+    to the PodSets of one namespace (several operators can then share one manager)."""
+    return PodSetOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
 
 # -- the decisions, as pure functions -------------------------------------------------------------

@@ -115,6 +115,40 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
     assert value(second, 'aioinformer_informer_objects{informer="configmaps[default]"}') == 6
 
 
+async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: KubeSim) -> None:
+    """Two ConfigMap controllers scoped to namespaces a and b own Secrets through one shared
+    all-namespaces informer: each reconciles only its own namespace's owners."""
+    for ns in ("a", "b"):
+        sim.create("namespaces", {"metadata": {"name": ns}})
+        sim.create("configmaps", cm("owner"), ns)
+    activity = Activity()
+    async with sim.api_client() as api:
+        m = Manager(api, watcher_options=FAST)
+        secrets = m.informer("v1", "secrets")
+        assert secrets.namespace is None
+        for ns in ("a", "b"):
+            primary = m.informer("v1", "configmaps", namespace=ns)
+            assert primary.namespace == ns
+            m.controller(
+                f"cm-{ns}",
+                activity.reconciler(ns),
+                primary=primary,
+                primary_kind="ConfigMap",
+                owns=[secrets],
+            )
+        async with running(m):
+            await eventually(lambda: {("a", "a/owner"), ("b", "b/owner")} <= set(activity.done))
+            ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "controller": True}
+            ref["uid"] = sim.get("configmaps", "owner", "a")["metadata"]["uid"]
+            secret = {"metadata": {"name": "s", "ownerReferences": [ref]}, "data": {}}
+            before = len(activity.done)
+            sim.create("secrets", secret, "a")
+            await eventually(lambda: activity.done[before:].count(("a", "a/owner")) >= 1)
+            await secrets.wait_for_rv(sim.resource_version, timeout=5)
+            await asyncio.sleep(0.2)  # time for a wrong enqueue to show (none may)
+    assert all(replica == key.split("/")[0] for replica, key in activity.done)
+
+
 async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:
     activity = Activity()
     le = {"name": "cm-leader", "namespace": "default", **LEASE}

@@ -72,7 +72,7 @@ def _copy(v: Any) -> Any:
             return orjson.loads(orjson.dumps(v))  # ~10x faster than the recursion below
         except TypeError:
             pass
-    if isinstance(v, Mapping):
+    if isinstance(v, dict):
         return {k: _copy(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
         return [_copy(x) for x in v]
@@ -96,7 +96,7 @@ def _go_fmt(v: Any) -> str:
         return "<nil>"
     if isinstance(v, bool):
         return str(v).lower()
-    if isinstance(v, Mapping):
+    if isinstance(v, dict):
         return "map[" + " ".join(f"{k}:{_go_fmt(v[k])}" for k in sorted(v)) + "]"
     if isinstance(v, list | tuple):
         return "[" + " ".join(_go_fmt(x) for x in v) + "]"
@@ -115,9 +115,9 @@ def json_merge_patch(target: Any, patch: Any) -> Any:
     merge recursively; arrays are replaced. Never raises. (The apiserver additionally
     rejects a top-level non-object merge patch: that check belongs to the caller.)
     """
-    if not isinstance(patch, Mapping):
+    if not isinstance(patch, dict):
         return _copy(patch)
-    out = _copy(target) if isinstance(target, Mapping) else {}
+    out = _copy(target) if isinstance(target, dict) else {}
     _merge_into(out, patch)
     return out
 
@@ -126,7 +126,7 @@ def _merge_into(out: dict[str, Any], patch: Mapping[str, Any]) -> None:
     for k, v in patch.items():
         if v is None:
             out.pop(k, None)
-        elif isinstance(v, Mapping):
+        elif isinstance(v, dict):
             cur = out.get(k)
             if not isinstance(cur, dict):
                 cur = out[k] = {}
@@ -144,7 +144,7 @@ def _json_equal(a: Any, b: Any) -> bool:
         return isinstance(a, bool) and isinstance(b, bool) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
         return a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
+    if isinstance(a, dict) and isinstance(b, dict):
         return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         return len(a) == len(b) and all(map(_json_equal, a, b))
@@ -245,7 +245,7 @@ def json_patch(target: Any, operations: Any) -> Any:
             400,
         )
     for op in operations:
-        if op is not None and not isinstance(op, Mapping):
+        if op is not None and not isinstance(op, dict):
             raise PatchError(
                 f"json: cannot unmarshal {_go_type(op)} into Go value of type jsonpatch.Operation",
                 400,
@@ -354,7 +354,7 @@ def _same(a: Any, b: Any) -> bool:
     """Go ``==`` on decoded JSON scalars (numbers are all float64; bools never numbers)."""
     if isinstance(a, bool) or isinstance(b, bool):
         return a is b
-    if isinstance(a, Mapping | list) or isinstance(b, Mapping | list):
+    if isinstance(a, dict | list) or isinstance(b, dict | list):
         return False
     return bool(a == b)
 
@@ -362,7 +362,7 @@ def _same(a: Any, b: Any) -> bool:
 def _find(items: list[Any], value: Any, key: str) -> int:
     """``index()`` of strategicpatch: position of the element with that key value, or -1."""
     for i, e in enumerate(items):
-        if _same(e.get(key) if key and isinstance(e, Mapping) else (None if key else e), value):
+        if _same(e.get(key) if key and isinstance(e, dict) else (None if key else e), value):
             return i
     return -1
 
@@ -374,7 +374,7 @@ def _no_key(e: Any, key: str) -> PatchError:
 def _keyed(e: Any, key: str) -> Any:
     if not key:
         return e
-    if not isinstance(e, Mapping) or key not in e:
+    if not isinstance(e, dict) or key not in e:
         raise _no_key(e, key)
     return e[key]
 
@@ -412,13 +412,13 @@ def _dedupe(s: list[Any]) -> list[Any]:
 
 
 def _category(v: Any) -> str:
-    return "map" if isinstance(v, Mapping) else "list" if isinstance(v, list | tuple) else ""
+    return "map" if isinstance(v, dict) else "list" if isinstance(v, list | tuple) else ""
 
 
 def _elem_kind(*lists: list[Any]) -> str:
     kinds = []
     for e in (e for lst in lists for e in lst):
-        k = "map" if isinstance(e, Mapping) else "list" if isinstance(e, list) else _go_type(e)
+        k = "map" if isinstance(e, dict) else "list" if isinstance(e, list) else _go_type(e)
         kinds.append("null" if e is None else k)
     if kinds and kinds[0] == "list":
         raise PatchError("lists of lists are not supported", 422)
@@ -435,12 +435,12 @@ class _SMP:
 
     def clean(self, v: Any, path: str) -> Any:
         """A patch value for a location absent from the target, directives applied."""
-        if isinstance(v, Mapping):
+        if isinstance(v, dict):
             return self.merge_map({}, v, path)
         if isinstance(v, list | tuple):  # as upstream: taken as is, minus directives
             strategy, key = self.schema.get(path, ("", ""))
             if strategy == "merge" and key:
-                v = [e for e in v if not (isinstance(e, Mapping) and "$patch" in e)]
+                v = [e for e in v if not (isinstance(e, dict) and "$patch" in e)]
             return [self.clean(e, path) for e in v]
         return v
 
@@ -538,7 +538,7 @@ class _SMP:
         # every non-delete patch item must appear in the order list, in that order
         at = 0
         for e in plist:
-            if key and isinstance(e, Mapping) and e.get("$patch") == "delete":
+            if key and isinstance(e, dict) and e.get("$patch") == "delete":
                 continue
             want = _keyed(e, key)
             found = next(
@@ -573,11 +573,11 @@ def strategic_merge_patch(target: Any, patch: Any, kind: str) -> Any:
     """
     if patch is None:
         return _copy(target)
-    if not isinstance(patch, Mapping):
+    if not isinstance(patch, dict):
         raise PatchError(
             f"json: cannot unmarshal {_go_type(patch)} into Go value of type "
             "map[string]interface {}",
             400,
         )
-    original = _copy(target) if isinstance(target, Mapping) else {}
+    original = _copy(target) if isinstance(target, dict) else {}
     return _SMP(_SCHEMAS.get(kind, _META)).merge_map(original, patch, "")

@@ -523,7 +523,7 @@ _CONVERSION_MESSAGES: Final[dict[tuple[str, str], Callable[[str], str]]] = {
 
 def _get(obj: Any, *path: str) -> Any:
     for p in path:
-        obj = obj.get(p) if isinstance(obj, Mapping) else None
+        obj = obj.get(p) if isinstance(obj, dict) else None
     return obj
 
 
