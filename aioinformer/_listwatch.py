@@ -192,7 +192,9 @@ class ListWatch:
     ) -> ApiStatusError:
         """The :class:`ApiStatusError` for a ``Status`` (an HTTP error body or the object of
         a watch ERROR event); :class:`WatchExpired` for code 410."""
+        source = "HTTP"
         if code is None:
+            source = "ERROR event"
             raw_code = status.get("code")
             code = raw_code if isinstance(raw_code, int) else 500
         details = status.get("details")
@@ -208,6 +210,7 @@ class ListWatch:
             resource=self.resource,
             namespace=self.namespace,
             retry_after=retry_after,
+            source=source,
         )
 
     async def list_page(
