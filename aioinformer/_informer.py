@@ -79,6 +79,8 @@ class InformerStats:
     """Watches re-established after a close, a drop or a stall."""
     decode_errors: int
     """Lines skipped because they were not valid events or objects."""
+    transform_errors: int = 0
+    """Objects the transform raised on (skipped)."""
     stream_errors: int = 0
     """Failed requests without an HTTP status (connection, cut or stalled stream, non-JSON)."""
     errors_by_code: Mapping[int, int] = field(default_factory=dict)
@@ -412,6 +414,7 @@ class Informer:
             relists=ws.relists,
             watch_restarts=ws.watch_restarts,
             decode_errors=ws.decode_errors,
+            transform_errors=ws.transform_errors,
             stream_errors=ws.stream_errors,
             errors_by_code=dict(ws.errors_by_code),
             last_error=ws.last_error,
