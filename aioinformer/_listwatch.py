@@ -363,4 +363,10 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientResponseError):
         return f"{type(exc).__name__}: {exc.status} {exc.message}"
     text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        described += (
+            " (TLS verification failed: is the cluster's CA in the kubeconfig, as "
+            "certificate-authority or certificate-authority-data?)"
+        )
+    return described
