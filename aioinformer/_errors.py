@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 
+def in_namespace(namespace: str | None) -> str:
+    """``in namespace "ns"`` or ``in all namespaces``: how every error names its scope."""
+    return f'in namespace "{namespace}"' if namespace else "in all namespaces"
+
+
 class AioinformerError(Exception):
     """Root of every error aioinformer raises."""
 
@@ -92,7 +97,7 @@ class ApiStatusError(WatchError):
         retry_after: float | None = None,
         source: str = "HTTP",
     ) -> None:
-        where = f'in namespace "{namespace}"' if namespace else "in all namespaces"
+        where = in_namespace(namespace)
         hint = ""
         if code == 401:
             hint = " (the credentials were rejected: check the token or certificate)"

@@ -42,7 +42,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from ._errors import ApiStatusError, DecodeError, StreamError, WatchExpired
+from ._errors import ApiStatusError, DecodeError, StreamError, WatchExpired, in_namespace
 from ._objects import KubeObject, decode_list
 
 __all__ = ["IdleStreamError", "ListWatch", "parse_retry_after"]
@@ -122,8 +122,7 @@ class ListWatch:
         return query
 
     def _where(self, verb: str) -> str:
-        where = f'in namespace "{self.namespace}"' if self.namespace else "in all namespaces"
-        return f"{verb} {self.resource} {where}"
+        return f"{verb} {self.resource} {in_namespace(self.namespace)}"
 
     async def _get(
         self, verb: str, query: list[tuple[str, str]], accept: str, timeout: aiohttp.ClientTimeout

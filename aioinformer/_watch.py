@@ -53,6 +53,7 @@ from ._errors import (
     DecodeError,
     StreamError,
     WatchExpired,
+    in_namespace,
 )
 from ._fifo import Bookmark, Delta, DeltaType, Item, Replace
 from ._listwatch import IdleStreamError
@@ -457,10 +458,7 @@ class Watcher:
             )
 
     def _where(self, verb: str) -> str:
-        ns = self._lw.namespace
-        return f"{verb} {self._lw.resource} " + (
-            f'in namespace "{ns}"' if ns else "in all namespaces"
-        )
+        return f"{verb} {self._lw.resource} {in_namespace(self._lw.namespace)}"
 
     def _apply(self, obj: KubeObject) -> KubeObject | None:
         assert self._transform is not None
