@@ -35,6 +35,11 @@ __all__ = [
 ]
 
 
+def in_namespace(namespace: str | None) -> str:
+    """``in namespace "ns"`` or ``in all namespaces``: how every error names its scope."""
+    return f'in namespace "{namespace}"' if namespace else "in all namespaces"
+
+
 class AioinformerError(Exception):
     """Root of every error aioinformer raises."""
 
@@ -76,7 +81,8 @@ class ApiStatusError(WatchError):
 
     ``code`` is the HTTP status, ``reason`` the Status reason, ``verb`` "list" or "watch",
     ``resource`` e.g. "pods" or "podsets.example.aioinformer.dev", ``namespace`` None for
-    all namespaces, ``retry_after`` the server's Retry-After in seconds (or None).
+    all namespaces, ``retry_after`` the server's Retry-After in seconds (or None);
+    ``source`` says how the Status came ("HTTP" status, or a watch "ERROR event").
     """
 
     def __init__(
@@ -89,16 +95,20 @@ class ApiStatusError(WatchError):
         resource: str,
         namespace: str | None,
         retry_after: float | None = None,
+        source: str = "HTTP",
     ) -> None:
-        where = f'in namespace "{namespace}"' if namespace else "in all namespaces"
+        where = in_namespace(namespace)
         hint = ""
         if code == 401:
             hint = " (the credentials were rejected: check the token or certificate)"
         elif code == 403:
-            hint = f' (missing RBAC permission: "{verb}" on "{resource}" {where})'
+            hint = f' (missing RBAC permission: "{verb}" on "{resource}" {where}'
+            if verb in ("list", "watch"):
+                hint += '; an informer needs both "list" and "watch"'
+            hint += ")"
         elif code == 404:
             hint = " (the resource is not served: is the CRD installed?)"
-        super().__init__(f"{verb} {resource} {where}: HTTP {code} {reason}: {message}{hint}")
+        super().__init__(f"{verb} {resource} {where}: {source} {code} {reason}: {message}{hint}")
         self.code = code
         self.reason = reason
         self.verb = verb

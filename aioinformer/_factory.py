@@ -5,12 +5,15 @@ through ``factory.informer(...)`` (before or after entering) and stops them all 
 Asking twice for the same resource with the same options returns the same informer (its
 indexers are merged), as client-go's SharedInformerFactory does. Cancelling the task that
 runs the factory stops every child task; an error in one informer's watcher is retried by
-that watcher and never stops the others.
+that watcher and never stops the others; an informer that dies all the same (e.g. an index
+function raising in its writer) is logged at ERROR when it dies, and the others go on.
+:meth:`InformerFactory.stop` is idempotent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from types import TracebackType
@@ -134,7 +137,9 @@ class InformerFactory:
         return list(self._informers.values())
 
     def _start(self, inf: Informer) -> None:
-        self._tasks[inf] = asyncio.create_task(inf.run(), name=f"informer-{inf.name}")
+        task = asyncio.create_task(inf.run(), name=f"informer-{inf.name}")
+        task.add_done_callback(functools.partial(_report_death, inf.name))
+        self._tasks[inf] = task
 
     async def start(self) -> None:
         """Start every informer (and any created later)."""
@@ -165,10 +170,7 @@ class InformerFactory:
         tasks = list(self._tasks.values())
         for t in tasks:
             t.cancel()
-        results = await asyncio.gather(*tasks, return_exceptions=True)
-        for inf, r in zip(list(self._tasks), results, strict=True):
-            if isinstance(r, Exception):
-                log.error("informer %s failed: %s", inf.name, r, exc_info=r)
+        await asyncio.gather(*tasks, return_exceptions=True)  # failures were logged
         self._tasks.clear()
 
     async def __aenter__(self) -> InformerFactory:
@@ -182,3 +184,13 @@ class InformerFactory:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _report_death(name: str, task: asyncio.Task[None]) -> None:
+    """Log an informer that ended with an error, when it ends (not at the factory's stop):
+    its cache no longer follows the server; the other informers keep running."""
+    if task.cancelled():
+        return
+    exc = task.exception()
+    if exc is not None:
+        log.error("informer %s stopped: %r; the others keep running", name, exc, exc_info=exc)

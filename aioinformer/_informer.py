@@ -30,7 +30,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ._errors import ClosedError, ConfigError, FreshnessTimeout
@@ -79,6 +79,14 @@ class InformerStats:
     """Watches re-established after a close, a drop or a stall."""
     decode_errors: int
     """Lines skipped because they were not valid events or objects."""
+    transform_errors: int = 0
+    """Objects the transform raised on (skipped)."""
+    stream_errors: int = 0
+    """Failed requests without an HTTP status (connection, cut or stalled stream, non-JSON)."""
+    errors_by_code: Mapping[int, int] = field(default_factory=dict)
+    """HTTP status (or watch ERROR event code) -> times seen, 410s included."""
+    last_error: str = ""
+    """The most recent failed list or watch (see ``WatcherStats.last_error``); "" if none."""
 
 
 class _Rate:
@@ -413,4 +421,8 @@ class Informer:
             relists=ws.relists,
             watch_restarts=ws.watch_restarts,
             decode_errors=ws.decode_errors,
+            transform_errors=ws.transform_errors,
+            stream_errors=ws.stream_errors,
+            errors_by_code=dict(ws.errors_by_code),
+            last_error=ws.last_error,
         )

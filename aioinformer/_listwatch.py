@@ -42,7 +42,7 @@ from urllib.parse import quote
 import aiohttp
 import orjson
 
-from ._errors import ApiStatusError, DecodeError, StreamError, WatchExpired
+from ._errors import ApiStatusError, DecodeError, StreamError, WatchExpired, in_namespace
 from ._objects import KubeObject, decode_list
 
 __all__ = ["IdleStreamError", "ListWatch", "parse_retry_after"]
@@ -122,8 +122,7 @@ class ListWatch:
         return query
 
     def _where(self, verb: str) -> str:
-        where = f'in namespace "{self.namespace}"' if self.namespace else "in all namespaces"
-        return f"{verb} {self.resource} {where}"
+        return f"{verb} {self.resource} {in_namespace(self.namespace)}"
 
     async def _get(
         self, verb: str, query: list[tuple[str, str]], accept: str, timeout: aiohttp.ClientTimeout
@@ -192,7 +191,9 @@ class ListWatch:
     ) -> ApiStatusError:
         """The :class:`ApiStatusError` for a ``Status`` (an HTTP error body or the object of
         a watch ERROR event); :class:`WatchExpired` for code 410."""
+        source = "HTTP"
         if code is None:
+            source = "ERROR event"
             raw_code = status.get("code")
             code = raw_code if isinstance(raw_code, int) else 500
         details = status.get("details")
@@ -208,6 +209,7 @@ class ListWatch:
             resource=self.resource,
             namespace=self.namespace,
             retry_after=retry_after,
+            source=source,
         )
 
     async def list_page(
@@ -360,4 +362,10 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ClientResponseError):
         return f"{type(exc).__name__}: {exc.status} {exc.message}"
     text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        described += (
+            " (TLS verification failed: is the cluster's CA in the kubeconfig, as "
+            "certificate-authority or certificate-authority-data?)"
+        )
+    return described

@@ -15,14 +15,16 @@ ped, or the FIFO is closed. Recovery:
 * **Resume without relisting** after a clean close, a dropped or cut stream, or a silent
   one (the watchdog aborts a stream with no byte for ``idle_timeout`` s). A clean close or
   the watchdog re-watch at once, failures after the backoff; a watch closed within 1 s
-  without an event is a failure (as in client-go), so no server behaviour makes a tight loop.
+  without a valid event (bad lines do not count) is a failure (as in client-go), so no
+  server or proxy behaviour makes a tight loop.
 * **Relist on 410** (HTTP 410, or the ERROR event with code 410 that kube-apiserver really
   sends, conformance 08a) at RV "": consistent, never older than the cache (client-go lists
   at the last RV, cheaper for etcd but possibly served by a lagging cache). A list 410 (an
   expired continue token) restarts the list. Consecutive 410s wait for the backoff.
 * **Other errors** (HTTP statuses, ERROR events with other codes) are logged (401/403/404
   as errors naming verb, resource, namespace and permission), counted in
-  ``stats.errors_by_code`` and retried after the backoff (0.8 s doubling to 30 s, jittered,
+  ``stats.errors_by_code`` (``stats.last_error`` keeps the latest failure) and retried
+  after the backoff (0.8 s doubling to 30 s, jittered,
   reset after 2 minutes healthy), or after ``Retry-After`` if longer.
 * **Bad lines** (malformed, unknown type, no metadata/name/integer RV, over the length
   limit) are logged briefly, counted in ``stats.decode_errors`` and skipped.
@@ -51,6 +53,7 @@ from ._errors import (
     DecodeError,
     StreamError,
     WatchExpired,
+    in_namespace,
 )
 from ._fifo import Bookmark, Delta, DeltaType, Item, Replace
 from ._listwatch import IdleStreamError
@@ -138,6 +141,12 @@ class WatcherStats:
     that are not JSON."""
     errors_by_code: dict[int, int] = field(default_factory=dict)
     """HTTP status (or ERROR event code) -> times seen."""
+    last_error: str = ""
+    """The most recent failed list or watch (class and message; 410s, which only mean
+    "relist", excluded), kept after recovery: compare ``last_error_at`` with
+    ``last_event_at``. Never holds a credential."""
+    last_error_at: float | None = None
+    """``clock()`` when ``last_error`` happened."""
     last_rv: str = ""
     """The last resourceVersion seen (list, event or bookmark)."""
     last_event_at: float | None = None
@@ -273,17 +282,20 @@ class Watcher:
                 delay = self._on_expired(exc)
             except ApiStatusError as exc:
                 self._count(exc.code)
+                self._note(exc)
                 delay = self._failure_delay(exc.retry_after)
                 level = logging.ERROR if exc.code in _LOUD_ERRORS else logging.WARNING
                 log.log(level, "%s: %s; retrying in %.1f s", self.name, exc, delay)
             except IdleStreamError as exc:
                 self.stats.stream_errors += 1
+                self._note(exc)
                 log.warning("%s: %s; watching again", self.name, exc)
                 continue
             except ClosedError:
                 raise  # the FIFO was closed: the stop signal
             except Exception as exc:  # StreamError, DecodeError; anything else (e.g. a
                 self.stats.stream_errors += 1  # failing credential plugin) with a traceback
+                self._note(exc)
                 delay = self._failure_delay(None)
                 trace = not isinstance(exc, StreamError | DecodeError)
                 log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay, exc_info=trace)
@@ -308,6 +320,10 @@ class Watcher:
             delay = max(delay, min(retry_after, _MAX_RETRY_AFTER))
         self.stats.backoff_current = self.backoff.current
         return delay
+
+    def _note(self, exc: Exception) -> None:
+        self.stats.last_error = f"{type(exc).__name__}: {exc}"
+        self.stats.last_error_at = self._clock()
 
     def _count(self, code: int) -> None:
         by_code = self.stats.errors_by_code
@@ -339,7 +355,7 @@ class Watcher:
             if continue_ is None:
                 break
         if not (list_rv.isdigit() and list_rv.isascii()):
-            raise DecodeError(f"list {self._lw.resource}: resourceVersion {list_rv[:32]!r}")
+            raise DecodeError(f"{self._where('list')}: resourceVersion {list_rv[:32]!r}")
         if self._transform is not None:
             items = [t for o in items if (t := self._apply(o)) is not None]
         self._replace(items, list_rv)
@@ -370,6 +386,8 @@ class Watcher:
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
         started = self._clock()
         received = False
+        valid_before = self.stats.events_total + self.stats.bookmarks
+        skipped_before = self.stats.decode_errors
         buffer: dict[str, KubeObject] | None = {} if initial else None
         lines = self._lw.watch(
             rv,
@@ -425,14 +443,22 @@ class Watcher:
                 self._rv = stats.last_rv = obj.metadata.resource_version  # _advance()
         if buffer is not None:
             raise StreamError(
-                f"watch {self._lw.resource}: the streaming list ended before its "
+                f"{self._where('watch')}: the streaming list ended before its "
                 f"{_INITIAL_EVENTS_END} bookmark"
             )
-        if not received and self._clock() - started < _SHORT_WATCH:
+        # bad lines only (e.g. an HTML page labelled JSON) do not make a watch worth
+        # resuming at once: that would let a broken proxy drive a tight loop
+        valid = stats.events_total + stats.bookmarks > valid_before
+        if not valid and self._clock() - started < _SHORT_WATCH:
+            skipped = stats.decode_errors - skipped_before
+            but = f", {skipped} bad lines skipped" if skipped else ""
             raise StreamError(
-                f"watch {self._lw.resource}: very short watch (closed within "
-                f"{_SHORT_WATCH:g} s without an event)"
+                f"{self._where('watch')}: very short watch (closed within "
+                f"{_SHORT_WATCH:g} s without a valid event{but})"
             )
+
+    def _where(self, verb: str) -> str:
+        return f"{verb} {self._lw.resource} {in_namespace(self._lw.namespace)}"
 
     def _apply(self, obj: KubeObject) -> KubeObject | None:
         assert self._transform is not None

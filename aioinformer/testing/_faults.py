@@ -18,6 +18,8 @@ The faults and what a client sees:
   stop in the middle of a line and the connection is closed.
 * ``inject_line(data)``: the bytes are sent as one chunk on every matching open watch (a
   malformed or oversized line).
+* ``respond_next(n, body, status=..., content_type=...)``: the next ``n`` matching requests
+  get exactly these bytes (an HTML page from a proxy, a login page, a non-JSON 200).
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ class RequestFault:
     retry_after: int
     path_contains: str | None = None
     verbs: frozenset[str] | None = None
+    body: bytes | None = None  # None: the apiserver's Status for ``status``
+    content_type: str = "application/json"
 
     def matches(self, path: str, verb: str) -> bool:
         if self.path_contains is not None and self.path_contains not in path:
@@ -94,11 +98,27 @@ class Faults:
         for rf in self.request_faults:
             if rf.remaining > 0 and rf.matches(path, verb):
                 rf.remaining -= 1
-                self._count(f"http_{rf.status}")
+                self._count(f"http_{rf.status}" if rf.body is None else "raw_response")
                 if rf.remaining == 0:
                     self.request_faults.remove(rf)
                 return rf
         return None
+
+    def respond_next(
+        self,
+        n: int,
+        body: bytes,
+        *,
+        status: int = 200,
+        content_type: str = "text/html",
+        path_contains: str | None = None,
+        verbs: Iterable[str] | None = None,
+    ) -> None:
+        """Answer the next ``n`` matching requests with ``body`` as is (``status``,
+        ``content_type``): what a proxy, a login page or a broken gateway sends."""
+        fault = RequestFault(status, n, 0, path_contains, frozenset(verbs) if verbs else None)
+        fault.body, fault.content_type = body, content_type
+        self.request_faults.append(fault)
 
     def set_latency(self, seconds: float, *, path_contains: str | None = None) -> None:
         """Delay every matching request by ``seconds`` (0 lifts it)."""

@@ -155,6 +155,9 @@ class SimServer:
                 )
             fault = self.faults.take_request_fault(path, verb)
             if fault is not None:
+                if fault.body is not None:
+                    ctype = {"Content-Type": fault.content_type}
+                    return web.Response(status=fault.status, body=fault.body, headers=ctype)
                 raise self._fault_error(fault.status, fault.retry_after)
             return await self._resource(request, route, verb, user)
         except ApiError as err:

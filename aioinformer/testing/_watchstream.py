@@ -202,8 +202,8 @@ class _Stream:
             events = ts.events_since(seq)
             if events is None:  # fell out of the watch cache: the server ends the watch
                 return
-            if self.mvcc.types.get(ts.name) is not ts:  # the resource is no longer served
-                return
+            # a CRD deleted: its objects' DELETED events go out first, then the watch ends
+            gone = self.mvcc.types.get(ts.name) is not ts
             pending: Event | None = None
             delay = self.faults.watch_delay
             for ev in events:
@@ -217,6 +217,8 @@ class _Stream:
                 if not await self.send(self.event_line(*seen)):
                     return
                 self.last_rv = ev.rv
+            if gone:
+                return
             now = time.monotonic()
             if now >= deadline:
                 return

@@ -1,0 +1,195 @@
+"""Shutdown and cancellation (issue #6) over real HTTP against KubeSim.
+
+Cancelling the task that runs a factory or a manager stops every child task (watchers,
+writers, handler tasks, controller workers), closes every HTTP response (the server sees
+its watch count return to 0) and leaves no "Task was destroyed but it is pending" report
+and no unclosed-resource warning; a second ``stop()`` is harmless; an informer that fails
+(a transform raising on everything, a resource that is not served, a writer that dies)
+never stops the others. tests/test_informer.py covers the plain stop of a factory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import logging
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from aioinformer import InformerFactory, KubeObject
+from aioinformer._errors import ConfigError
+from aioinformer._manager import Manager
+from aioinformer.testing import KubeSim
+from tests.test_bad_input import options, pod
+from tests.test_watch import eventually
+
+OURS = ("informer-", "-watcher", "-writer", "-worker-", "manager-", "leader-elector")
+
+
+def cm(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "data": {"v": "1"}}
+
+
+def explode(obj: KubeObject) -> KubeObject:
+    raise ValueError(f"transform cannot handle {obj.key}")
+
+
+def leftover(before: set[asyncio.Task[Any]], names: tuple[str, ...] = ()) -> list[str]:
+    """Live tasks started since ``before`` that belong to aioinformer (by name or code)."""
+    out = []
+    for t in asyncio.all_tasks() - before:
+        if t.done() or t is asyncio.current_task():
+            continue
+        code = getattr(t.get_coro(), "cr_code", None)
+        where = getattr(code, "co_filename", "")
+        name = t.get_name()
+        if "aioinformer/_" in where or any(n in name for n in (*OURS, *names)):
+            out.append(f"{name} ({where})")
+    return out
+
+
+@contextlib.contextmanager
+def no_pending_task_reports() -> Iterator[list[str]]:
+    """Collect what the loop reports about destroyed pending tasks, and resource warnings;
+    the test asserts the list is empty after a gc at the end."""
+    loop = asyncio.get_running_loop()
+    reports: list[str] = []
+    previous = loop.get_exception_handler()
+
+    def handler(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        reports.append(str(context.get("message")))
+
+    loop.set_exception_handler(handler)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        try:
+            yield reports
+            gc.collect()
+        finally:
+            loop.set_exception_handler(previous)
+            reports.extend(str(w.message) for w in caught if w.category is ResourceWarning)
+
+
+async def test_cancelling_the_factory_runner_stops_every_task_and_response(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="aioinformer")
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sim.create("configmaps", cm("c"), "default")
+        before = asyncio.all_tasks()
+        factory = InformerFactory(api, watcher_options=options())
+        slow_started = asyncio.Event()
+
+        async def slow(obj: KubeObject) -> None:  # a handler busy when the cancel comes
+            slow_started.set()
+            await asyncio.sleep(3600)
+
+        with no_pending_task_reports() as reports:
+
+            async def runner() -> None:
+                async with factory:
+                    pods = factory.informer("v1", "pods")
+                    factory.informer("v1", "configmaps", transform=explode)
+                    factory.informer("example.aioinformer.dev/v1", "podsets")  # 404
+                    pods.add_handler(on_add=slow)
+                    pods.add_handler(on_add=lambda obj: None, coalesce=True)
+                    await pods.wait_synced(timeout=15)
+                    await asyncio.Event().wait()
+
+            task = asyncio.create_task(runner(), name="user-runner")
+            await eventually(lambda: sim.open_watches == 2, "pods and configmaps watches")
+            await asyncio.wait_for(slow_started.wait(), 15)
+            assert len(leftover(before)) >= 7  # 3 informers x (run, watcher, writer) + handlers
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert leftover(before) == []  # gone when the runner's cancellation completes
+            await eventually(lambda: sim.open_watches == 0, "the server to see every close")
+            await factory.stop()  # a second stop is harmless
+            await factory.stop()
+            with pytest.raises(ConfigError, match="closed"):
+                factory.informer("v1", "secrets")
+        assert reports == []
+    assert "stopped:" not in caplog.text  # no informer died: they were cancelled
+
+
+async def test_cancelling_the_manager_run_stops_controllers_informers_and_responses() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(5):
+            sim.create("configmaps", cm(f"c{i}"), "default")
+        before = asyncio.all_tasks()
+        reconciling = asyncio.Event()
+
+        async def reconcile(key: str) -> None:
+            reconciling.set()
+            await asyncio.sleep(0.05)
+
+        with no_pending_task_reports() as reports:
+            manager = Manager(api, metrics_port=0, watcher_options=options())
+            cms = manager.informer("v1", "configmaps", namespace="default")
+            manager.informer("v1", "pods")
+            manager.controller(
+                "cm", reconcile, primary=cms, primary_kind="ConfigMap", concurrency=3
+            )
+            task = asyncio.create_task(manager.run(), name="user-manager")
+            await asyncio.wait_for(reconciling.wait(), 15)
+            await eventually(lambda: sim.open_watches == 2, "the watches")
+            port = manager.bound_metrics_port
+            assert any("-worker-" in n for n in leftover(before))
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert leftover(before) == []
+            await eventually(lambda: sim.open_watches == 0, "the server to see every close")
+            await manager.factory.stop()  # harmless after the run ended
+            for ctl in manager.controllers:
+                await ctl.stop()  # idempotent
+            async with aiohttp.ClientSession() as http:  # the metrics endpoint is closed
+                with pytest.raises(aiohttp.ClientConnectionError):
+                    await http.get(f"http://127.0.0.1:{port}/metrics")
+        assert reports == []
+
+
+async def test_one_failing_informer_does_not_stop_the_others(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A transform that raises on every object, a resource that is not served (404) and an
+    informer whose writer dies (an index function that raises): each is contained, logged
+    and counted, and the healthy informer keeps following the server."""
+    caplog.set_level(logging.INFO, logger="aioinformer")
+
+    def bad_index(obj: KubeObject) -> list[str]:
+        raise RuntimeError("index function bug")
+
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("configmaps", cm("c"), "default")
+        sim.create("secrets", {"metadata": {"name": "s"}, "data": {}}, "default")
+        async with InformerFactory(api, watcher_options=options()) as factory:
+            pods = factory.informer("v1", "pods")
+            cms = factory.informer("v1", "configmaps", transform=explode)
+            podsets = factory.informer("example.aioinformer.dev/v1", "podsets")
+            secrets = factory.informer("v1", "secrets", indexers={"bad": bad_index})
+            await pods.wait_synced(timeout=15)
+            await eventually(lambda: "informer secrets stopped" in caplog.text, "the dead one")
+            await eventually(lambda: podsets.stats().errors_by_code.get(404, 0) >= 2, "404s")
+            for i in range(3):
+                sim.create("pods", pod(f"p{i}"), "default")
+                sim.create("configmaps", cm(f"c{i}"), "default")
+            want = sim.versions("pods")
+            await eventually(
+                lambda: {o.key: str(o.rv) for o in pods.snapshot().list()} == want, "pods"
+            )
+            await eventually(lambda: cms.stats().transform_errors >= 4, "transform errors")
+            assert cms.has_synced and cms.snapshot().list() == []  # every object skipped
+            assert not podsets.has_synced and "is the CRD installed?" in podsets.stats().last_error
+            assert not secrets.has_synced
+    dead = [r for r in caplog.records if "informer secrets stopped" in r.getMessage()]
+    assert len(dead) == 1 and dead[0].levelno == logging.ERROR  # logged once, when it died
+    assert "index function bug" in caplog.text
+    assert "the transform raised on default/c" in caplog.text
