@@ -37,10 +37,12 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigError
-from ._seedclient import TOKEN_ENV
 from ._simproc import SimProcess, SimProcessError, spawn_python
 
 __all__ = ["CONFIGURATIONS", "ConfigResult", "SeedOptions", "SeedReport", "run_seed"]
+
+TOKEN_ENV = "AIOINFORMER_SEED_TOKEN"
+"""How the parent hands the sim's token to an informer process (never on a command line)."""
 
 CONFIGURATIONS = ("locked+scan", "locked+index", "snapshot+scan", "snapshot+index")
 """Every configuration, in the order they run: the seed's first, this project's last."""
@@ -131,7 +133,8 @@ class ConfigResult:
     fifo_depth: list[tuple[float, int]] = field(default_factory=list)
     """(seconds since load start, depth) samples."""
     staleness_series: list[tuple[float, float]] = field(default_factory=list)
-    """(seconds since load start, the informer's own staleness) samples."""
+    """(seconds since load start, the largest staleness of the changes committed in the
+    sample interval that ends then)."""
 
 
 @dataclass
@@ -163,15 +166,16 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def staleness_of(
     commits: Sequence[tuple[int, float]], publishes: Sequence[tuple[float, int]]
-) -> list[float]:
-    """For each commit (rv, time): the time of the first publish whose RV covers it, minus
-    the commit time. Publishes are in order, with non-decreasing RVs."""
+) -> list[tuple[float, float]]:
+    """For each commit (rv, time) that some publish covers: (commit time, time of the
+    first publish whose RV is at least rv, minus the commit time). Publishes are in
+    order, with non-decreasing RVs."""
     rvs = [rv for _, rv in publishes]
-    out: list[float] = []
+    out: list[tuple[float, float]] = []
     for rv, committed in commits:
         i = bisect.bisect_left(rvs, rv)
         if i < len(publishes):
-            out.append(max(0.0, publishes[i][0] - committed))
+            out.append((committed, max(0.0, publishes[i][0] - committed)))
     return out
 
 
@@ -279,7 +283,13 @@ def summarise(
     """Turn one informer process's raw measurements and the sim's commit log into figures."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in commits if t_start <= t <= t_end]
-    stale = staleness_of(in_load, [(t, rv) for t, rv in raw["publishes"]])
+    timed = staleness_of(in_load, [(t, rv) for t, rv in raw["publishes"]])
+    stale = [s for _, s in timed]
+    step = options.sample_interval
+    worst: dict[int, float] = {}
+    for committed, s in timed:
+        bucket = int((committed - t_start) / step) + 1
+        worst[bucket] = max(worst.get(bucket, 0.0), s)
     latencies = raw["latencies"]
     samples = raw["samples"]
     span = max(1e-9, t_end - t_start)
@@ -303,5 +313,5 @@ def summarise(
         extra_pods=raw.get("extra_pods", {}),
         operators_converged=raw.get("operators_converged"),
         fifo_depth=[(round(s[0] - t_start, 3), int(s[1])) for s in samples],
-        staleness_series=[(round(s[0] - t_start, 3), round(s[2], 4)) for s in samples],
+        staleness_series=[(round(b * step, 3), round(v, 4)) for b, v in sorted(worst.items())],
     )

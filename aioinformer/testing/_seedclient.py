@@ -32,13 +32,12 @@ import orjson
 from .._errors import FreshnessTimeout
 from .._informer import Informer, InformerStats
 from .._manager import Manager
+from ._procstats import cpu_seconds, rss_bytes
+from ._seed import TOKEN_ENV
 from ._seedops import SeedOperators
-from ._simchild import cpu_seconds, rss_bytes
 from ._workload import statefulset_uid
 
 __all__: list[str] = []
-
-TOKEN_ENV = "AIOINFORMER_SEED_TOKEN"
 
 
 def emit(obj: dict[str, Any]) -> None:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import resource
 import sys
 import time
 from collections.abc import Callable
@@ -38,27 +37,13 @@ import orjson
 
 from ._kubesim import KubeSim
 from ._mvcc import TypeStore
+from ._procstats import cpu_seconds, rss_bytes
 from ._rest import STRATEGIC_PATCH
 from ._workload import realistic_pod
 
 __all__: list[str] = []
 
 _TICK = 0.01
-
-
-def rss_bytes() -> int:
-    """Resident set size of this process (Linux /proc; 0 elsewhere)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * resource.getpagesize()
-    except OSError:
-        return 0
-
-
-def cpu_seconds() -> float:
-    """User + system CPU seconds of this process."""
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
 
 
 class Driver:
