@@ -94,8 +94,10 @@ class Controller:
         expectations_ttl: float = 300.0,
         metrics: Metrics | None = None,
         owns_key: Callable[[str], bool] | None = None,
+        shutdown_timeout: float = 30.0,
     ) -> None:
         self.name = name
+        self.shutdown_timeout = shutdown_timeout
         self._reconcile = reconcile
         self.primary = primary
         self.primary_kind = primary_kind
@@ -211,9 +213,18 @@ class Controller:
             )
 
     async def stop(self) -> None:
-        """Stop taking keys; in-flight reconciles finish, queued keys are dropped (the
-        next start requeues every object). Idempotent."""
-        await self.queue.shutdown(drain=False)
+        """Stop taking keys; in-flight reconciles finish (those still running after
+        ``shutdown_timeout`` seconds are cancelled), queued keys are dropped (the next start
+        requeues every object). Idempotent."""
+        try:
+            async with asyncio.timeout(self.shutdown_timeout):
+                await self.queue.shutdown(drain=False)
+        except TimeoutError:
+            log.warning(
+                "%s: cancelling reconciles still running after %ss",
+                self.name,
+                self.shutdown_timeout,
+            )
         workers, self._workers = self._workers, []
         for w in workers:
             w.cancel()

@@ -22,7 +22,7 @@ import aiohttp
 import pytest
 
 from aioinformer import InformerFactory, KubeObject
-from aioinformer._errors import ConfigError
+from aioinformer._errors import ClosedError, ConfigError
 from aioinformer._manager import Manager
 from aioinformer.testing import KubeSim
 from tests.test_bad_input import options, pod
@@ -154,6 +154,51 @@ async def test_cancelling_the_manager_run_stops_controllers_informers_and_respon
                 with pytest.raises(aiohttp.ClientConnectionError):
                     await http.get(f"http://127.0.0.1:{port}/metrics")
         assert reports == []
+
+
+async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """In-flight reconciles finish while their informers still run; one that outlives the
+    controller's shutdown_timeout is cancelled, with a warning."""
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("configmaps", cm("quick"), "default")
+        sim.create("configmaps", cm("stuck"), "default")
+        started: set[str] = set()
+        finished: list[tuple[str, bool]] = []
+        cancelled: list[str] = []
+
+        async def reconcile(key: str) -> None:
+            started.add(key)
+            try:
+                await asyncio.sleep(0.3 if key.endswith("quick") else 3600)
+            except asyncio.CancelledError:
+                cancelled.append(key)
+                raise
+            try:
+                await cms.wait_fresh(1, timeout=1.0)  # ClosedError once the informer stopped
+                finished.append((key, True))
+            except ClosedError:
+                finished.append((key, False))
+
+        manager = Manager(api, watcher_options=options())
+        cms = manager.informer("v1", "configmaps", namespace="default")
+        manager.controller(
+            "cm",
+            reconcile,
+            primary=cms,
+            primary_kind="ConfigMap",
+            concurrency=2,
+            shutdown_timeout=1.0,
+        )
+        task = asyncio.create_task(manager.run())
+        await eventually(lambda: len(started) == 2, "both reconciles to start")
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert finished == [("default/quick", True)]  # it finished, its informer still running
+    assert cancelled == ["default/stuck"]
+    assert "cancelling reconciles still running after 1.0s" in caplog.text
 
 
 async def test_one_failing_informer_does_not_stop_the_others(
