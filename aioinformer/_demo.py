@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,13 @@ async def _run(options: SeedOptions, console: Console) -> SeedReport:
         return await run_seed(options, progress)
 
 
+def command_line() -> str:
+    """How this process was started, as a user would type it."""
+    first = sys.argv[0]
+    program = "python -m aioinformer" if first.endswith("__main__.py") else f"python {first}"
+    return " ".join([program, *(shlex.quote(a) for a in sys.argv[1:])])
+
+
 def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot."""
     console = console or Console()
@@ -143,6 +152,7 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     if options.examples_dir is None and not args.no_operators:
         console.print("examples/ not found: running without the example operators")
     report = asyncio.run(_run(options, console))
+    report.command = command_line()
     console.print(report_table(report))
     if args.json:
         Path(args.json).write_bytes(report.to_json())

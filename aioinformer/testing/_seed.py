@@ -37,6 +37,7 @@ from typing import Any
 import orjson
 
 from .._errors import ConfigError
+from ._procstats import machine_info
 from ._simproc import SimProcess, SimProcessError, spawn_python
 
 __all__ = ["CONFIGURATIONS", "ConfigResult", "SeedOptions", "SeedReport", "run_seed"]
@@ -142,10 +143,14 @@ class SeedReport:
     """A whole run: the options, the machine, and one result per configuration."""
 
     options: dict[str, Any]
+    machine: dict[str, Any]
+    """CPUs, memory, Python and package versions (:func:`machine_info`)."""
     pods: int
     populate_seconds: float
     sim_rss_bytes: int
     results: list[ConfigResult]
+    command: str = ""
+    """The command line that produced the report (set by the CLI)."""
 
     def to_json(self) -> bytes:
         """The report as JSON (``--json``)."""
@@ -198,6 +203,7 @@ async def run_seed(options: SeedOptions, progress: Progress | None = None) -> Se
         sim_stats = await sim.stats()
     return SeedReport(
         options=asdict(options),
+        machine=machine_info(),
         pods=made["pods"],
         populate_seconds=made["seconds"],
         sim_rss_bytes=sim_stats["rss_bytes"],

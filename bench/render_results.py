@@ -1,0 +1,164 @@
+"""Write bench/RESULTS.md from the JSON the benchmark scripts wrote in bench/results/.
+
+    python bench/render_results.py
+
+Every figure in RESULTS.md comes from a results file (none is typed in); each section names
+the command that produced its file, and the machine and package versions it ran on. A
+section whose file is missing says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+
+
+def ms(seconds: float) -> str:
+    if seconds >= 1:
+        return f"{seconds:.2f} s"
+    return f"{seconds * 1000:.1f} ms"
+
+
+def ratio(a: float, b: float) -> str:
+    return "n/a" if b == 0 else f"{a / b:.4f}"
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    pkgs = ", ".join(f"{k} {v}" for k, v in (machine.get("packages") or {}).items() if v)
+    mem = machine.get("memory_bytes", 0) / 2**30
+    return (
+        f"{machine.get('cpus')} CPUs, {mem:.0f} GiB, Python {machine.get('python')} "
+        f"({machine.get('platform')}); {pkgs}"
+    )
+
+
+def seed_section(data: dict[str, Any]) -> list[str]:
+    o = data["options"]
+    out = [
+        "## The seed scenario (bench/seed.py)",
+        "",
+        f"Command: `{data.get('command') or 'python bench/seed.py'}`",
+        "",
+        f"Machine: {machine_line(data.get('machine') or {})}",
+        "",
+        f"{data['pods']:,} pods ({o['owners']} owners x {o['pods_per_owner']}), "
+        f"{o['readers']} readers per informer process, {o['rate']:.0f} kubelet status writes/s "
+        f"offered for {o['duration']:.0f} s per configuration; KubeSim in its own process "
+        f"(populated in {data['populate_seconds']:.0f} s, RSS "
+        f"{data['sim_rss_bytes'] / 2**30:.2f} GiB). Staleness is per pod change: sim commit "
+        "time -> first published cache state that contains it.",
+        "",
+        "| configuration | staleness p50 | p99 | max | FIFO peak | writer deltas/s | "
+        "sim writes/s | reader p50 | reader p99 | reads | PodSet 409s on/off | "
+        "NodeAgent extra pods on/off | operators converged | RSS | sync |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["results"]:
+        c, e = r.get("conflicts_409") or {}, r.get("extra_pods") or {}
+        out.append(
+            f"| {r['config']} | {ms(r['staleness_p50'])} | {ms(r['staleness_p99'])} | "
+            f"{ms(r['staleness_max'])} | {r['fifo_peak']:,} | {r['writer_throughput']:,.0f} | "
+            f"{r['sim_rate']:,.0f} | {ms(r['reader_latency_p50'])} | "
+            f"{ms(r['reader_latency_p99'])} | {r['reader_calls']:,} | "
+            f"{c.get('podset/protected', '-')} / {c.get('podset/unprotected', '-')} | "
+            f"{e.get('nodeagent/protected', '-')} / {e.get('nodeagent/unprotected', '-')} | "
+            f"{r.get('operators_converged')} | {r['rss_bytes'] / 2**20:,.0f} MiB | "
+            f"{r['sync_seconds']:.1f} s |"
+        )
+    by = {r["config"]: r for r in data["results"]}
+    base, ours = by.get("locked+scan"), by.get("snapshot+index")
+    if base and ours:
+        out += [
+            "",
+            "Targets (ratios from this run):",
+            "",
+            f"- staleness p99, snapshot+index / locked+scan = "
+            f"{ratio(ours['staleness_p99'], base['staleness_p99'])} (target <= 0.01)",
+            f"- FIFO peak, snapshot+index / locked+scan = "
+            f"{ratio(ours['fifo_peak'], base['fifo_peak'])} (target <= 0.01)",
+            f"- locked+scan reproduces the pathology: FIFO peak {base['fifo_peak']:,}, "
+            f"staleness p99 {ms(base['staleness_p99'])} (expected: thousands, seconds)",
+            f"- protected operators on the snapshot store: PodSet 409s "
+            f"{(ours.get('conflicts_409') or {}).get('podset/protected', '-')}, NodeAgent extra "
+            f"pods {(ours.get('extra_pods') or {}).get('nodeagent/protected', '-')} (target 0, 0)",
+        ]
+    if (RESULTS / "seed.png").exists():
+        out += ["", "![FIFO depth and staleness over time](results/seed.png)"]
+    return out
+
+
+README_START, README_END = "<!-- headline:start -->", "<!-- headline:end -->"
+
+
+def headline(data: dict[str, Any]) -> list[str]:
+    """The README's compact table: one row per configuration of the seed run."""
+    o = data["options"]
+    out = [
+        f"{data['pods']:,} pods, {o['readers']} readers, {o['rate']:.0f} writes/s offered "
+        f"({machine_line(data.get('machine') or {}).split(';')[0]}), from "
+        "[bench/RESULTS.md](bench/RESULTS.md):",
+        "",
+        "| configuration | staleness p99 | FIFO peak | reader p99 | PodSet 409s on/off | "
+        "NodeAgent extra pods on/off |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in data["results"]:
+        c, e = r.get("conflicts_409") or {}, r.get("extra_pods") or {}
+        out.append(
+            f"| {r['config']} | {ms(r['staleness_p99'])} | {r['fifo_peak']:,} | "
+            f"{ms(r['reader_latency_p99'])} | "
+            f"{c.get('podset/protected', '-')} / {c.get('podset/unprotected', '-')} | "
+            f"{e.get('nodeagent/protected', '-')} / {e.get('nodeagent/unprotected', '-')} |"
+        )
+    if (RESULTS / "seed.png").exists():
+        out += ["", "![FIFO depth and staleness over time](bench/results/seed.png)"]
+    return out
+
+
+def update_readme(readme: Path, block: list[str]) -> bool:
+    """Replace the text between the headline markers; whether the markers were found."""
+    text = readme.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start:
+        return False
+    new = text[: start + len(README_START)] + "\n" + "\n".join(block) + "\n" + text[end:]
+    readme.write_text(new)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python bench/render_results.py", description=__doc__)
+    parser.add_argument("--out", default=str(HERE / "RESULTS.md"))
+    args = parser.parse_args(argv)
+    lines = [
+        "# Benchmark results",
+        "",
+        "Generated by `python bench/render_results.py` from the JSON files in `bench/results/`,",
+        "which the scripts below wrote; nothing here is typed in. The machines are shared and",
+        "noisy: compare figures within one run (ratios), not across runs.",
+        "",
+    ]
+    sections = [("seed.json", seed_section)]
+    for name, render in sections:
+        path = RESULTS / name
+        if path.exists():
+            lines += render(json.loads(path.read_text()))
+        else:
+            lines += [f"## {name}", "", f"`bench/results/{name}` has not been produced yet."]
+        lines.append("")
+    Path(args.out).write_text("\n".join(lines))
+    print(f"wrote {args.out}")
+    seed = RESULTS / "seed.json"
+    readme = HERE.parent / "README.md"
+    if seed.exists() and update_readme(readme, headline(json.loads(seed.read_text()))):
+        print(f"updated the headline table in {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
