@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -257,11 +256,9 @@ async def _run_config(
         synced = await until("synced")
         await sim.record()
         await sim.churn(options.rate)
-        t0 = time.monotonic()
         await send({"start": options.duration})
         await until("loaded")
         await sim.churn(0)
-        load_seconds = time.monotonic() - t0
         target = (await sim.stats())["rv"]
         say(config, {"step": "drain"})
         await send({"drain_to": target})
@@ -275,7 +272,7 @@ async def _run_config(
             except TimeoutError:
                 child.kill()
                 await child.wait()
-    return summarise(config, options, synced, result, commits, load_seconds)
+    return summarise(config, options, synced, result, commits)
 
 
 def summarise(
@@ -284,7 +281,6 @@ def summarise(
     synced: dict[str, Any],
     raw: dict[str, Any],
     commits: list[tuple[int, float]],
-    load_seconds: float,
 ) -> ConfigResult:
     """Turn one informer process's raw measurements and the sim's commit log into figures."""
     t_start, t_end = raw["t_start"], raw["t_end"]
