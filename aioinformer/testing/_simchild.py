@@ -13,7 +13,9 @@ Commands (``op``):
 * ``nodes``: add ``n`` Ready nodes. ``cluster``: start (or reconfigure) the
   scheduler/kubelet emulation with the given rates.
 * ``churn``: kubelet-like status writes at ``rate`` per second (0 stops): each flips one
-  running pod's Ready condition, round robin over the pods. Reports achieved writes.
+  running pod's Ready condition, round robin over the pods ``populate`` made (the
+  background workload; other pods, e.g. operators', are left alone). Reports achieved
+  writes.
 * ``commits``: the (resourceVersion, monotonic commit time) of every pod change since the
   last ``commits`` call (or since ``record`` started recording). ``record``: start
   recording (drops what was recorded).
@@ -62,6 +64,7 @@ class Driver:
         self._commits: list[tuple[int, float]] = []
         self._recorder: asyncio.Task[None] | None = None
         self._lost = 0
+        self._workload: set[str] = set()  # the namespaces populate filled: churn's pods
 
     async def populate(
         self,
@@ -80,6 +83,7 @@ class Driver:
                 self.sim.create("namespaces", {"metadata": {"name": ns}})
         for o in range(owners):
             ns = f"{prefix}-ns-{o % max(1, namespaces)}"
+            self._workload.add(ns)
             for start in range(0, pods, 500):
                 bodies = (
                     realistic_pod(
@@ -171,9 +175,11 @@ class Driver:
         keys = self.pods.keys
         if not keys:
             return
-        for _ in range(16):  # skip pods that are not Running yet
+        for _ in range(16):  # skip other workloads' pods and pods not Running yet
             key = keys[self._cursor % len(keys)]
             self._cursor += 1
+            if key.partition("/")[0] not in self._workload:
+                continue
             stored = self.pods.get(key)
             if stored is not None and stored.fields.get("status.phase") == "Running":
                 break

@@ -236,6 +236,8 @@ class _Stream:
                 wake_at = min(wake_at, pre_deadline)
             if pending is not None:
                 wake_at = min(wake_at, pending.t + delay)
+            elif ts.next_seq > seq:  # committed while a write waited for the client: no wait
+                continue
             await self._wait(ts, max(0.0, wake_at - now))
 
     async def _wait(self, ts: TypeStore, timeout: float) -> None:

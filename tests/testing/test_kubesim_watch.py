@@ -422,3 +422,27 @@ async def test_metadata_only_watch(sim: KubeSim, http: aiohttp.ClientSession) ->
 async def _list(http: aiohttp.ClientSession, path: str) -> tuple[int, Any]:
     async with http.get(path) as r:
         return r.status, await r.json()
+
+
+async def test_events_committed_while_a_slow_client_blocks_a_write_are_sent(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """A watcher that stops reading blocks the server's writes; events committed meanwhile
+    go out as soon as it reads again, not at the next commit or bookmark (none come here)."""
+    rv = sim.resource_version
+    blob = "x" * 30_000
+    async with http.get(
+        "/api/v1/namespaces/default/configmaps",
+        params=watch_params(resourceVersion=str(rv), timeoutSeconds="600"),
+    ) as r:
+        for batch in range(20):  # ~18 MB: more than the client's and the sockets' buffers
+            for i in range(30):
+                sim.create(
+                    "configmaps",
+                    {"metadata": {"name": f"cm-{batch}-{i}"}, "data": {"b": blob}},
+                    "default",
+                )
+            await asyncio.sleep(0.01)  # the stream writes until the client's buffers are full
+        reader = WatchReader(r)
+        names = [(await reader.next_event())["object"]["metadata"]["name"] for _ in range(600)]
+    assert names == [f"cm-{b}-{i}" for b in range(20) for i in range(30)]

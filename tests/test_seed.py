@@ -1,0 +1,84 @@
+"""bench/seed.py and ``python -m aioinformer demo`` at a tiny scale, through their real
+entry points: every configuration produces every figure, the JSON has ConfigResult's keys,
+the protected example operators get no 409 and leave no extra pod, and the plot is a PNG."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aioinformer.testing import ConfigResult
+from aioinformer.testing._seed import CONFIGURATIONS
+
+ROOT = Path(__file__).resolve().parents[1]
+OPERATOR_KEYS = {
+    "podset/protected",
+    "podset/unprotected",
+    "nodeagent/protected",
+    "nodeagent/unprotected",
+}
+TINY = ["--owners", "2", "--pods", "50", "--duration", "1.5", "--rate", "200", "--nodes", "2"]
+TINY += ["--podsets", "1", "--replicas", "2"]
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+pytestmark = pytest.mark.timeout(300)
+
+
+def run(args: list[str], cwd: Path) -> None:
+    """Run a command with this checkout's aioinformer first on the path; fail on errors."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    proc = subprocess.run(
+        [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+
+
+def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
+    pods = report["options"]["owners"] * report["options"]["pods_per_owner"]
+    assert report["pods"] == pods
+    assert [r["config"] for r in report["results"]] == list(configs)
+    keys = {f.name for f in fields(ConfigResult)}
+    for r in report["results"]:
+        name = r["config"]
+        assert set(r) == keys, name
+        assert r["objects"] >= pods, name  # the seeded pods plus the operators' own
+        assert r["sync_seconds"] > 0 and r["changes"] > 0 and r["sim_rate"] > 0, name
+        assert r["writer_throughput"] > 0 and r["reader_calls"] > 0 and r["rss_bytes"] > 0, name
+        for key in ("staleness_p50", "staleness_p99", "staleness_max"):
+            assert isinstance(r[key], float) and r[key] >= 0, (name, key)
+        assert r["staleness_p50"] <= r["staleness_p99"] <= r["staleness_max"], name
+        assert r["reader_latency_p50"] <= r["reader_latency_p99"], name
+        assert isinstance(r["fifo_peak"], int) and r["fifo_peak"] >= 0, name
+        assert r["fifo_depth"] and r["staleness_series"], name
+        assert set(r["conflicts_409"]) == OPERATOR_KEYS, name
+        assert set(r["extra_pods"]) == OPERATOR_KEYS, name
+        assert r["conflicts_409"]["podset/protected"] == 0, name
+        assert r["conflicts_409"]["nodeagent/protected"] == 0, name
+        assert r["extra_pods"]["podset/protected"] == 0, name
+        assert r["extra_pods"]["nodeagent/protected"] == 0, name
+        assert r["operators_converged"] is True, name
+
+
+def test_seed_script_runs_every_configuration(tmp_path: Path) -> None:
+    out, png = tmp_path / "seed.json", tmp_path / "seed.png"
+    run([str(ROOT / "bench" / "seed.py"), *TINY, "--json", str(out), "--plot", str(png)], ROOT)
+    check_report(json.loads(out.read_bytes()), CONFIGURATIONS)
+    assert png.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_demo_command(tmp_path: Path) -> None:
+    out, png = tmp_path / "demo.json", tmp_path / "demo.png"
+    args = ["-m", "aioinformer", "demo", *TINY, "--configs", "snapshot+index"]
+    run([*args, "--json", str(out), "--plot", str(png)], tmp_path)
+    check_report(json.loads(out.read_bytes()), ("snapshot+index",))
+    assert png.read_bytes().startswith(PNG_MAGIC)

@@ -1,0 +1,38 @@
+"""The load driver of SimProcess's child (``_simchild.Driver``), in-process."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aioinformer.testing import KubeSim
+from aioinformer.testing._simchild import Driver
+from aioinformer.testing._workload import realistic_pod
+
+
+def ready_status(sim: KubeSim, name: str, ns: str) -> tuple[str, str]:
+    pod = sim.get("pods", name, ns)
+    (ready,) = [c["status"] for c in pod["status"]["conditions"] if c["type"] == "Ready"]
+    return pod["metadata"]["resourceVersion"], ready
+
+
+async def test_churn_flips_only_the_populated_pods() -> None:
+    async with KubeSim() as sim:
+        driver = Driver(sim)
+        assert (await driver.populate(1, 5, namespaces=1, nodes=1))["pods"] == 5
+        other = realistic_pod("default", "operator", 0, node="node-0", phase="Running")
+        sim.create("pods", other, "default", keep_status=True)
+        before = {i: ready_status(sim, f"sts-0-{i}", "sts-ns-0") for i in range(5)}
+        other_before = ready_status(sim, "operator-0", "default")
+        driver.churn(500)
+        try:
+            for _ in range(1000):  # the churn task writes in the background
+                await asyncio.sleep(0.005)
+                if driver.churn_writes >= 3:
+                    break
+        finally:
+            driver.churn(0)
+            assert driver._churn_task is not None
+            driver._churn_task.cancel()
+        flipped = [i for i in range(5) if ready_status(sim, f"sts-0-{i}", "sts-ns-0") != before[i]]
+        assert flipped  # the populated pods get the kubelet's writes, the other pod none
+        assert ready_status(sim, "operator-0", "default") == other_before
