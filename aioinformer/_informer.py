@@ -35,7 +35,13 @@ from typing import Any, Literal
 
 from ._errors import ClosedError, ConfigError, FreshnessTimeout
 from ._fifo import DeltaFIFO, Replace
-from ._handlers import Dispatcher, EventStream, Subscription
+from ._handlers import (
+    DEFAULT_MAX_QUEUE,
+    Dispatcher,
+    EventStream,
+    Subscription,
+    SubscriptionStatistics,
+)
 from ._index import IndexFunc
 from ._listwatch import ListWatch
 from ._objects import KubeObject, Transform
@@ -79,6 +85,8 @@ class InformerStats:
     """Watches re-established after a close, a drop or a stall."""
     decode_errors: int
     """Lines skipped because they were not valid events or objects."""
+    handlers: tuple[SubscriptionStatistics, ...] = ()
+    """Each handler subscription's queue depth, peak, overflows and counters."""
 
 
 class _Rate:
@@ -358,11 +366,12 @@ class Informer:
         *,
         coalesce: bool = False,
         name: str | None = None,
-        max_queue: int | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
     ) -> Subscription:
         """Subscribe handlers (sync or async): ``on_add(obj)``, ``on_update(old, new)``,
         ``on_delete(obj)``. Each subscription has its own queue and task; a late one first
-        receives ADDED for every cached object."""
+        receives ADDED for every cached object. ``max_queue`` caps an exact subscriber's
+        backlog (None: unbounded; see :mod:`aioinformer._handlers`)."""
         return self._dispatcher.add_handler(
             on_add,
             on_update,
@@ -374,7 +383,11 @@ class Informer:
         )
 
     def events(
-        self, *, coalesce: bool = False, name: str | None = None, max_queue: int | None = None
+        self,
+        *,
+        coalesce: bool = False,
+        name: str | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
     ) -> EventStream:
         """``async for change in informer.events()``: the changes, in order."""
         return self._dispatcher.events(
@@ -406,4 +419,5 @@ class Informer:
             relists=ws.relists,
             watch_restarts=ws.watch_restarts,
             decode_errors=ws.decode_errors,
+            handlers=tuple(self._dispatcher.statistics()),
         )
