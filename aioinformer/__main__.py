@@ -1,8 +1,8 @@
 """Command line: ``python -m aioinformer COMMAND``.
 
 Commands: ``sim`` (serve KubeSim until interrupted), ``dump`` (sync an informer and print
-its objects), ``top`` (live informer statistics). ``demo`` and ``soak`` arrive with their
-issues.
+its objects), ``top`` (live informer statistics), ``soak`` (seeded fault mixes, a summary).
+``demo`` arrives with its issue.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from . import _cli
+from ._soak_cli import add_soak_parser, run_soak
 from .testing._cli import add_sim_parser, run_sim
 
 __all__ = ["main"]
@@ -22,9 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     add_sim_parser(sub)
     _cli.add_parsers(sub)
+    add_soak_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "sim":
         return run_sim(args)
+    if args.command == "soak":
+        return run_soak(args)
     return _cli.run(args)
 
 
