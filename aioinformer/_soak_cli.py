@@ -56,6 +56,8 @@ def run_soak(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
     operators = [] if args.no_operators else example_operators(args.examples)
     seconds = args.minutes * 60 / args.seeds
+    names = ", ".join(op.name for op in operators) or "none (no examples/ directory found)"
+    console.print(f"{args.seeds} seeds, {seconds:.1f} s of workload each; operators: {names}")
     results = asyncio.run(_soak(args, operators, seconds))
     console.print(_table(results))
     for r in results:

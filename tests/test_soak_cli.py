@@ -52,6 +52,7 @@ async def test_soak_runs_seeds_and_prints_a_summary(tmp_path: Path) -> None:
     code, out = await soak("--seeds", "2", "--first-seed", "11", "--minutes", "0.04",
                            "--json", str(out_json))  # fmt: skip
     assert code == 0, out
+    assert "2 seeds, 1.2 s of workload each; operators: podset, nodeagent" in out
     assert "aioinformer soak: seeded fault mixes" in out
     for header in ("faults injected", "relists", "watch restarts", "result"):
         assert header in out
