@@ -3,8 +3,11 @@
 KubeSim runs in a child process (its memory is apart from the informer's) holding
 ``--pods`` production-size pods and writing at ``--rate`` events per second: mostly
 annotation updates round-robin over the pods, plus a delete and a re-create every
-``--churn-every`` writes (so keys come and go), and, every ``--drop-every`` seconds, all
-watches dropped (so resume paths run too). The parent runs an InformerFactory with a pods
+``--churn-every`` writes (so keys come and go); every ``--drop-every`` seconds all watches
+are dropped (resumed from the last RV), and every ``--relist-every`` seconds, half a period
+later, the apiserver "restarts" (watches dropped, history expired: every informer relists
+its whole cache). The default warm-up (10 minutes) spans two relists: a relist allocates
+the whole list at once, and the allocator keeps that high-water mark. The parent runs an InformerFactory with a pods
 informer, an exact handler, a coalescing handler and a metadata-only informer, and samples
 its own RSS (``/proc/self/statm``) every ``--sample`` seconds.
 
@@ -34,7 +37,7 @@ import asyncio, json, sys, time
 from aioinformer.testing import KubeSim
 from aioinformer.testing._workload import realistic_pod
 
-async def main(pods, rate, churn_every, drop_every):
+async def main(pods, rate, churn_every, drop_every, relist_every):
     async with KubeSim(history_size=max(10_000, rate * 30), nodes=0) as sim:
         namespaces = [f"soak-{i}" for i in range(10)]
         for ns in namespaces:
@@ -45,7 +48,8 @@ async def main(pods, rate, churn_every, drop_every):
             sim.create("pods", body(i), keep_status=True)
         print(json.dumps({"url": sim.url, "token": sim.token}), flush=True)
         loop = asyncio.get_running_loop()
-        tick, n, start, last_drop = 0.1, 0, loop.time(), loop.time()
+        tick, n, start = 0.1, 0, loop.time()
+        last_drop, last_relist = start, start - relist_every / 2 if relist_every else start
         while True:
             now = loop.time()
             due = int((now - start) * rate)
@@ -59,11 +63,15 @@ async def main(pods, rate, churn_every, drop_every):
                     sim.patch("pods", name, {"metadata": {"annotations": {"soak/tick": str(n)}}}, ns)
                 n += 1
             if drop_every and now - last_drop >= drop_every:
-                sim.drop_watches()
+                sim.drop_watches()  # resumed from the last RV: no relist
                 last_drop = now
+            if relist_every and now - last_relist >= relist_every:
+                sim.restart()  # drop + expire: every informer relists
+                print(json.dumps({"relist_at": round(now - start, 1)}), flush=True)
+                last_relist = now
             await asyncio.sleep(tick)
 
-asyncio.run(main(*map(int, sys.argv[1:5])))
+asyncio.run(main(*map(int, sys.argv[1:6])))
 """
 
 
@@ -84,6 +92,7 @@ async def soak(args: argparse.Namespace) -> dict[str, Any]:
         str(args.rate),
         str(args.churn_every),
         str(args.drop_every),
+        str(args.relist_every),
         stdout=asyncio.subprocess.PIPE,
     )
     try:
@@ -122,6 +131,15 @@ async def measure(
     await exact.wait_synced(timeout=300)
     loop = asyncio.get_running_loop()
     start = loop.time()
+    relists_at: list[float] = []
+
+    async def note_relists() -> None:
+        assert proc.stdout is not None
+        while line := await proc.stdout.readline():
+            if b"relist_at" in line:
+                relists_at.append(round(loop.time() - start, 1))
+
+    reader = asyncio.create_task(note_relists())
     samples: list[tuple[float, int, int]] = []  # (seconds since start, parent RSS, child RSS)
     while (elapsed := loop.time() - start) < args.minutes * 60:
         if proc.returncode is not None:
@@ -129,6 +147,7 @@ async def measure(
         samples.append((round(elapsed, 1), rss(), rss(child)))
         await asyncio.sleep(args.sample)
     samples.append((round(loop.time() - start, 1), rss(), rss(child)))
+    reader.cancel()
     after = [s for s in samples if s[0] >= args.warmup] or samples[-1:]
     base, end = after[0][1], after[-1][1]
     stats = pods.stats()
@@ -148,6 +167,7 @@ async def measure(
         "events_per_second_measured": round(stats.applied_total / (loop.time() - start), 1),
         "watch_restarts": stats.watch_restarts,
         "relists": stats.relists,
+        "relists_forced_at_seconds": relists_at,
         "metadata_objects": meta.stats().objects,
         "handled_exact": exact.handled_total,
         "handled_coalescing": merged.handled_total,
@@ -166,8 +186,11 @@ def main() -> None:
     p.add_argument("--rate", type=int, default=200, help="events per second the sim writes")
     p.add_argument("--pods", type=int, default=5000, help="pods the sim holds")
     p.add_argument("--churn-every", type=int, default=50, help="delete+create every N writes")
-    p.add_argument("--drop-every", type=int, default=120, help="drop all watches every N s")
-    p.add_argument("--warmup", type=float, default=120.0, help="seconds before the baseline")
+    p.add_argument("--drop-every", type=int, default=300, help="drop all watches every N s")
+    p.add_argument(
+        "--relist-every", type=int, default=300, help="apiserver restart (relist) every N s"
+    )
+    p.add_argument("--warmup", type=float, default=600.0, help="seconds before the baseline")
     p.add_argument("--sample", type=float, default=5.0, help="seconds between RSS samples")
     p.add_argument("--json", metavar="PATH", help="write the figures here as JSON")
     args = p.parse_args()
