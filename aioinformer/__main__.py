@@ -2,7 +2,7 @@
 
 Commands: ``demo`` (the seed scenario on an embedded KubeSim), ``sim`` (serve KubeSim
 until interrupted), ``dump`` (sync an informer and print its objects), ``top`` (live
-informer statistics).
+informer statistics), ``soak`` (seeded fault mixes, a summary).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from . import _cli, _demo
+from ._soak_cli import add_soak_parser, run_soak
 from .testing._cli import add_sim_parser, run_sim
 
 __all__ = ["main"]
@@ -23,11 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     _demo.add_demo_parser(sub)
     add_sim_parser(sub)
     _cli.add_parsers(sub)
+    add_soak_parser(sub)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return _demo.run_demo(args)
     if args.command == "sim":
         return run_sim(args)
+    if args.command == "soak":
+        return run_soak(args)
     return _cli.run(args)
 
 

@@ -21,8 +21,17 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
 * **Overflow policy** (``max_queue``, exact subscribers): when the backlog exceeds
   ``max_queue`` the subscription switches to coalescing (the backlog is merged per key, so
   only intermediate states are lost), counts one ``overflows`` and logs a WARNING (at most
-  once per ``slow_warning_interval``); once its queue is empty it is exact again.
-  Coalescing subscribers, bounded already, ignore ``max_queue``.
+  once per ``slow_warning_interval``; not for the initial backlog, which is expected); once
+  its queue is empty it is exact again. Coalescing subscribers, bounded already, ignore
+  ``max_queue``.
+* **Memory bound.** ``max_queue`` defaults to :data:`DEFAULT_MAX_QUEUE` (10,000), so by
+  default no subscriber, however stuck, holds more than ``max(DEFAULT_MAX_QUEUE, number of
+  objects)`` notifications: a stuck handler costs at most that many references, not one
+  per event for as long as it is stuck. ``max_queue=None`` opts out (exact forever,
+  unbounded: an audit log that must see every intermediate state, at the price of memory).
+  The backlog is visible as ``depth``/``peak_depth``/``overflows`` in
+  :meth:`Subscription.statistics`, in ``InformerStats.handlers`` and as the Prometheus
+  series ``aioinformer_handler_queue_depth`` and ``aioinformer_handler_overflows_total``.
 * **Errors.** A handler's exception is logged at ERROR with its traceback, the subscriber
   and the object key, counted in ``errors_total`` and kept as ``last_error`` (a
   :class:`HandlerError`); the subscription goes on. ``CancelledError`` is never swallowed.
@@ -58,6 +67,7 @@ from ._objects import KubeObject
 from ._store import Change
 
 __all__ = [
+    "DEFAULT_MAX_QUEUE",
     "Dispatcher",
     "EventStream",
     "OnAdd",
@@ -74,6 +84,11 @@ OnUpdate: TypeAlias = Callable[[KubeObject, KubeObject], Awaitable[None] | None]
 OnDelete: TypeAlias = Callable[[KubeObject], Awaitable[None] | None]
 """``on_delete(obj)``, ``obj`` the last known state: a plain or a coroutine function."""
 _Handlers: TypeAlias = tuple[OnAdd | None, OnUpdate | None, OnDelete | None]
+
+DEFAULT_MAX_QUEUE = 10_000
+"""The default ``max_queue`` of exact subscribers (see the module docstring): a backlog
+beyond it is merged per key. About 1 s of the seed scenario's peak event rate, ten times the
+slow-handler warning depth: a healthy handler never reaches it."""
 
 _YIELD_INTERVAL = 0.002  # a consumer draining a backlog yields to the loop this often (s)
 _SLOW, _OVERFLOW = 0, 1  # the two rate-limited warnings
@@ -252,8 +267,9 @@ class Subscription:
         for offset, change in enumerate(backlog):
             self._merge(change, first + offset)
         self.overflows += 1
-        msg = "subscriber %r fell more than max_queue=%d behind: coalescing per key until idle"
-        self._warn(_OVERFLOW, msg, self._max_queue)
+        if self._sync_target is not None:  # not the initial backlog: that one is expected
+            msg = "subscriber %r fell more than max_queue=%d behind: coalescing per key until idle"
+            self._warn(_OVERFLOW, msg, self._max_queue)
 
     def _warn(self, which: int, msg: str, *args: object) -> None:
         now, last = time.monotonic(), self._warned[which]
@@ -425,13 +441,15 @@ class Dispatcher:
         *,
         coalesce: bool = False,
         name: str | None = None,
-        max_queue: int | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
     ) -> Subscription:
         """Subscribe handlers, called in the subscription's own task (sync or async).
 
         ``initial``: objects announced as ADDED first (the informer passes its snapshot to
-        a subscriber added after it synced). ``name`` defaults to the first handler's
+        a subscriber added after it synced). ``max_queue`` (exact subscribers): the backlog
+        beyond which notifications are merged per key; None for unbounded (see the module
+        docstring's overflow policy). ``name`` defaults to the first handler's
         qualified name. :class:`ConfigError` without any handler, :class:`ClosedError`
         after :meth:`aclose`.
         """
@@ -452,7 +470,7 @@ class Dispatcher:
         *,
         coalesce: bool = False,
         name: str | None = None,
-        max_queue: int | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
     ) -> EventStream:
         """Subscribe as an async iterator of :class:`Change` (see :class:`EventStream`)."""

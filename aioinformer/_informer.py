@@ -35,7 +35,13 @@ from typing import Any, Literal
 
 from ._errors import ClosedError, ConfigError, FreshnessTimeout
 from ._fifo import DeltaFIFO, Replace
-from ._handlers import Dispatcher, EventStream, Subscription
+from ._handlers import (
+    DEFAULT_MAX_QUEUE,
+    Dispatcher,
+    EventStream,
+    Subscription,
+    SubscriptionStatistics,
+)
 from ._index import IndexFunc
 from ._listwatch import ListWatch
 from ._objects import KubeObject, Transform
@@ -87,6 +93,8 @@ class InformerStats:
     """HTTP status (or watch ERROR event code) -> times seen, 410s included."""
     last_error: str = ""
     """The most recent failed list or watch (see ``WatcherStats.last_error``); "" if none."""
+    handlers: tuple[SubscriptionStatistics, ...] = ()
+    """Each handler subscription's queue depth, peak, overflows and counters."""
 
 
 class _Rate:
@@ -373,11 +381,12 @@ class Informer:
         *,
         coalesce: bool = False,
         name: str | None = None,
-        max_queue: int | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
     ) -> Subscription:
         """Subscribe handlers (sync or async): ``on_add(obj)``, ``on_update(old, new)``,
         ``on_delete(obj)``. Each subscription has its own queue and task; a late one first
-        receives ADDED for every cached object."""
+        receives ADDED for every cached object. ``max_queue`` caps an exact subscriber's
+        backlog (None: unbounded; see :mod:`aioinformer._handlers`)."""
         return self._dispatcher.add_handler(
             on_add,
             on_update,
@@ -389,7 +398,11 @@ class Informer:
         )
 
     def events(
-        self, *, coalesce: bool = False, name: str | None = None, max_queue: int | None = None
+        self,
+        *,
+        coalesce: bool = False,
+        name: str | None = None,
+        max_queue: int | None = DEFAULT_MAX_QUEUE,
     ) -> EventStream:
         """``async for change in informer.events()``: the changes, in order."""
         return self._dispatcher.events(
@@ -425,4 +438,5 @@ class Informer:
             stream_errors=ws.stream_errors,
             errors_by_code=dict(ws.errors_by_code),
             last_error=ws.last_error,
+            handlers=tuple(self._dispatcher.statistics()),
         )

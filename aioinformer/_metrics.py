@@ -8,7 +8,11 @@ at scrape time; the rest are updated as things happen. ``serve(host, port)`` exp
 Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_depth``,
 ``informer_fifo_peak_depth``, ``informer_staleness_seconds``, ``informer_resource_version``,
 ``informer_relists_total``, ``informer_watch_restarts_total``,
-``informer_decode_errors_total`` (label ``informer``); ``workqueue_depth``,
+``informer_decode_errors_total`` (label ``informer``); ``handler_queue_depth``,
+``handler_queue_peak_depth``, ``handler_coalescing`` (1 while merging per key),
+``handler_handled_total``, ``handler_errors_total``, ``handler_overflows_total`` (labels
+``informer``, ``subscriber``: a stuck subscriber's backlog, see :mod:`._handlers`);
+``workqueue_depth``,
 ``workqueue_adds_total``, ``workqueue_retries_total``, ``workqueue_queue_duration_seconds``,
 ``workqueue_work_duration_seconds``, ``workqueue_longest_running_processor_seconds``
 (label ``name``); ``reconcile_total`` (labels ``controller``, ``result``),
@@ -20,17 +24,36 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from ._handlers import SubscriptionStatistics
 from ._informer import InformerStats
 
 __all__ = ["Metrics", "WorkQueueMetricsAdapter"]
 
+T = TypeVar("T")
+
 _BUCKETS = (0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+_Specs = dict[str, tuple[str, Callable[[T], float]]]  # series name -> (help, value of a row)
+
+
+def _families(
+    prefix: str, labels: list[str], rows: list[tuple[list[str], T]],
+    gauges: _Specs[T], counters: _Specs[T],
+) -> Iterator[Any]:  # fmt: skip
+    """One gauge or counter family per spec, one sample per row (label values, item)."""
+    for family, specs in ((GaugeMetricFamily, gauges), (CounterMetricFamily, counters)):
+        for name, (doc, get) in specs.items():
+            f = family(f"{prefix}{name}", doc, labels=labels)
+            for values, item in rows:
+                f.add_metric(values, float(get(item)))
+            yield f
 
 
 class _InformerCollector:
@@ -38,7 +61,7 @@ class _InformerCollector:
         self._sources = sources
 
     def collect(self) -> Iterator[Any]:
-        gauges: dict[str, tuple[str, Callable[[InformerStats], float]]] = {
+        gauges: _Specs[InformerStats] = {
             "objects": ("Objects in the informer's store.", lambda s: s.objects),
             "fifo_depth": ("Deltas waiting in the DeltaFIFO.", lambda s: s.fifo_depth),
             "fifo_peak_depth": ("Largest DeltaFIFO depth seen.", lambda s: s.fifo_peak),
@@ -48,22 +71,27 @@ class _InformerCollector:
             ),
             "resource_version": ("RV of the last published state.", lambda s: s.resource_version),
         }
-        counters: dict[str, tuple[str, Callable[[InformerStats], float]]] = {
+        counters: _Specs[InformerStats] = {
             "relists": ("Relists after a 410 or a restart.", lambda s: s.relists),
             "watch_restarts": ("Watches re-established.", lambda s: s.watch_restarts),
             "decode_errors": ("Lines skipped as undecodable.", lambda s: s.decode_errors),
         }
         stats = list(self._sources())
-        for name, (doc, get) in gauges.items():
-            g = GaugeMetricFamily(f"aioinformer_informer_{name}", doc, labels=["informer"])
-            for s in stats:
-                g.add_metric([s.name], float(get(s)))
-            yield g
-        for name, (doc, get) in counters.items():
-            c = CounterMetricFamily(f"aioinformer_informer_{name}", doc, labels=["informer"])
-            for s in stats:
-                c.add_metric([s.name], float(get(s)))
-            yield c
+        rows = [([s.name], s) for s in stats]
+        yield from _families("aioinformer_informer_", ["informer"], rows, gauges, counters)
+        handler_gauges: _Specs[SubscriptionStatistics] = {
+            "queue_depth": ("Notifications queued for the subscriber.", lambda h: h.depth),
+            "queue_peak_depth": ("Largest queue depth seen.", lambda h: h.peak_depth),
+            "coalescing": ("1 while notifications are merged per key.", lambda h: h.coalescing),
+        }
+        handler_counters: _Specs[SubscriptionStatistics] = {
+            "handled": ("Notifications handled.", lambda h: h.handled_total),
+            "errors": ("Handler calls that raised.", lambda h: h.errors_total),
+            "overflows": ("Times the backlog exceeded max_queue.", lambda h: h.overflows),
+        }
+        subs = [([s.name, h.name], h) for s in stats for h in s.handlers]
+        labels = ["informer", "subscriber"]
+        yield from _families("aioinformer_handler_", labels, subs, handler_gauges, handler_counters)
 
 
 class Metrics:

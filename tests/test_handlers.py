@@ -13,11 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aioinformer import InformerFactory
 from aioinformer._errors import ClosedError, ConfigError, FreshnessTimeout, HandlerError
-from aioinformer._handlers import Dispatcher, Subscription
+from aioinformer._handlers import DEFAULT_MAX_QUEUE, Dispatcher, Subscription
+from aioinformer._metrics import Metrics
 from aioinformer._objects import KubeObject, decode_object
 from aioinformer._store import Change
+from aioinformer.testing import KubeSim
 
+POD_SPEC = {"containers": [{"name": "c", "image": "busybox"}]}
 Note = tuple[str, str, int, int | None]  # (type, key, rv of the object, rv of old for UPDATED)
 
 
@@ -357,6 +361,7 @@ async def test_max_queue_overflow_switches_to_coalescing_until_idle(
     rec = Recorder(gate)
     d = Dispatcher("pods", slow_warning_interval=3600)
     sub = rec.subscribe(d, name="laggard", max_queue=10)
+    d.mark_synced()  # an overflow of the initial backlog is not warned about (test below)
     model = Model()
     with caplog.at_level(logging.WARNING, logger="aioinformer.handlers"):
         d.dispatch([model.touch("a")])
@@ -387,6 +392,111 @@ async def test_max_queue_overflow_switches_to_coalescing_until_idle(
     assert "pods" in warnings[0] and "'laggard'" in warnings[0]
     assert replay(rec.notes) == model.final()
     await d.aclose()
+
+
+async def test_exact_subscribers_are_capped_by_default_and_none_opts_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A stuck exact subscriber made without ``max_queue`` holds at most
+    DEFAULT_MAX_QUEUE notifications, then at most one per key; ``max_queue=None`` keeps
+    every change (unbounded), and both end with the same final state."""
+    gate = asyncio.Event()
+    capped, unbounded = Recorder(gate), Recorder(gate)
+    d = Dispatcher("pods", slow_warning_depth=10**9)
+    sub = d.add_handler(capped.on_add, capped.on_update, capped.on_delete, name="capped")
+    free = unbounded.subscribe(d, name="unbounded", max_queue=None)
+    d.mark_synced()
+    model = Model()
+    keys = [f"k{i}" for i in range(50)]
+    total = DEFAULT_MAX_QUEUE + 5000
+    with caplog.at_level(logging.WARNING, logger="aioinformer.handlers"):
+        d.dispatch([model.touch(keys[0])])
+        await capped.entered.wait()  # both handlers hold their first change, stuck
+        for start in range(0, total, 1000):
+            d.dispatch([model.touch(keys[i % len(keys)]) for i in range(start, start + 1000)])
+            assert sub.depth <= DEFAULT_MAX_QUEUE
+    assert sub.overflows == 1 and sub.coalescing and sub.depth <= len(keys)
+    assert free.depth == total and free.overflows == 0 and not free.coalescing
+    assert any(
+        "'capped'" in r.getMessage() and "max_queue" in r.getMessage() for r in caplog.records
+    )
+    gate.set()
+    await sub.join()
+    await free.join()
+    assert replay(capped.notes) == replay(unbounded.notes) == model.final()
+    assert len(unbounded.notes) == total + 1
+    await d.aclose()
+
+
+async def test_overflow_of_the_initial_backlog_is_counted_not_warned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The initial list (before mark_synced) may exceed max_queue: it is merged and
+    counted, silently; an overflow after the sync is warned about."""
+    gate = asyncio.Event()
+    rec = Recorder(gate)
+    d = Dispatcher("pods", slow_warning_interval=0)
+    sub = rec.subscribe(d, name="late", max_queue=5)
+    model = Model()
+    with caplog.at_level(logging.WARNING, logger="aioinformer.handlers"):
+        d.dispatch([model.touch(f"k{i}") for i in range(20)])
+        assert sub.overflows == 1 and sub.depth == 20  # 20 distinct keys: nothing to merge
+        d.mark_synced()
+        assert not [r for r in caplog.records if "max_queue" in r.getMessage()]
+        await rec.entered.wait()
+        for i in range(30):
+            d.dispatch([model.touch(f"k{i % 20}")])
+        assert sub.overflows == 1 and sub.coalescing  # still merging since the first one
+    gate.set()
+    await sub.join()
+    assert replay(rec.notes) == model.final()
+    gate.clear()
+    rec.entered.clear()
+    with caplog.at_level(logging.WARNING, logger="aioinformer.handlers"):
+        d.dispatch([model.touch("k0")])
+        await rec.entered.wait()
+        for i in range(10):
+            d.dispatch([model.touch(f"k{i}")])
+    assert sub.overflows == 2
+    assert [r for r in caplog.records if "max_queue=5" in r.getMessage()]
+    gate.set()
+    await d.aclose()
+
+
+async def test_stuck_subscribers_on_an_informer_stay_bounded_and_are_reported(
+    sim: KubeSim,
+) -> None:
+    """End to end over HTTP: many updates over few keys while handlers are stuck. The
+    coalescing queue never holds more than one notification per object, the exact one
+    (max_queue=100) overflows into coalescing instead of growing, and both backlogs show
+    in the informer's stats and in the Prometheus series."""
+    keys = 10
+    for i in range(keys):
+        sim.create("pods", {"metadata": {"name": f"p{i}"}, "spec": POD_SPEC}, "default")
+    stuck = asyncio.Event()
+    async with sim.api_client() as api, InformerFactory(api) as factory:
+        pods = factory.informer("v1", "pods")
+        merged = pods.add_handler(lambda o: stuck.wait(), coalesce=True, name="stuck-merged")
+        exact = pods.add_handler(lambda o: stuck.wait(), max_queue=100, name="stuck-exact")
+        metrics = Metrics()
+        metrics.add_informer_source(lambda: [pods.stats()])
+        await factory.wait_for_sync(timeout=30)
+        peak_merged = 0
+        for n in range(1500):
+            sim.patch("pods", f"p{n % keys}", {"metadata": {"labels": {"n": str(n)}}}, "default")
+            if n % 100 == 99:
+                await pods.wait_for_rv(sim.resource_version, timeout=30)
+                peak_merged = max(peak_merged, merged.depth)
+        assert peak_merged <= keys and merged.peak_depth <= keys
+        assert exact.overflows >= 1 and exact.depth <= keys and exact.peak_depth <= 100 + keys
+        by_name = {h.name: h for h in pods.stats().handlers}
+        assert by_name["stuck-exact"].overflows == exact.overflows
+        text = metrics.render().decode()
+        depth = 'aioinformer_handler_queue_depth{informer="pods",subscriber="stuck-exact"} '
+        assert depth + f"{float(exact.depth)}" in text
+        overflows = 'aioinformer_handler_overflows_total{informer="pods",subscriber="stuck-exact"}'
+        assert f"{overflows} {float(exact.overflows)}" in text
+        stuck.set()
 
 
 # -- slow-handler warning ----------------------------------------------------------------------

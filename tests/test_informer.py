@@ -1,10 +1,9 @@
-"""Informers end to end over real HTTP against KubeSim: sync, reads, freshness, handlers,
-convergence under faults."""
+"""Informers end to end over real HTTP against KubeSim: sync, reads, freshness, handlers.
+Convergence under faults: tests/testing/test_faultmix.py (seeded fault mixes)."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -203,96 +202,6 @@ async def test_cancelling_the_runner_stops_everything(sim: KubeSim) -> None:
             break
         await asyncio.sleep(0.02)
     assert sim.open_watches == 0
-
-
-@pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_convergence_under_faults(seed: int) -> None:
-    """Random writes while watches drop, stall, expire and the server restarts; after the
-    load stops every informer equals the server exactly and handlers saw per-key RVs
-    that never go backwards."""
-    rng = random.Random(seed)
-    async with KubeSim(history_size=50, bookmark_interval=1.0) as sim:
-        sim.create("namespaces", {"metadata": {"name": "a"}})
-        async with sim.api_client() as api:
-            opts = {**FAST, "idle_timeout": 1.5}
-            async with InformerFactory(api, watcher_options=opts) as f:
-                everything = f.informer("v1", "pods")
-                web = f.informer("v1", "pods", label_selector="app=web")
-                meta = f.informer("v1", "pods", metadata_only=True)
-                in_a = f.informer("v1", "pods", namespace="a")
-                last_rv: dict[str, int] = {}
-                backwards: list[str] = []
-
-                def seen(obj: Any) -> None:
-                    if obj.rv < last_rv.get(obj.key, 0):
-                        backwards.append(obj.key)
-                    last_rv[obj.key] = obj.rv
-
-                everything.add_handler(on_add=seen, on_update=lambda _o, n: seen(n), on_delete=seen)
-                await f.wait_for_sync(timeout=10)
-                names = [f"p{i}" for i in range(15)]
-                for step in range(150):
-                    ns = rng.choice(["default", "a"])
-                    name = rng.choice(names)
-                    try:
-                        roll = rng.random()
-                        if roll < 0.4:
-                            sim.create("pods", pod(name, app=rng.choice(["web", "db"])), ns)
-                        elif roll < 0.7:
-                            sim.patch(
-                                "pods",
-                                name,
-                                {"metadata": {"labels": {"app": rng.choice(["web", "db"])}}},
-                                ns,
-                            )
-                        elif roll < 0.85:
-                            sim.patch(
-                                "pods",
-                                name,
-                                {"status": {"phase": "Running"}},
-                                ns,
-                                subresource="status",
-                            )
-                        else:
-                            sim.delete("pods", name, ns)
-                    except Exception:
-                        pass  # 404/409 on random targets are part of the workload
-                    fault = rng.random()
-                    if fault < 0.04:
-                        sim.drop_watches()
-                    elif fault < 0.06:
-                        sim.restart()
-                    elif fault < 0.08:
-                        sim.stall_watches(0.5)
-                    elif fault < 0.09:
-                        sim.fail_next(2, rng.choice([429, 500, 504]))
-                    if step % 10 == 0:
-                        await asyncio.sleep(0.05)
-                sim.unstall_watches()
-                target = sim.resource_version
-                want_all = sim.versions("pods")
-                for inf in (everything, meta, in_a):
-                    await inf.wait_until(
-                        lambda s, w=inf: cache_versions(s) == _expected(w, want_all), timeout=30
-                    )
-                await web.wait_until(
-                    lambda s: (
-                        set(cache_versions(s))
-                        == {
-                            o["metadata"]["namespace"] + "/" + o["metadata"]["name"]
-                            for o in sim.list("pods", label_selector="app=web")
-                        }
-                    ),
-                    timeout=30,
-                )
-                assert everything.snapshot().resource_version >= 0 and target
-                assert backwards == []
-
-
-def _expected(inf: Any, want_all: dict[str, str]) -> dict[str, str]:
-    if inf.name.endswith("[a]"):
-        return {k: v for k, v in want_all.items() if k.startswith("a/")}
-    return want_all
 
 
 async def test_slow_readers_and_stuck_handlers_never_stop_publishing(

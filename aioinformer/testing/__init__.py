@@ -9,6 +9,11 @@ server and client do not share a core), and :func:`run_seed` is the seed scenari
 
 from __future__ import annotations
 
+from ._faultmix import FaultMix as FaultMix
+from ._faultmix import FaultMixResult as FaultMixResult
+from ._faultmix import FaultStep as FaultStep
+from ._faultmix import Operator as Operator
+from ._faultmix import example_operators as example_operators
 from ._faults import Faults as Faults
 from ._kubesim import KubeSim as KubeSim
 from ._seed import ConfigResult as ConfigResult
@@ -23,12 +28,17 @@ from ._status import ApiError as ApiError
 __all__ = [
     "ApiError",
     "ConfigResult",
+    "FaultMix",
+    "FaultMixResult",
+    "FaultStep",
     "Faults",
     "KubeSim",
+    "Operator",
     "SeedOptions",
     "SeedReport",
     "SimProcess",
     "SimProcessError",
     "User",
+    "example_operators",
     "run_seed",
 ]
