@@ -49,6 +49,10 @@ JSON (``--json``): ``{"options", "machine", "sims": [{"pods", "populate_seconds"
 Skipped runs carry null for every measured key.
 
     python bench/peers.py --json bench/results/peers.json --plot bench/results/peers.png
+
+``--prior PATH`` (an earlier report) lets a later run add or redo some (peer, N) — e.g. the
+200k runs with a larger ``--max-rss`` on an otherwise idle machine — projecting memory from
+the earlier measurements and keeping the earlier runs it does not redo.
 """
 
 from __future__ import annotations
@@ -57,9 +61,7 @@ import argparse
 import asyncio
 import bisect
 import contextlib
-import importlib.metadata
 import os
-import platform
 import signal
 import sys
 import time
@@ -71,6 +73,7 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from aioinformer.testing._procstats import machine_info
 from aioinformer.testing._seed import percentile
 from aioinformer.testing._simproc import SimProcess, SimProcessError, spawn_python
 from aioinformer.testing._workload import statefulset_uid
@@ -336,6 +339,7 @@ async def run(opt: argparse.Namespace, console: Console) -> dict[str, Any]:
     task = asyncio.current_task()
     assert task is not None  # SIGTERM (e.g. timeout): thaw and end the children on the way out
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    prior: dict[str, Any] = opt.prior_report
     results: list[dict[str, Any]] = []
     sims = []
     for pods in opt.sizes:
@@ -352,7 +356,7 @@ async def run(opt: argparse.Namespace, console: Console) -> dict[str, Any]:
                 }
             )
             for peer in opt.peers:
-                projected = project_peak(peer, made["pods"], results)
+                projected = project_peak(peer, made["pods"], results + prior["results"])
                 if projected > opt.max_rss:
                     reason = (
                         f"projected peak RSS {projected / 2**30:.1f} GiB > --max-rss "
@@ -370,22 +374,20 @@ async def run(opt: argparse.Namespace, console: Console) -> dict[str, Any]:
                     f"{r['rss_per_pod_bytes'] / 1000:.1f} KB/pod, "
                     f"{r['events_per_second']:,.0f} events/s"
                 )
-    return {"options": vars(opt), "machine": machine(), "sims": sims, "results": results}
-
-
-def machine() -> dict[str, Any]:
-    versions = {}
-    for dist in ("aioinformer", "kubernetes", "kubernetes_asyncio"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = None
     return {
-        "cpus": os.cpu_count(),
-        "memory_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"),
-        "python": platform.python_version(),
-        "versions": versions,
+        "options": {k: v for k, v in vars(opt).items() if k != "prior_report"},
+        "machine": machine_info(),
+        "sims": sims + [x for x in prior["sims"] if x["pods"] not in opt.sizes],
+        "results": carry_over(prior["results"], results),
     }
+
+
+def carry_over(prior: list[dict[str, Any]], now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """This run's results plus the earlier (--prior) runs of (peer, N) it did not run,
+    ordered by N then peer."""
+    ran = {(r["peer"], r["pods"]) for r in now}
+    merged = [r for r in prior if (r["peer"], r["pods"]) not in ran] + now
+    return sorted(merged, key=lambda r: (r["pods"], PEERS.index(r["peer"])))
 
 
 def _ratio(value: float | None, base: float | None) -> str:
@@ -498,9 +500,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--max-rss", type=parse_bytes, default=8 << 30, help="peak RSS budget (8G)")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON")
     p.add_argument("--plot", metavar="PATH.png", help="write the plot (needs matplotlib)")
+    p.add_argument(
+        "--prior",
+        metavar="PATH",
+        help="an earlier --json: its runs project memory, and those not run again are kept",
+    )
     opt = p.parse_args(argv)
     opt.sizes = [int(s) for s in opt.sizes.split(",") if s.strip()]
     opt.peers = [s.strip() for s in opt.peers.split(",") if s.strip()]
+    opt.prior_report = {"results": [], "sims": []}
+    if opt.prior:
+        opt.prior_report = orjson.loads(Path(opt.prior).read_bytes())
     unknown = [x for x in opt.peers if x not in PEERS]
     if unknown:
         p.error(f"unknown peers {unknown}; choose from {PEERS}")

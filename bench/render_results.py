@@ -29,11 +29,12 @@ def ratio(a: float, b: float) -> str:
 
 
 def machine_line(machine: dict[str, Any]) -> str:
-    pkgs = ", ".join(f"{k} {v}" for k, v in (machine.get("packages") or {}).items() if v)
+    packages = machine.get("packages") or machine.get("versions") or {}
+    pkgs = ", ".join(f"{k} {v}" for k, v in packages.items() if v)
     mem = machine.get("memory_bytes", 0) / 2**30
+    where = f" ({machine['platform']})" if machine.get("platform") else ""
     return (
-        f"{machine.get('cpus')} CPUs, {mem:.0f} GiB, Python {machine.get('python')} "
-        f"({machine.get('platform')}); {pkgs}"
+        f"{machine.get('cpus')} CPUs, {mem:.0f} GiB, Python {machine.get('python')}{where}; {pkgs}"
     )
 
 
@@ -92,6 +93,95 @@ def seed_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def peers_section(data: dict[str, Any]) -> list[str]:
+    o = data["options"]
+    out = [
+        "## aioinformer next to its peers (bench/peers.py)",
+        "",
+        "Command: `python bench/peers.py --json bench/results/peers.json --plot "
+        "bench/results/peers.png`"
+        + (
+            " (then the 200k runs again with `--prior` and a larger `--max-rss`)"
+            if o.get("prior")
+            else ""
+        ),
+        "",
+        f"Machine: {machine_line(data.get('machine') or {})}",
+        "",
+        f"Load phase: {o['readers']} readers, {o['rate']:.0f} writes/s offered for "
+        f"{o['duration']:.0f} s; events/s: a {o['backlog']:,}-change backlog replayed to the "
+        "frozen-then-thawed peer (`sim_replay_rate` is the ceiling). Ratios are against "
+        "aioinformer-snapshot at the same N (how many times slower, how much more memory, "
+        "how many times fewer events/s).",
+        "",
+        "| pods | peer | sync | x slower | KB/pod | x more | events/s | x fewer | "
+        "staleness p50 | p99 | reader p99 |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    ours = {
+        r["pods"]: r
+        for r in data["results"]
+        if r["peer"] == "aioinformer-snapshot" and r["skipped"] is None
+    }
+    for r in data["results"]:
+        if r["skipped"] is not None:
+            out.append(f"| {r['pods']:,} | {r['peer']} | skipped: {r['skipped']} |||||||||")
+            continue
+        base = ours.get(r["pods"])
+        x_sync = f"{r['sync_seconds'] / base['sync_seconds']:.1f}" if base else "-"
+        x_mem = f"{r['rss_per_pod_bytes'] / base['rss_per_pod_bytes']:.1f}" if base else "-"
+        x_ev = f"{base['events_per_second'] / r['events_per_second']:.1f}" if base else "-"
+        out.append(
+            f"| {r['pods']:,} | {r['peer']} | {r['sync_seconds']:.2f} s | {x_sync} | "
+            f"{r['rss_per_pod_bytes'] / 1000:.1f} | {x_mem} | {r['events_per_second']:,.0f} | "
+            f"{x_ev} | {ms(r['staleness_p50'])} | {ms(r['staleness_p99'])} | "
+            f"{ms(r['reader_latency_p99'])} |"
+        )
+    out += [
+        "",
+        "Targets vs both peers at the largest N where they ran: initial sync >= 10x faster, "
+        "RSS per pod <= 1/4, sustained events/s >= 20x.",
+    ]
+    if (RESULTS / "peers.png").exists():
+        out += ["", "![sync time and memory per pod vs N](results/peers.png)"]
+    return out
+
+
+def soak_section(data: dict[str, Any]) -> list[str]:
+    return [
+        "## Memory under a steady stream (bench/soak.py)",
+        "",
+        f"Command: `python bench/soak.py --minutes {data['minutes']:.0f} --json "
+        "bench/results/soak.json` (Python " + str(data.get("python")) + f", {data.get('when')})",
+        "",
+        f"{data['pods']:,} pods, {data['rate_events_per_second']} events/s for "
+        f"{data['minutes']:.0f} min ({data['events_applied']:,} events applied, "
+        f"{data['relists']} relists, {data['watch_restarts']} watch restarts), an informer "
+        "with exact and coalescing handlers and a metadata-only informer: RSS "
+        f"{data['rss_after_warmup_bytes'] / 2**20:.1f} MiB after the "
+        f"{data['warmup_seconds'] / 60:.0f} min warm-up, "
+        f"{data['rss_end_bytes'] / 2**20:.1f} MiB at the end "
+        f"({data['rss_growth_percent']:+.2f} %).",
+    ]
+
+
+def kubesim_section(data: dict[str, Any]) -> list[str]:
+    return [
+        "## KubeSim at the seed's scale (bench/kubesim_bench.py)",
+        "",
+        "Command: `python bench/kubesim_bench.py --pods 200000 --owners 200 --churn 20000 "
+        "--json bench/results/kubesim.json`",
+        "",
+        f"- {data['pods']:,} pods created in {data['create_seconds']:.0f} s "
+        f"({data['create_pods_per_second']:,.0f}/s); sim RSS "
+        f"{data['sim_rss_bytes'] / 2**30:.2f} GiB ({data['sim_rss_bytes_per_pod'] / 1000:.1f} KB/pod)",
+        f"- one full list: {data['full_list_bytes'] / 2**30:.2f} GiB in "
+        f"{data['full_list_seconds']:.1f} s; in-process writes {data['writes_per_second']:,.0f}/s",
+        f"- watch events served: {data['watch_1_events_per_second_total']:,.0f}/s to one watcher, "
+        f"{data['watch_8_events_per_second_total']:,.0f}/s in total to eight",
+    ]
+
+
 README_START, README_END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -143,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         "noisy: compare figures within one run (ratios), not across runs.",
         "",
     ]
-    sections = [("seed.json", seed_section)]
+    sections = [
+        ("seed.json", seed_section),
+        ("peers.json", peers_section),
+        ("soak.json", soak_section),
+        ("kubesim.json", kubesim_section),
+    ]
     for name, render in sections:
         path = RESULTS / name
         if path.exists():

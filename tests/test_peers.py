@@ -91,3 +91,21 @@ def test_projection_scales_the_largest_smaller_run() -> None:
     prior = peers.PRIOR_PEAK_BYTES_PER_POD["asyncio-watch-loop"]
     assert peers.project_peak("asyncio-watch-loop", 1000, done) == (100 << 20) + prior * 1000
     assert peers.parse_bytes("8G") == 8 << 30 and peers.parse_bytes("1.5GiB") == 3 << 29
+
+
+def test_prior_runs_not_redone_are_kept_in_order() -> None:
+    def run(peer: str, pods: int, skipped: str | None) -> dict[str, object]:
+        return {"peer": peer, "pods": pods, "skipped": skipped}
+
+    prior = [
+        run("official-sharedinformer", 200, "over budget"),
+        run("aioinformer-snapshot", 200, None),
+        run("official-sharedinformer", 10, None),
+    ]
+    now = [run("official-sharedinformer", 200, None)]
+    merged = peers.carry_over(prior, now)
+    assert [(r["peer"], r["pods"], r["skipped"]) for r in merged] == [
+        ("official-sharedinformer", 10, None),
+        ("aioinformer-snapshot", 200, None),
+        ("official-sharedinformer", 200, None),
+    ]
