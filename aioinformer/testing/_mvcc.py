@@ -174,6 +174,24 @@ class TypeStore:
             overrides[ev.key] = ev.prev  # the earliest change after rv wins (iterating back)
         return overrides
 
+    def count_after(self, namespace: str | None, key: str, at_rv: int | None = None) -> int:
+        """How many objects (of ``namespace``, or all) sort after ``key``, now or as of
+        revision ``at_rv``: O(log n + changes since at_rv), not a walk over the rest."""
+        _, hi = self.key_range(namespace)
+        count = max(0, hi - bisect.bisect_right(self.keys, key))
+        if at_rv is None or at_rv >= self._mvcc.rv:
+            return count
+        prefix = namespace + "/" if namespace else ""
+        for k, old in self.state_at(at_rv).items():
+            if k <= key or not k.startswith(prefix):
+                continue
+            exists_now = k in self.objects
+            if old is None and exists_now:
+                count -= 1  # created after at_rv
+            elif old is not None and not exists_now:
+                count += 1  # deleted after at_rv
+        return count
+
     def iter_sorted(
         self, namespace: str | None, start_after: str | None, at_rv: int | None
     ) -> Iterator[Stored]:

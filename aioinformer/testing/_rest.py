@@ -266,7 +266,7 @@ class Api:
         token = encode_continue(list_rv, start_key)
         remaining: int | None = None
         if lsel is None and fsel is None:
-            remaining = 1 + sum(1 for _ in it)
+            remaining = ts.count_after(namespace, last.key, at_rv)
         return ListResult(items, list_rv, token, remaining)
 
     # -- writes --------------------------------------------------------------------------

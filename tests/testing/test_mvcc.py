@@ -50,6 +50,10 @@ def test_every_past_revision_lists_exactly(steps: list[tuple[str, bool]]) -> Non
         if keys:
             after = [o.key for o in ts.iter_sorted("a", keys[0], rv)]
             assert after == keys[1:]
+        for ns in (None, "a"):  # remainingItemCount without walking the rest
+            listed = [o.key for o in ts.iter_sorted(ns, None, rv)]
+            for i, key in enumerate(listed):
+                assert ts.count_after(ns, key, rv) == len(listed) - i - 1
 
 
 def test_history_is_bounded_by_count_and_sets_the_floor() -> None:
