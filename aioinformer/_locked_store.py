@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NoReturn
 import aiorwlock
 
 from ._errors import ConfigError
-from ._index import IndexFunc, metadata_reader
+from ._index import IndexFunc, metadata_reader, metadata_readers
 from ._store import Change, StoreItem, apply_batch, merge_indexers, unknown_index
 
 if TYPE_CHECKING:
@@ -71,7 +71,7 @@ def _index_change(
 class _DictState:
     """The store's :class:`._store._State`: the live dicts, mutated in place."""
 
-    __slots__ = ("objects", "updaters")
+    __slots__ = ("get", "objects", "same", "updaters")
 
     def __init__(
         self,
@@ -80,27 +80,32 @@ class _DictState:
         funcs: dict[str, IndexFunc],
     ) -> None:
         self.objects = objects
+        self.get = objects.get
         self.updaters = [(indexes[name], fn, metadata_reader(fn)) for name, fn in funcs.items()]
+        self.same = metadata_readers(funcs.values())
 
-    def get(self, key: str) -> KubeObject | None:
-        return self.objects.get(key)
-
-    def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None:
-        self.objects[key] = obj
+    def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
+        objects = self.objects
+        old = objects.get(key)
+        objects[key] = obj
         if old is None:
             for index, fn, _ in self.updaters:
                 _index_change(index, fn, key, None, obj)
-            return
+            return None
         old_meta, new_meta = old.metadata, obj.metadata
-        for index, fn, reads in self.updaters:
-            # as the snapshot store: skip indexes whose metadata input is unchanged
-            if reads is None or reads(old_meta) != reads(new_meta):
-                _index_change(index, fn, key, old, obj)
+        same = self.same  # as the snapshot store: skip indexes whose input is unchanged
+        if same is None or same(old_meta) != same(new_meta):
+            for index, fn, reads in self.updaters:
+                if reads is None or reads(old_meta) != reads(new_meta):
+                    _index_change(index, fn, key, old, obj)
+        return old
 
-    def remove(self, key: str, old: KubeObject) -> None:
-        del self.objects[key]
-        for index, fn, _ in self.updaters:
-            _index_change(index, fn, key, old, None)
+    def delete(self, key: str) -> KubeObject | None:
+        old = self.objects.pop(key, None)
+        if old is not None:
+            for index, fn, _ in self.updaters:
+                _index_change(index, fn, key, old, None)
+        return old
 
     def entries(self) -> Iterable[tuple[str, KubeObject]]:
         return builtins.list(self.objects.items())
