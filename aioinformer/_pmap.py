@@ -7,8 +7,16 @@ Layout: ``hash(key)`` picks one of ``4**bits`` leaves, each a plain ``dict``, re
 through a directory of ``2**bits`` tuples of ``2**bits`` leaves. A writer copies the
 directory's top (``2**bits`` pointers) once, and each middle tuple and each leaf at most
 once, the first time it writes there. ``bits`` grows with the map so that leaves hold
-16-64 entries on average. A growth step (every 4x in size) rebuilds the map once (O(n),
-amortised O(1) per insertion).
+4-16 entries on average (a copied leaf is a few cache lines): a one-key change copies
+~100 pointers at 10k keys, ~300 at 200k. A growth step (every 4x in size) rebuilds the
+map once (O(n), amortised O(1) per insertion).
+
+Why not ``immutables.Map`` (measured on the informer pipeline, ``bench/pipeline_bench.py``
+under cachegrind): its HAMT nodes are GC-tracked containers, so every write that clones
+one feeds the cyclic GC's young generation and, once promoted, its full collections, and
+freeing the replaced nodes touches cold memory. Here the only containers are dicts, never
+tracked by CPython while they hold untracked values (``gc=False`` structs, strings), and
+one tuple per ``2**bits`` leaves: ~25% fewer last-level cache misses per update.
 
 Contract: a FrozenMap never changes; a writer's changes are invisible until ``finish()``;
 a writer must not be used after ``finish()``. Values must not be None. Keys must be
@@ -28,7 +36,7 @@ _V = TypeVar("_V")
 _D = TypeVar("_D")
 
 _MIN_BITS = 2  # 16 leaves
-_MAX_LEAF = 64  # average leaf size that triggers growth: 4x more leaves (average 16)
+_MAX_LEAF = 16  # average leaf size that triggers growth: 4x more leaves (average 4)
 
 _Dir = tuple[tuple[dict[_K, _V], ...], ...]
 
@@ -131,10 +139,11 @@ class FrozenMap(Generic[_K, _V]):
 class MapWriter(Generic[_K, _V]):
     """Copy-on-write changes to a :class:`FrozenMap`; ``finish()`` makes the new map."""
 
-    __slots__ = ("_bits", "_leaves", "_len", "_limit", "_mids", "_top")
+    __slots__ = ("_bits", "_leaves", "_len", "_limit", "_mask", "_mids", "_top")
 
     def __init__(self, base: FrozenMap[_K, _V]) -> None:
         self._bits = base._bits
+        self._mask = (1 << (2 * base._bits)) - 1
         self._top: list[tuple[dict[_K, _V], ...] | list[dict[_K, _V]]] = list(base._dir)
         self._mids: dict[int, list[dict[_K, _V]]] = {}  # middle index -> our copy
         self._leaves: dict[int, dict[_K, _V]] = {}  # leaf index -> our copy
@@ -153,7 +162,7 @@ class MapWriter(Generic[_K, _V]):
 
     def set(self, key: _K, value: _V) -> _V | None:
         """Map ``key`` to ``value``; return the previous value (None if there was none)."""
-        i = hash(key) & ((1 << (2 * self._bits)) - 1)
+        i = hash(key) & self._mask
         leaf = self._leaves.get(i)
         if leaf is None:
             leaf = self._own(i)
@@ -210,6 +219,7 @@ class MapWriter(Generic[_K, _V]):
         mids = _build(self.items(), bits)
         side = 1 << bits
         self._bits = bits
+        self._mask = (1 << (2 * bits)) - 1
         self._top = list(mids)
         self._mids = dict(enumerate(mids))
         self._leaves = {
