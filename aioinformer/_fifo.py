@@ -252,7 +252,11 @@ class DeltaFIFO:
                     pass
 
     def _wake_one(self) -> None:
-        for fut in self._waiters:
+        # The woken future leaves the queue at once (its waiter's ``remove`` then finds
+        # nothing), so the puts that follow before the waiter runs see no waiter at all.
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
             if not fut.done():
                 fut.set_result(None)
                 return
