@@ -29,8 +29,16 @@ from typing import TYPE_CHECKING, NoReturn
 import aiorwlock
 
 from ._errors import ConfigError
-from ._index import IndexFunc, metadata_reader, metadata_readers
-from ._store import Change, StoreItem, apply_batch, merge_indexers, unknown_index
+from ._index import IndexFunc
+from ._store import (
+    Change,
+    IndexPlan,
+    StoreItem,
+    apply_batch,
+    index_plan,
+    merge_indexers,
+    unknown_index,
+)
 
 if TYPE_CHECKING:
     from ._objects import KubeObject
@@ -77,12 +85,12 @@ class _DictState:
         self,
         objects: dict[str, KubeObject],
         indexes: dict[str, dict[str, set[str]]],
-        funcs: dict[str, IndexFunc],
+        plan: IndexPlan,
     ) -> None:
         self.objects = objects
         self.get = objects.get
-        self.updaters = [(indexes[name], fn, metadata_reader(fn)) for name, fn in funcs.items()]
-        self.same = metadata_readers(funcs.values())
+        self.updaters = [(indexes[name], fn, reads) for name, fn, reads in plan[0]]
+        self.same = plan[1]
 
     def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
         objects = self.objects
@@ -206,6 +214,7 @@ class LockedStore:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._funcs = merge_indexers(indexers)
+        self._plan = index_plan(self._funcs)
         self._objects: dict[str, KubeObject] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._funcs}
         self._rv = 0
@@ -244,7 +253,7 @@ class LockedStore:
         if not batch:
             return []
         async with self._lock.writer_lock:
-            state = _DictState(self._objects, self._indexes, self._funcs)
+            state = _DictState(self._objects, self._indexes, self._plan)
             collect = changes() if callable(changes) else changes
             applied, self._rv = apply_batch(state, batch, self._rv, collect)
             self._seq += 1
@@ -263,6 +272,7 @@ class LockedStore:
                 _index_change(index, fn, key, None, obj)
             self._indexes[name] = index
             self._funcs[name] = fn
+            self._plan = index_plan(self._funcs)
             self._seq += 1
         self._notify()
 

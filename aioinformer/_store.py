@@ -48,7 +48,7 @@ from ._pmap import FrozenMap
 if TYPE_CHECKING:
     from immutables._protocols import MapMutation
 
-    from ._objects import KubeObject
+    from ._objects import KubeObject, ObjectMeta
 
 __all__ = [
     "BookmarkLike",
@@ -333,11 +333,17 @@ class _IndexMutation:
 
     __slots__ = ("base", "buckets", "fn", "name", "outer", "reads")
 
-    def __init__(self, name: str, base: _Index, fn: IndexFunc) -> None:
+    def __init__(
+        self,
+        name: str,
+        base: _Index,
+        fn: IndexFunc,
+        reads: Callable[[ObjectMeta], object] | None,
+    ) -> None:
         self.name = name
         self.base = base
         self.fn = fn
-        self.reads = metadata_reader(fn)
+        self.reads = reads
         self.outer: MapMutation[str, _Bucket] | None = None
         self.buckets: dict[str, MapMutation[str, None]] = {}
 
@@ -384,17 +390,35 @@ class _IndexMutation:
         return outer.finish()
 
 
+IndexPlan: TypeAlias = tuple[
+    builtins.list[tuple[str, IndexFunc, "Callable[[ObjectMeta], object] | None"]],
+    "Callable[[ObjectMeta], object] | None",
+]
+"""Per index (name, function, metadata reader), and the reader of all of them at once:
+worked out when the indexes change, not per batch."""
+
+
+def index_plan(funcs: Mapping[str, IndexFunc]) -> IndexPlan:
+    return (
+        [(name, fn, metadata_reader(fn)) for name, fn in funcs.items()],
+        metadata_readers(funcs.values()),
+    )
+
+
 class _SnapshotState:
     """The :class:`_State` of one SnapshotStore batch: writers over the last snapshot."""
 
     __slots__ = ("get", "indexes", "objects", "same", "set")
 
-    def __init__(self, snap: Snapshot, funcs: Mapping[str, IndexFunc]) -> None:
+    def __init__(self, snap: Snapshot, plan: IndexPlan) -> None:
         self.objects = snap._objects.mutate()
         self.get = self.objects.get
         self.set = self.objects.set
-        self.indexes = [_IndexMutation(name, snap._indexes[name], fn) for name, fn in funcs.items()]
-        self.same = metadata_readers(funcs.values())
+        indexes = snap._indexes
+        self.indexes = [
+            _IndexMutation(name, indexes[name], fn, reads) for name, fn, reads in plan[0]
+        ]
+        self.same = plan[1]
 
     def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
         old = self.set(key, obj)
@@ -469,6 +493,7 @@ class SnapshotStore:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._funcs = merge_indexers(indexers)
+        self._plan = index_plan(self._funcs)
         self._snapshot = Snapshot(
             FrozenMap(),
             immutables.Map({name: _EMPTY_INDEX for name in self._funcs}),
@@ -507,7 +532,7 @@ class SnapshotStore:
         if callable(changes):
             changes = changes()
         base = self._snapshot
-        state = _SnapshotState(base, self._funcs)
+        state = _SnapshotState(base, self._plan)
         building = self._building
         applied, rv = apply_batch(state, batch, base._rv, changes or bool(building))
         self._publish(state.publish(base, rv))
@@ -532,7 +557,7 @@ class SnapshotStore:
         pending: builtins.list[Change] = []
         self._building[name] = pending
         try:
-            index = _IndexMutation(name, _EMPTY_INDEX, fn)
+            index = _IndexMutation(name, _EMPTY_INDEX, fn, metadata_reader(fn))
             n = 0
             for key, obj in self._snapshot._objects.items():
                 index.change(key, None, obj)
@@ -548,6 +573,7 @@ class SnapshotStore:
         built = index.finish()
         base = self._snapshot
         self._funcs[name] = fn
+        self._plan = index_plan(self._funcs)
         indexes = base._indexes.set(name, _EMPTY_INDEX if built is None else built)
         self._publish(Snapshot(base._objects, indexes, base._rv, base._seq + 1))
 
