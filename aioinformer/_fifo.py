@@ -28,12 +28,12 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TypeAlias
+
+import msgspec
 
 from ._errors import ClosedError, ConfigError, WouldBlock
-
-if TYPE_CHECKING:
-    from ._objects import KubeObject
+from ._objects import KubeObject
 
 __all__ = [
     "Bookmark",
@@ -54,31 +54,18 @@ class DeltaType(enum.StrEnum):
     DELETED = "Deleted"
 
 
-@dataclass(frozen=True, slots=True)
-class Delta:
+class Delta(msgspec.Struct, frozen=True, gc=False):
     """One watch event: ``type`` happened to ``obj``.
 
     ``received`` is ``time.monotonic()`` when the watcher read the event. For DELETED,
-    ``obj`` is the object's final state as the server sent it.
+    ``obj`` is the object's final state as the server sent it. Immutable (a frozen
+    struct built in C: one per watch event, so it is kept cheap, and it is never tracked
+    by the cyclic GC since it only refers to an untracked object, a str and a float).
     """
 
     type: DeltaType
     obj: KubeObject
     received: float
-
-    def __init__(self, type: DeltaType, obj: KubeObject, received: float) -> None:
-        # One per watch event: the slot setters cost about half of the generated frozen
-        # __init__ (object.__setattr__ looked up and called per field).
-        _set_type(self, type)
-        _set_obj(self, obj)
-        _set_received(self, received)
-
-
-_slots: Any = Delta.__dict__  # the slot descriptors (mypy sees instance attributes)
-_set_type = _slots["type"].__set__
-_set_obj = _slots["obj"].__set__
-_set_received = _slots["received"].__set__
-del _slots
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,7 +252,11 @@ class DeltaFIFO:
                     pass
 
     def _wake_one(self) -> None:
-        for fut in self._waiters:
+        # The woken future leaves the queue at once (its waiter's ``remove`` then finds
+        # nothing), so the puts that follow before the waiter runs see no waiter at all.
+        waiters = self._waiters
+        while waiters:
+            fut = waiters.popleft()
             if not fut.done():
                 fut.set_result(None)
                 return

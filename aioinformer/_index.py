@@ -38,28 +38,49 @@ __all__ = [
     "by_label",
     "by_namespace",
     "metadata_reader",
+    "metadata_readers",
 ]
 
 IndexFunc: TypeAlias = "Callable[[KubeObject], Iterable[str]]"
 """Maps an object to the values it is indexed under (zero or more strings)."""
 
 _NONE: tuple[str, ...] = ()
-_READS: weakref.WeakKeyDictionary[Callable[..., Any], Callable[[ObjectMeta], object]] = (
-    weakref.WeakKeyDictionary()
-)
+_READS: weakref.WeakKeyDictionary[Callable[..., Any], str] = weakref.WeakKeyDictionary()
 
 
-def metadata_reader(fn: IndexFunc) -> Callable[[ObjectMeta], object] | None:
-    """For a built-in index function that depends only on one ObjectMeta attribute, a
-    getter of that attribute (equal values give equal index values); None otherwise."""
+def _attribute(fn: IndexFunc) -> str | None:
     try:
         return _READS.get(fn)
     except TypeError:  # not weak-referenceable: not one of ours
         return None
 
 
+def metadata_reader(fn: IndexFunc) -> Callable[[ObjectMeta], object] | None:
+    """For a built-in index function that depends only on one ObjectMeta attribute, a
+    getter of that attribute (equal values give equal index values); None otherwise."""
+    attribute = _attribute(fn)
+    return None if attribute is None else attrgetter(attribute)
+
+
+def metadata_readers(fns: Iterable[IndexFunc]) -> Callable[[ObjectMeta], object] | None:
+    """One getter for every index function of ``fns`` at once: equal results for an old
+    and a new object mean that no index value of theirs changed (a store then skips all
+    the indexes with one comparison). None if one of ``fns`` has no
+    :func:`metadata_reader` (it must be called on both objects)."""
+    attributes: list[str] = []
+    for fn in fns:
+        attribute = _attribute(fn)
+        if attribute is None:
+            return None
+        if attribute not in attributes:
+            attributes.append(attribute)
+    if not attributes:
+        return lambda meta: None  # no index at all: nothing can change
+    return attrgetter(*attributes)
+
+
 def _reads(fn: Callable[..., Any], attribute: str) -> None:
-    _READS[fn] = attrgetter(attribute)
+    _READS[fn] = attribute
 
 
 def by_namespace(obj: KubeObject) -> tuple[str, ...]:

@@ -199,7 +199,8 @@ class Informer:
 
     async def _write_loop(self) -> None:
         """The single writer: pop a batch, apply it, publish, notify."""
-        dispatcher = self._dispatcher
+        dispatcher, store = self._dispatcher, self._store
+        snapshots = isinstance(store, SnapshotStore)
 
         def has_subscribers() -> bool:
             return bool(dispatcher.subscriptions)
@@ -215,7 +216,7 @@ class Informer:
             # popped but not yet applied still counts as lag (a locked writer may wait here)
             self._inflight_since = min(item.received for item in batch)
             try:
-                changes = await self._store.apply(batch, changes=has_subscribers)
+                changes = await store.apply(batch, changes=has_subscribers)
             finally:
                 self._inflight_since = None
             dispatcher.dispatch(changes)
@@ -224,8 +225,13 @@ class Informer:
                 self._dispatcher.mark_synced()
             self._applied_total += len(batch)
             self._rate.add(len(batch), time.monotonic())
-            async with self._store.read() as view:
+            if snapshots:  # O(1) and no await: a snapshot needs no reader context
+                view = store.snapshot()
                 self._rv, self._seq, self._objects = view.resource_version, view.seq, len(view)
+            else:
+                async with store.read() as locked:
+                    self._rv, self._seq = locked.resource_version, locked.seq
+                    self._objects = len(locked)
             for listener in self._publish_listeners:
                 listener(self._seq, self._rv)
             self._wake_waiters()

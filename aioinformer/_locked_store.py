@@ -29,8 +29,16 @@ from typing import TYPE_CHECKING, NoReturn
 import aiorwlock
 
 from ._errors import ConfigError
-from ._index import IndexFunc, metadata_reader
-from ._store import Change, StoreItem, apply_batch, merge_indexers, unknown_index
+from ._index import IndexFunc
+from ._store import (
+    Change,
+    IndexPlan,
+    StoreItem,
+    apply_batch,
+    index_plan,
+    merge_indexers,
+    unknown_index,
+)
 
 if TYPE_CHECKING:
     from ._objects import KubeObject
@@ -71,36 +79,41 @@ def _index_change(
 class _DictState:
     """The store's :class:`._store._State`: the live dicts, mutated in place."""
 
-    __slots__ = ("objects", "updaters")
+    __slots__ = ("get", "objects", "same", "updaters")
 
     def __init__(
         self,
         objects: dict[str, KubeObject],
         indexes: dict[str, dict[str, set[str]]],
-        funcs: dict[str, IndexFunc],
+        plan: IndexPlan,
     ) -> None:
         self.objects = objects
-        self.updaters = [(indexes[name], fn, metadata_reader(fn)) for name, fn in funcs.items()]
+        self.get = objects.get
+        self.updaters = [(indexes[name], fn, reads) for name, fn, reads in plan[0]]
+        self.same = plan[1]
 
-    def get(self, key: str) -> KubeObject | None:
-        return self.objects.get(key)
-
-    def put(self, key: str, obj: KubeObject, old: KubeObject | None) -> None:
-        self.objects[key] = obj
+    def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
+        objects = self.objects
+        old = objects.get(key)
+        objects[key] = obj
         if old is None:
             for index, fn, _ in self.updaters:
                 _index_change(index, fn, key, None, obj)
-            return
+            return None
         old_meta, new_meta = old.metadata, obj.metadata
-        for index, fn, reads in self.updaters:
-            # as the snapshot store: skip indexes whose metadata input is unchanged
-            if reads is None or reads(old_meta) != reads(new_meta):
-                _index_change(index, fn, key, old, obj)
+        same = self.same  # as the snapshot store: skip indexes whose input is unchanged
+        if same is None or same(old_meta) != same(new_meta):
+            for index, fn, reads in self.updaters:
+                if reads is None or reads(old_meta) != reads(new_meta):
+                    _index_change(index, fn, key, old, obj)
+        return old
 
-    def remove(self, key: str, old: KubeObject) -> None:
-        del self.objects[key]
-        for index, fn, _ in self.updaters:
-            _index_change(index, fn, key, old, None)
+    def delete(self, key: str) -> KubeObject | None:
+        old = self.objects.pop(key, None)
+        if old is not None:
+            for index, fn, _ in self.updaters:
+                _index_change(index, fn, key, old, None)
+        return old
 
     def entries(self) -> Iterable[tuple[str, KubeObject]]:
         return builtins.list(self.objects.items())
@@ -201,6 +214,7 @@ class LockedStore:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._funcs = merge_indexers(indexers)
+        self._plan = index_plan(self._funcs)
         self._objects: dict[str, KubeObject] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._funcs}
         self._rv = 0
@@ -239,7 +253,7 @@ class LockedStore:
         if not batch:
             return []
         async with self._lock.writer_lock:
-            state = _DictState(self._objects, self._indexes, self._funcs)
+            state = _DictState(self._objects, self._indexes, self._plan)
             collect = changes() if callable(changes) else changes
             applied, self._rv = apply_batch(state, batch, self._rv, collect)
             self._seq += 1
@@ -258,6 +272,7 @@ class LockedStore:
                 _index_change(index, fn, key, None, obj)
             self._indexes[name] = index
             self._funcs[name] = fn
+            self._plan = index_plan(self._funcs)
             self._seq += 1
         self._notify()
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, TypeAlias, TypeVar
 
 import msgspec
 import orjson
@@ -56,7 +56,6 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
-_intern = sys.intern
 _EMPTY_BODY = b"{}"
 _NO_RAW = Raw()
 _EVENT_TYPES = frozenset({"ADDED", "MODIFIED", "DELETED", "BOOKMARK"})
@@ -99,8 +98,11 @@ class ObjectMeta(msgspec.Struct, frozen=True, gc=False, rename="camel", omit_def
 
 
 class _WireMeta(ObjectMeta, frozen=True, gc=False):
-    """ObjectMeta as decoded, plus managedFields as a Raw slice of the input (transient)."""
+    """ObjectMeta as decoded (transient): ownerReferences as a Raw slice, looked up by its
+    bytes among the tuples already decoded (most objects share theirs with siblings and
+    with their previous versions), plus managedFields as a Raw slice."""
 
+    owner_references: Raw = _NO_RAW  # type: ignore[assignment]
     managed_fields: Raw = _NO_RAW
 
 
@@ -129,6 +131,14 @@ class _Event(msgspec.Struct, Generic[_T], gc=False):
     object: _T | None = None
 
 
+class _FastEvent(msgspec.Struct, gc=False):
+    """The usual event, validated in C: ERROR events and unknown types fail it (and go
+    through ``_Event[dict[str, Raw]]``); ``type`` is then one of these very strings."""
+
+    type: Literal["ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+    object: _FastObject | None = None
+
+
 class _ListMeta(msgspec.Struct, rename="camel"):
     resource_version: str = ""
     continue_: str = msgspec.field(default="", name="continue")
@@ -142,7 +152,8 @@ class _List(msgspec.Struct, Generic[_T], rename="camel"):
 
 
 _dec = msgspec.json.Decoder
-_FAST_EVENT = _dec(_Event[_FastObject])
+_FAST_EVENT = _dec(_FastEvent)
+_OWNER_REFS = _dec(tuple[OwnerReference, ...])
 _SLOW_EVENT = _dec(_Event[dict[str, Raw]])
 _FAST_OBJECT = _dec(_FastObject)
 _SLOW_OBJECT = _dec(dict[str, Raw])
@@ -286,13 +297,20 @@ def decode_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | 
     status_dict)``; BOOKMARK a metadata-only object (its name may be empty). Raises
     :class:`~aioinformer.DecodeError` for anything else.
     """
-    event: _Event[_FastObject] | _Event[dict[str, Raw]]
     try:
         event = _FAST_EVENT.decode(line)
-    except msgspec.ValidationError:  # ERROR's Status, an unusual top-level field, not an event
-        event = _decode(_SLOW_EVENT, line, "a watch event")
+    except msgspec.ValidationError:  # ERROR, an unknown type, an unusual field, not an event
+        return _slow_event(line)
     except msgspec.DecodeError as exc:
         raise DecodeError(f"watch event is not valid JSON: {exc}") from None
+    kind, obj = event.type, event.object
+    if obj is None:
+        raise DecodeError(f"{kind} watch event without an object")
+    return kind, _build_fast(obj, kind == "BOOKMARK", "", ""), None
+
+
+def _slow_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
+    event = _decode(_SLOW_EVENT, line, "a watch event")
     kind, obj = event.type, event.object
     if kind not in _EVENT_TYPES and kind != "ERROR":
         raise DecodeError(f"unknown watch event type {kind[:40]!r}")
@@ -301,15 +319,15 @@ def decode_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | 
     if kind == "ERROR":  # rare and small: decode it plainly
         status: dict[str, Any] = orjson.loads(line)["object"]
         return kind, None, status
-    return kind, _build(obj, kind == "BOOKMARK"), None
+    return kind, _build_slow(obj, kind == "BOOKMARK"), None
 
 
 def decode_object(raw: bytes | str | Raw) -> KubeObject:
     """Decode one API object (a GET response, a list item, a watch event's object)."""
     try:
-        return _build(_FAST_OBJECT.decode(raw), False)
+        return _build_fast(_FAST_OBJECT.decode(raw), False, "", "")
     except msgspec.ValidationError:
-        return _build(_decode(_SLOW_OBJECT, raw, "an object"), False)
+        return _build_slow(_decode(_SLOW_OBJECT, raw, "an object"), False)
     except msgspec.DecodeError as exc:
         raise DecodeError(f"object is not valid JSON: {exc}") from None
 
@@ -321,16 +339,19 @@ def decode_list(body: bytes) -> tuple[list[KubeObject], str, str | None]:
     kind without ``List`` (``PodList`` -> ``Pod``). PartialObjectMetadataList and custom
     resource lists (whose items carry their own) work the same way.
     """
-    listed: _List[_FastObject] | _List[dict[str, Raw]]
     try:
-        listed = _FAST_LIST.decode(body)
+        fast = _FAST_LIST.decode(body)
     except msgspec.ValidationError:
-        listed = _decode(_SLOW_LIST, body, "a list")
+        slow = _decode(_SLOW_LIST, body, "a list")
+        version, kind = slow.api_version, _item_kind(slow.kind)
+        items = [_build_slow(item, False, version, kind) for item in slow.items or ()]
+        meta = slow.metadata or _ListMeta()
     except msgspec.DecodeError as exc:
         raise DecodeError(f"list is not valid JSON: {exc}") from None
-    kind = listed.kind[:-4] if listed.kind.endswith("List") else ""
-    items = [_build(item, False, listed.api_version, kind) for item in listed.items or ()]
-    meta = listed.metadata or _ListMeta()
+    else:
+        version, kind = fast.api_version, _item_kind(fast.kind)
+        items = [_build_fast(item, False, version, kind) for item in fast.items or ()]
+        meta = fast.metadata or _ListMeta()
     return items, meta.resource_version, meta.continue_ or None
 
 
@@ -344,25 +365,32 @@ def _decode(decoder: msgspec.json.Decoder[_T], data: bytes | str | Raw, what: st
         raise DecodeError(f"not {what}: {exc}") from None
 
 
-def _build(
-    obj: _FastObject | dict[str, Raw], bookmark: bool, api_version: str = "", kind: str = ""
+def _item_kind(list_kind: str) -> str:
+    return list_kind[:-4] if list_kind.endswith("List") else ""
+
+
+def _build_slow(
+    obj: dict[str, Raw], bookmark: bool, api_version: str = "", kind: str = ""
 ) -> KubeObject:
-    """The object from a one-pass ``_FastObject`` or from the generic ``dict[str, Raw]``;
-    ``api_version``/``kind`` are used when the object has none (items of a typed list)."""
-    if isinstance(obj, dict):
-        raw_meta = obj.pop("metadata", None)
-        if raw_meta is None:
-            raise DecodeError("object without metadata")
-        raw_version, raw_kind = obj.pop("apiVersion", None), obj.pop("kind", None)
-        meta = _decode(_WIRE_META, raw_meta, "valid metadata")
-        if raw_version is not None:
-            api_version = _decode(_STR, raw_version, "a string")
-        if raw_kind is not None:
-            kind = _decode(_STR, raw_kind, "a string")
-        body = _exact(_encode(obj)) if obj and not bookmark else _EMPTY_BODY
-        return _make(api_version, kind, meta, body, bookmark)
-    fast_meta = obj.metadata
-    if fast_meta is None or fast_meta is UNSET:
+    """The object from the generic ``dict[str, Raw]`` decode; ``api_version``/``kind`` are
+    used when the object has none (items of a typed list)."""
+    raw_meta = obj.pop("metadata", None)
+    if raw_meta is None:
+        raise DecodeError("object without metadata")
+    raw_version, raw_kind = obj.pop("apiVersion", None), obj.pop("kind", None)
+    meta = _decode(_WIRE_META, raw_meta, "valid metadata")
+    if raw_version is not None:
+        api_version = _decode(_STR, raw_version, "a string")
+    if raw_kind is not None:
+        kind = _decode(_STR, raw_kind, "a string")
+    body = _exact(_encode(obj)) if obj and not bookmark else _EMPTY_BODY
+    return _make(api_version, kind, meta, body, bookmark)
+
+
+def _build_fast(obj: _FastObject, bookmark: bool, api_version: str, kind: str) -> KubeObject:
+    """The object from a one-pass ``_FastObject`` (as :func:`_build_slow`)."""
+    meta = obj.metadata
+    if meta is None or meta is UNSET:
         raise DecodeError("object without metadata")
     spec, status = obj.spec, obj.status
     if bookmark:
@@ -379,7 +407,7 @@ def _build(
         api_version = obj.api_version
     if obj.kind is not UNSET:
         kind = obj.kind
-    return _make(api_version, kind, fast_meta, body, bookmark)
+    return _make(api_version, kind, meta, body, bookmark)
 
 
 def _exact(data: bytes) -> bytes:
@@ -407,22 +435,23 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         self_link,
         managed,
     ) = _astuple(m)
-    if not rv_text:
-        raise DecodeError("object without metadata.resourceVersion")
     if not (rv_text.isdigit() and rv_text.isascii()):
-        raise DecodeError(f"metadata.resourceVersion {rv_text[:32]!r} is not an integer")
+        raise _bad_resource_version(rv_text)
     if not name and not bookmark:
         raise DecodeError("object without metadata.name")
     if namespace:
-        namespace = _intern(namespace)  # shared by every object of the namespace
+        namespace = _NAMES.get(namespace) or _name(namespace)  # one per namespace
         key = f"{namespace}/{name}"
     else:
         key = name
-    if owners:  # shared by the objects of one owner, e.g. a ReplicaSet's pods
-        owners = _OWNERS.get(owners) or _share_owners(owners)
+    if owners:  # one tuple for the objects of one owner, e.g. a ReplicaSet's pods
+        raw_owners = bytes(owners)
+        owners = _OWNERS.get(raw_owners) or _share_owners(raw_owners)
+    else:
+        owners = ()
     return KubeObject(
-        _intern(api_version),
-        _intern(kind),
+        _NAMES.get(api_version) or _name(api_version),
+        _NAMES.get(kind) or _name(kind),
         ObjectMeta(
             name,
             namespace,
@@ -446,17 +475,36 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
     )
 
 
-_OWNERS: dict[tuple[OwnerReference, ...], tuple[OwnerReference, ...]] = {}
+_NAMES: dict[str, str] = {}
+_MAX_NAMES = 4096
+
+
+def _name(text: str) -> str:
+    """``text`` interned in a small table of its own (namespaces, apiVersions, kinds): a
+    lookup there stays in the CPU cache, unlike one in the interpreter's big table."""
+    if len(_NAMES) >= _MAX_NAMES:
+        _NAMES.clear()
+    return _NAMES.setdefault(text, sys.intern(text))
+
+
+def _bad_resource_version(rv_text: str) -> DecodeError:
+    if not rv_text:
+        return DecodeError("object without metadata.resourceVersion")
+    return DecodeError(f"metadata.resourceVersion {rv_text[:32]!r} is not an integer")
+
+
+_OWNERS: dict[bytes, tuple[OwnerReference, ...]] = {}
 _MAX_OWNERS = 4096
 
 
-def _share_owners(owners: tuple[OwnerReference, ...]) -> tuple[OwnerReference, ...]:
-    """Remember ``owners`` so that equal ownerReferences decode to one shared tuple:
-    less memory, and the fresh tuple dies at once instead of adding to the GC's young
-    generation (the store keeps one per object)."""
+def _share_owners(raw: bytes) -> tuple[OwnerReference, ...]:
+    """Decode the ``ownerReferences`` JSON ``raw`` and remember the tuple, so that the
+    objects with the same bytes share it: less memory, and no decoding (the lookup
+    costs a fraction of it) for the siblings and next versions of an object."""
+    owners = _decode(_OWNER_REFS, raw, "valid metadata.ownerReferences")
     if len(_OWNERS) >= _MAX_OWNERS:
         _OWNERS.clear()
-    _OWNERS[owners] = owners
+    _OWNERS[raw] = owners
     return owners
 
 

@@ -12,6 +12,8 @@ from aioinformer._index import (
     by_field,
     by_label,
     by_namespace,
+    metadata_reader,
+    metadata_readers,
 )
 from aioinformer._objects import KubeObject, decode_object
 
@@ -81,3 +83,18 @@ def test_by_field_non_string_values() -> None:
     assert tuple(by_field("spec.tags")(obj(spec={"tags": ["a", "", "b"]}))) == ("a", "b")
     assert tuple(by_field("spec.template")(obj(spec={"template": {"a": 1}}))) == ()
     assert tuple(by_field("spec.a.b")(obj(spec={"a": {"b": "deep"}}))) == ("deep",)
+
+
+def test_metadata_readers_compare_every_index_input_at_once() -> None:
+    same = metadata_readers([by_namespace, by_controller_uid, by_label("app"), by_label("x")])
+    assert same is not None
+    a = obj(labels={"app": "web"}, owners=[owner("u1", True)])
+    assert same(a.metadata) == same(obj(labels={"app": "web"}, owners=[owner("u1", True)]).metadata)
+    assert same(a.metadata) != same(obj(labels={"app": "db"}, owners=[owner("u1", True)]).metadata)
+    assert same(a.metadata) != same(obj(labels={"app": "web"}, owners=[owner("u2", True)]).metadata)
+    assert same(a.metadata) != same(obj(namespace="other", labels={"app": "web"}).metadata)
+    # an index function that reads more than one metadata attribute cannot be skipped
+    assert metadata_readers([by_namespace, by_field("spec.nodeName")]) is None
+    assert metadata_reader(by_field("spec.nodeName")) is None
+    nothing = metadata_readers([])
+    assert nothing is not None and nothing(a.metadata) == nothing(obj("q").metadata)

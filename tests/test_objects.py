@@ -444,6 +444,29 @@ def test_error_messages_never_include_the_line() -> None:
         assert secret not in str(info.value) and len(str(info.value)) < 200
 
 
+def test_owner_references_shared_by_their_bytes_and_validated() -> None:
+    """Equal ownerReferences (siblings, next versions) give one shared tuple; a bad one is
+    a DecodeError on every path, also after a good one was seen."""
+    owners = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "rs", "uid": "u-rs"}]
+    owners[0]["controller"] = True
+
+    def meta(name: str, refs: Any) -> dict[str, Any]:
+        return {"name": name, "namespace": "ns", "resourceVersion": "3", "ownerReferences": refs}
+
+    a = decode_object(wire({**_POD, "metadata": meta("a", owners)}))
+    _, b, _ = decode_event(
+        wire({"type": "MODIFIED", "object": {**_POD, "metadata": meta("b", owners)}})
+    )
+    assert b is not None and a.owner_references is b.owner_references
+    assert a.controller_ref is not None and a.controller_ref.uid == "u-rs"
+    assert decode_object(wire({**_POD, "metadata": meta("c", [])})).owner_references == ()
+    for bad in ([{"kind": "ReplicaSet"}], {"uid": "x"}, [{**owners[0], "uid": 5}]):
+        with pytest.raises(DecodeError, match="ownerReferences"):
+            decode_object(wire({**_POD, "metadata": meta("d", bad)}))
+        with pytest.raises(DecodeError, match="ownerReferences"):
+            decode_event(wire({"type": "ADDED", "object": {**_POD, "metadata": meta("d", bad)}}))
+
+
 def test_decode_object_and_list_errors() -> None:
     with pytest.raises(DecodeError):
         decode_object(b"{")
