@@ -46,7 +46,7 @@ from typing import Any
 
 import orjson
 
-from aioinformer.testing._simchild import rss_bytes
+from aioinformer.testing._procstats import rss_bytes
 
 TOKEN_ENV = "AIOINFORMER_PEER_TOKEN"
 
@@ -309,7 +309,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> dict[str, Any]:  # (its own reader: sync() watches it for EOF)
         line = await reader.readline()
         if not line:
             raise SystemExit(0)

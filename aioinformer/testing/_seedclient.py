@@ -35,6 +35,7 @@ from .._manager import Manager
 from ._procstats import cpu_seconds, rss_bytes
 from ._seed import TOKEN_ENV
 from ._seedops import SeedOperators
+from ._simproc import parent_messages
 from ._workload import statefulset_uid
 
 __all__: list[str] = []
@@ -189,16 +190,7 @@ class InformerProcess:
 
 async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
-    reader = asyncio.StreamReader(limit=64 << 20)
-    loop = asyncio.get_running_loop()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-
-    async def receive() -> dict[str, Any]:
-        line = await reader.readline()
-        if not line:
-            raise SystemExit(1)
-        msg: dict[str, Any] = orjson.loads(line)
-        return msg
+    receive = await parent_messages()
 
     from kubernetes_asyncio import client
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Self
 
@@ -192,6 +193,24 @@ class SimProcess:
             proc.kill()
             await proc.wait()
             raise
+
+
+async def parent_messages() -> Callable[[], Awaitable[dict[str, Any]]]:
+    """In a child process: ``receive()`` for the JSON objects the parent writes on stdin,
+    one per line (up to 64 MiB); ``receive()`` raises ``SystemExit(0)`` once the parent
+    has closed the pipe."""
+    reader = asyncio.StreamReader(limit=64 << 20)
+    loop = asyncio.get_running_loop()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+
+    async def receive() -> dict[str, Any]:
+        line = await reader.readline()
+        if not line:
+            raise SystemExit(0)
+        msg: dict[str, Any] = orjson.loads(line)
+        return msg
+
+    return receive
 
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
