@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aioinformer.testing import ConfigResult
-from aioinformer.testing._seed import CONFIGURATIONS
+from aioinformer.testing._seed import CONFIGURATIONS, split_staleness, staleness_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OPERATOR_KEYS = {
@@ -57,6 +57,9 @@ def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
         for key in ("staleness_p50", "staleness_p99", "staleness_max"):
             assert isinstance(r[key], float) and r[key] >= 0, (name, key)
         assert r["staleness_p50"] <= r["staleness_p99"] <= r["staleness_max"], name
+        # every change crossed the socket, so the wire part is never zero
+        assert 0 < r["wire_p50"] <= r["wire_p99"] <= r["staleness_max"], name
+        assert 0 <= r["informer_p50"] <= r["informer_p99"] <= r["staleness_max"], name
         assert r["reader_latency_p50"] <= r["reader_latency_p99"], name
         assert isinstance(r["fifo_peak"], int) and r["fifo_peak"] >= 0, name
         assert r["fifo_depth"] and r["staleness_series"], name
@@ -82,3 +85,14 @@ def test_demo_command(tmp_path: Path) -> None:
     run([*args, "--json", str(out), "--plot", str(png)], tmp_path)
     check_report(json.loads(out.read_bytes()), ("snapshot+index",))
     assert png.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_split_staleness_adds_up_per_change() -> None:
+    commits = [(10, 1.0), (11, 1.5), (12, 2.0), (13, 3.0)]
+    receipts = [(10, 1.2), (11, 1.6), (11, 9.0), (12, 2.5)]  # 11 again after a relist; 13 never
+    publishes = [(1.25, 10), (1.9, 11), (4.0, 14)]
+    wire, informer = split_staleness(commits, receipts, publishes)
+    assert wire == pytest.approx([0.2, 0.1, 0.5])
+    assert informer == pytest.approx([0.05, 0.3, 1.5])
+    total = [s for _, s in staleness_of(commits[:3], publishes)]
+    assert [w + i for w, i in zip(wire, informer, strict=True)] == pytest.approx(total)

@@ -409,7 +409,8 @@ class Api:
         if patch_rv and str(patch_rv) != str(cur.rv):
             raise ApiError.conflict(rt.plural, rt.group, name)
         managed = patch if isinstance(patch, dict) else new
-        return self._write(rt, cur, new, subresource, manager, managed)
+        # the merges copy their target, so ``obj`` is still the stored state: no decode again
+        return self._write(rt, cur, new, subresource, manager, managed, old=obj)
 
     def _write(
         self,
@@ -419,14 +420,21 @@ class Api:
         subresource: str | None,
         manager: str,
         managed_body: Mapping[str, Any],
+        *,
+        old: dict[str, Any] | None = None,
     ) -> Stored:
         """The common tail of update and patch: keep what the client may not change,
-        validate, bump generation on spec changes, skip no-ops, handle the last finalizer."""
-        old = cur.decode()
+        validate, bump generation on spec changes, skip no-ops, handle the last finalizer.
+        ``old`` is ``cur`` decoded, if the caller has it (read, never changed, here)."""
+        if old is None:
+            old = cur.decode()
         old_meta = old["metadata"]
         name = old_meta["name"]
         if subresource == "status":
-            merged = _clone(old)
+            # everything but the status from the stored state: only the top level and the
+            # metadata are changed below (``_reorder`` makes both anew), so they are shared
+            merged = dict(old)
+            merged["metadata"] = dict(old_meta)
             if "status" in new:
                 merged["status"] = new["status"]
             else:

@@ -19,7 +19,8 @@ freshness protection (expectations + read-your-writes gate) and once without, ea
 own namespace, and counts their 409 answers and extra pods.
 
 Figures per configuration (:class:`ConfigResult`, the keys of ``--json``): staleness of
-every pod change (sim commit time -> first published state containing it: p50/p99/max),
+every pod change (sim commit time -> first published state containing it: p50/p99/max,
+and split into its wire and informer parts),
 FIFO depth over time and its peak, writer throughput (deltas applied per second of load),
 reader latency p50/p99 and calls completed, 409s and extra pods, the informer process's
 RSS and sync time.
@@ -124,6 +125,14 @@ class ConfigResult:
     """Reader fetches completed during the load."""
     rss_bytes: int
     """Resident memory of the informer process at the end."""
+    wire_p50: float = 0.0
+    wire_p99: float = 0.0
+    """The part of staleness before the informer: sim commit -> its watcher read the
+    event (the sim's write path, the socket, the informer process's loop)."""
+    informer_p50: float = 0.0
+    informer_p99: float = 0.0
+    """The part in the informer: its watcher read the event -> the first published state
+    that contains it (DeltaFIFO wait and store writer)."""
     conflicts_409: dict[str, int] = field(default_factory=dict)
     """409 answers per operator (``podset/protected`` ...), with examples_dir."""
     extra_pods: dict[str, int] = field(default_factory=dict)
@@ -181,6 +190,30 @@ def staleness_of(
         if i < len(publishes):
             out.append((committed, max(0.0, publishes[i][0] - committed)))
     return out
+
+
+def split_staleness(
+    commits: Sequence[tuple[int, float]],
+    receipts: Sequence[tuple[int, float]],
+    publishes: Sequence[tuple[float, int]],
+) -> tuple[list[float], list[float]]:
+    """Per commit (rv, time) that was received and published: the wire part (first
+    receipt of that rv minus the commit time) and the informer part (first publish whose
+    RV is at least rv minus the receipt). Receipts are (rv, time), publishes (time, rv)."""
+    first: dict[int, float] = {}
+    for rv, t in receipts:
+        first.setdefault(rv, t)
+    rvs = [rv for _, rv in publishes]
+    wire: list[float] = []
+    informer: list[float] = []
+    for rv, committed in commits:
+        received = first.get(rv)
+        i = bisect.bisect_left(rvs, rv)
+        if received is None or i >= len(publishes):
+            continue
+        wire.append(max(0.0, received - committed))
+        informer.append(max(0.0, publishes[i][0] - received))
+    return wire, informer
 
 
 async def run_seed(options: SeedOptions, progress: Progress | None = None) -> SeedReport:
@@ -287,6 +320,7 @@ def summarise(
     in_load = [(rv, t) for rv, t in commits if t_start <= t <= t_end]
     timed = staleness_of(in_load, [(t, rv) for t, rv in raw["publishes"]])
     stale = [s for _, s in timed]
+    wire, informer = split_staleness(in_load, raw.get("receipts", []), raw["publishes"])
     step = options.sample_interval
     worst: dict[int, float] = {}
     for committed, s in timed:
@@ -311,6 +345,10 @@ def summarise(
         reader_latency_p99=percentile(latencies, 0.99),
         reader_calls=len(latencies),
         rss_bytes=raw["rss_bytes"],
+        wire_p50=percentile(wire, 0.50),
+        wire_p99=percentile(wire, 0.99),
+        informer_p50=percentile(informer, 0.50),
+        informer_p99=percentile(informer, 0.99),
         conflicts_409=raw.get("conflicts_409", {}),
         extra_pods=raw.get("extra_pods", {}),
         operators_converged=raw.get("operators_converged"),

@@ -12,8 +12,8 @@ the environment (never on the command line). It talks JSON lines with the parent
 3. stdin: ``{"drain_to": rv}``: stops the readers, waits until the informer has published
    ``rv``, lets the operators settle, prints the result object and exits.
 
-The result holds raw measurements (publish times, reader latencies, samples, operator
-counters, RSS); the parent turns them into the figures (:func:`._seed.summarise`).
+The result holds raw measurements (publish times, receive times, reader latencies,
+samples, operator counters, RSS); the parent turns them into the figures (:func:`._seed.summarise`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 
 from .._errors import FreshnessTimeout
+from .._fifo import Delta, DeltaFIFO, Item
 from .._informer import Informer, InformerStats
 from .._manager import Manager
 from ._procstats import cpu_seconds, rss_bytes
@@ -82,6 +83,23 @@ class Readers:
             await asyncio.sleep(0)
 
 
+RECEIPTS: list[tuple[int, float]] = []
+"""(resourceVersion, receive time) of every delta the pods informer's watcher queued."""
+
+
+class ReceiptFIFO(DeltaFIFO):
+    """The pods informer's DeltaFIFO, also noting each delta's RV and receive time in
+    :data:`RECEIPTS`: staleness splits into the wire (sim commit -> watcher) and the
+    informer (watcher -> published snapshot). One list append per event."""
+
+    __slots__ = ()
+
+    def put_nowait(self, item: Item) -> None:
+        if type(item) is Delta:
+            RECEIPTS.append((item.obj.rv, item.received))
+        super().put_nowait(item)
+
+
 class InformerProcess:
     """One configuration's informer process: its manager, readers and measurements."""
 
@@ -95,6 +113,7 @@ class InformerProcess:
                 self.manager, cfg["examples_dir"], cfg["tag"], cfg["podsets"], cfg["replicas"]
             )
         self.publishes: list[tuple[float, int]] = []
+        self.pods._fifo.__class__ = ReceiptFIFO  # same layout: a DeltaFIFO that takes notes
         self.pods.on_publish(lambda _seq, rv: self.publishes.append((time.monotonic(), rv)))
         self.samples: list[list[float]] = []
         uids = owner_uids(cfg["owners"], cfg["namespaces"])
@@ -174,6 +193,7 @@ class InformerProcess:
             "t_start": self.t_start,
             "t_end": self.t_end,
             "publishes": self.publishes,
+            "receipts": RECEIPTS,
             "samples": self.samples,
             "latencies": self.readers.latencies,
             "applied": self.applied1 - self.applied0,
