@@ -139,12 +139,15 @@ class Controller:
         )
         mapper = _controller_owner(self.primary_kind)
         for inf in owns:
+            # An owner and its namespaced dependents share a namespace: a namespaced
+            # primary's controller needs no event of another namespace's objects
             inf.add_handler(
                 on_add=lambda o, m=mapper: self._owned_added(o, m),
                 on_update=lambda _old, new, m=mapper: self._enqueue(m(new)),
                 on_delete=lambda o, m=mapper: self._owned_deleted(o, m),
                 name=f"{self.name}/owns:{inf.name}",
                 coalesce=False,
+                namespace=primary.namespace,
             )
         for inf, fn in watches:
             inf.add_handler(

@@ -43,6 +43,10 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   subscription's ``has_synced`` turns True once it has handled every notification queued
   before that call. One added later first gets ADDED for each object of ``initial`` (read
   the snapshot and subscribe without awaiting in between) and syncs once it handled those.
+* **Namespace.** A subscription made with ``namespace="ns"`` is given only the changes of
+  objects in that namespace (a namespace never changes, so nothing else is ever owed to
+  it). The others are never queued: a namespaced controller on a cluster-wide informer
+  does not pay, per event of the other namespaces, for a notification and a handler call.
 * **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms; a
   sync handler still runs on the loop, and one that blocks, blocks everything.
 * **Shutdown.** :meth:`Dispatcher.aclose` drops what is queued, cancels running handlers,
@@ -140,9 +144,16 @@ class Subscription:
     """
 
     def __init__(
-        self, dispatcher: Dispatcher, name: str, coalesce: bool, max_queue: int | None
+        self,
+        dispatcher: Dispatcher,
+        name: str,
+        coalesce: bool,
+        max_queue: int | None,
+        namespace: str | None = None,
     ) -> None:
         self.name = name
+        self.namespace = namespace
+        """Only changes of objects in this namespace are queued (None: every change)."""
         self.peak_depth = self.handled_total = self.errors_total = self.overflows = 0
         self.last_error: HandlerError | None = None
         self._dispatcher = dispatcher
@@ -231,7 +242,10 @@ class Subscription:
     def _enqueue(self, changes: Iterable[Change]) -> None:
         if self._closed:
             return
+        namespace = self.namespace
         for change in changes:
+            if namespace is not None and change.obj.metadata.namespace != namespace:
+                continue
             self._seq += 1
             if self._coalescing:
                 self._merge(change, self._seq)
@@ -443,15 +457,17 @@ class Dispatcher:
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
+        namespace: str | None = None,
     ) -> Subscription:
         """Subscribe handlers, called in the subscription's own task (sync or async).
 
         ``initial``: objects announced as ADDED first (the informer passes its snapshot to
         a subscriber added after it synced). ``max_queue`` (exact subscribers): the backlog
         beyond which notifications are merged per key; None for unbounded (see the module
-        docstring's overflow policy). ``name`` defaults to the first handler's
-        qualified name. :class:`ConfigError` without any handler, :class:`ClosedError`
-        after :meth:`aclose`.
+        docstring's overflow policy). ``namespace``: only objects in it (see the module
+        docstring). ``name`` defaults to the first handler's qualified name.
+        :class:`ConfigError` without any handler, :class:`ClosedError` after
+        :meth:`aclose`.
         """
         handlers = (on_add, on_update, on_delete)
         first = next((fn for fn in handlers if fn is not None), None)
@@ -459,7 +475,9 @@ class Dispatcher:
             raise ConfigError("add_handler needs on_add, on_update or on_delete (or events())")
         loop = asyncio.get_running_loop()
         default = getattr(first, "__qualname__", "handler")
-        sub = self._subscribe(name or f"{default}#{self._count + 1}", coalesce, max_queue, initial)
+        sub = self._subscribe(
+            name or f"{default}#{self._count + 1}", coalesce, max_queue, initial, namespace
+        )
         sub._task = loop.create_task(sub._run(handlers), name=f"{self.name}/{sub.name}")
         self._tasks.add(sub._task)
         sub._task.add_done_callback(self._task_done)
@@ -472,20 +490,28 @@ class Dispatcher:
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
+        namespace: str | None = None,
     ) -> EventStream:
         """Subscribe as an async iterator of :class:`Change` (see :class:`EventStream`)."""
         name = name or f"events#{self._count + 1}"
-        return EventStream(self._subscribe(name, coalesce, max_queue, initial))
+        return EventStream(self._subscribe(name, coalesce, max_queue, initial, namespace))
 
     def _subscribe(
-        self, name: str, coalesce: bool, max_queue: int | None, initial: Iterable[KubeObject]
+        self,
+        name: str,
+        coalesce: bool,
+        max_queue: int | None,
+        initial: Iterable[KubeObject],
+        namespace: str | None = None,
     ) -> Subscription:
         if self._closed:
             raise ClosedError(f"{self.name}: the dispatcher is closed")
         if max_queue is not None and max_queue < 1:
             raise ConfigError(f"max_queue must be >= 1 or None, not {max_queue}")
+        if namespace is not None and (not isinstance(namespace, str) or not namespace):
+            raise ConfigError(f"namespace must be a non-empty string or None, not {namespace!r}")
         self._count += 1
-        sub = Subscription(self, name, coalesce, max_queue)
+        sub = Subscription(self, name, coalesce, max_queue, namespace)
         sub._enqueue(Change("ADDED", obj, None) for obj in initial)
         if self._synced:
             sub._set_sync_target()

@@ -374,10 +374,10 @@ class Informer:
 
     # -- handlers ------------------------------------------------------------------------------
 
-    def _initial(self) -> Iterable[KubeObject]:
+    def _initial(self, namespace: str | None = None) -> Iterable[KubeObject]:
         if not self.has_synced or isinstance(self._store, LockedStore):
             return ()
-        return self._store.snapshot().list()
+        return self._store.snapshot().list(namespace)
 
     def add_handler(
         self,
@@ -388,11 +388,13 @@ class Informer:
         coalesce: bool = False,
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
+        namespace: str | None = None,
     ) -> Subscription:
         """Subscribe handlers (sync or async): ``on_add(obj)``, ``on_update(old, new)``,
         ``on_delete(obj)``. Each subscription has its own queue and task; a late one first
         receives ADDED for every cached object. ``max_queue`` caps an exact subscriber's
-        backlog (None: unbounded; see :mod:`aioinformer._handlers`)."""
+        backlog (None: unbounded); ``namespace`` restricts it to the objects of one
+        namespace, the others never queued (see :mod:`aioinformer._handlers`)."""
         return self._dispatcher.add_handler(
             on_add,
             on_update,
@@ -400,7 +402,8 @@ class Informer:
             coalesce=coalesce,
             name=name,
             max_queue=max_queue,
-            initial=self._initial(),
+            initial=self._initial(namespace),
+            namespace=namespace,
         )
 
     def events(
@@ -409,10 +412,16 @@ class Informer:
         coalesce: bool = False,
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
+        namespace: str | None = None,
     ) -> EventStream:
-        """``async for change in informer.events()``: the changes, in order."""
+        """``async for change in informer.events()``: the changes, in order (only those of
+        ``namespace``'s objects, if given)."""
         return self._dispatcher.events(
-            coalesce=coalesce, name=name, max_queue=max_queue, initial=self._initial()
+            coalesce=coalesce,
+            name=name,
+            max_queue=max_queue,
+            initial=self._initial(namespace),
+            namespace=namespace,
         )
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:

@@ -499,6 +499,49 @@ async def test_stuck_subscribers_on_an_informer_stay_bounded_and_are_reported(
         stuck.set()
 
 
+async def test_namespace_subscribers_get_only_their_namespace_and_still_sync() -> None:
+    d = Dispatcher()
+    mine = Recorder()
+    d.add_handler(mine.on_add, mine.on_update, mine.on_delete, namespace="n")
+    stream = d.events(namespace="n")
+    other = Recorder()
+    d.add_handler(other.on_add, namespace="nowhere")
+    a, b = obj("a", 1, ns="n"), obj("b", 2, ns="m")
+    a2 = obj("a", 3, ns="n")
+    d.dispatch([added(a), added(b), updated(b, obj("b", 4, ns="m")), updated(a, a2)])
+    d.dispatch([deleted(a2)])
+    d.mark_synced()
+    expected = [("ADDED", "n/a", 1, None), ("UPDATED", "n/a", 3, 1), ("DELETED", "n/a", 3, None)]
+    assert [note(c) for c in [await anext(stream) for _ in range(3)]] == expected
+    subs = d.subscriptions
+    for sub in (subs[0], subs[2]):
+        await asyncio.wait_for(sub.wait_synced(), 5)
+    assert mine.notes == expected
+    assert other.notes == [] and subs[2].handled_total == 0 and subs[2].has_synced
+    with pytest.raises(ConfigError):
+        d.add_handler(lambda o: None, namespace="")
+    await d.aclose()
+
+
+async def test_late_namespace_subscriber_on_an_informer_starts_from_its_namespace(
+    sim: KubeSim,
+) -> None:
+    for ns in ("team-a", "team-b"):
+        sim.create("namespaces", {"metadata": {"name": ns}})
+        for i in range(3):
+            sim.create("pods", {"metadata": {"name": f"p{i}"}, "spec": POD_SPEC}, ns)
+    async with sim.api_client() as api, InformerFactory(api) as factory:
+        pods = factory.informer("v1", "pods")
+        await factory.wait_for_sync(timeout=30)
+        seen: list[str] = []
+        sub = pods.add_handler(on_add=lambda o: seen.append(o.key), namespace="team-b")
+        sim.create("pods", {"metadata": {"name": "late"}, "spec": POD_SPEC}, "team-a")
+        sim.create("pods", {"metadata": {"name": "late"}, "spec": POD_SPEC}, "team-b")
+        await pods.wait_for_rv(sim.resource_version, timeout=30)  # dispatched by then
+        await asyncio.wait_for(sub.join(), 10)
+        assert sorted(seen) == ["team-b/late", "team-b/p0", "team-b/p1", "team-b/p2"]
+
+
 # -- slow-handler warning ----------------------------------------------------------------------
 
 

@@ -146,7 +146,11 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
             await eventually(lambda: activity.done[before:].count(("a", "a/owner")) >= 1)
             await secrets.wait_for_rv(sim.resource_version, timeout=5)
             await asyncio.sleep(0.2)  # time for a wrong enqueue to show (none may)
+            handled = {h.name: h.handled_total for h in secrets.stats().handlers}
     assert all(replica == key.split("/")[0] for replica, key in activity.done)
+    # the secret in "a" never even reached cm-b's queue: owned objects share their
+    # owner's namespace, so a namespaced controller subscribes to its namespace only
+    assert handled["cm-a/owns:secrets"] >= 1 and handled["cm-b/owns:secrets"] == 0
 
 
 async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:

@@ -60,7 +60,13 @@ class SeedOperators:
         pods: Informer = self.ops["podset/protected"].pods
         self._live: dict[tuple[str, str], set[str]] = defaultdict(set)  # (agent uid, node)
         self._extra: dict[str, int] = defaultdict(int)
-        pods.add_handler(on_add=self._added, on_delete=self._deleted, name="seed-extra-pods")
+        for protect in (True, False):
+            pods.add_handler(
+                on_add=self._added,
+                on_delete=self._deleted,
+                name=f"seed-extra-pods/{self.namespace(protect)}",
+                namespace=self.namespace(protect),
+            )
 
     def namespace(self, protect: bool) -> str:
         return f"{self.tag}-{'on' if protect else 'off'}"
