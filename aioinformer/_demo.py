@@ -153,7 +153,7 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
         console.print("examples/ not found: running without the example operators")
     report = asyncio.run(_run(options, console))
     report.command = command_line()
-    console.print(report_table(report))
+    console.print(report_table(report, compact=console.width < 120))
     if args.json:
         Path(args.json).write_bytes(report.to_json())
         console.print(f"report written to {args.json}")

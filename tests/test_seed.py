@@ -96,3 +96,42 @@ def test_split_staleness_adds_up_per_change() -> None:
     assert informer == pytest.approx([0.05, 0.3, 1.5])
     total = [s for _, s in staleness_of(commits[:3], publishes)]
     assert [w + i for w, i in zip(wire, informer, strict=True)] == pytest.approx(total)
+
+
+def test_report_table_full_and_compact() -> None:
+    """The demo's table: every column when the terminal is wide, five that fit 80 columns
+    when it is not, with the operators' 409s and extra pods still in."""
+    from rich.console import Console
+
+    from aioinformer.testing import SeedOptions, SeedReport
+    from aioinformer.testing._seedreport import report_table
+
+    result = ConfigResult(
+        config="snapshot+index",
+        objects=10,
+        sync_seconds=0.1,
+        changes=5,
+        offered_rate=10.0,
+        sim_rate=9.0,
+        staleness_p50=0.02,
+        staleness_p99=0.075,
+        staleness_max=0.7,
+        fifo_peak=52,
+        writer_throughput=9.0,
+        reader_latency_p50=0.001,
+        reader_latency_p99=0.0034,
+        reader_calls=7,
+        rss_bytes=2**20,
+        conflicts_409={"podset/protected": 0, "podset/unprotected": 3},
+        extra_pods={"nodeagent/protected": 0, "nodeagent/unprotected": 4},
+    )
+    options = dict(vars(SeedOptions()))
+    report = SeedReport(options, {}, 10, 1.0, 2**20, [result])
+    for compact, width in ((False, 200), (True, 80)):
+        console = Console(width=width, record=True)
+        console.print(report_table(report, compact=compact))
+        text = console.export_text()
+        assert max(len(line) for line in text.splitlines()) <= width
+        assert "snapshot+index" in text and "75.0 ms" in text and "3.4 ms" in text
+        assert ("0 / 3, 0 / 4" in text) == compact
+        assert ("700.0 ms" in text) != compact  # staleness max only in the full table

@@ -25,32 +25,45 @@ def _pair(values: dict[str, int], kind: str) -> str:
     return f"{values.get(f'{kind}/protected', 0)} / {values.get(f'{kind}/unprotected', 0)}"
 
 
-def report_table(report: SeedReport) -> Table:
+_COLUMNS = (
+    "configuration",
+    "staleness p50",
+    "p99",
+    "max",
+    "FIFO peak",
+    "writer/s",
+    "read p50",
+    "read p99",
+    "reads",
+    "PodSet 409s on/off",
+    "NodeAgent extra on/off",
+    "RSS",
+)
+_COMPACT = ("configuration", "p99", "FIFO peak", "read p99", "PodSet 409s on/off")
+_COMPACT_TITLES = {"p99": "staleness p99", "PodSet 409s on/off": "409s, extra on/off"}
+
+
+def report_table(report: SeedReport, *, compact: bool = False) -> Table:
     """One row per configuration: staleness, FIFO peak, writer and reader figures, the
-    operators' 409s and extra pods (protected / unprotected), RSS."""
+    operators' 409s and extra pods (protected / unprotected), RSS. ``compact``: only
+    staleness p99, FIFO peak, reader p99 and the operators' figures (fits 80 columns)."""
     o = report.options
     title = (
         f"seed scenario: {report.pods:,} pods ({o['owners']} owners x {o['pods_per_owner']}), "
         f"{o['readers']} readers, {o['rate']:.0f} writes/s offered for {o['duration']:.0f} s"
     )
     table = Table(title=title)
-    for name in (
-        "configuration",
-        "staleness p50",
-        "p99",
-        "max",
-        "FIFO peak",
-        "writer/s",
-        "read p50",
-        "read p99",
-        "reads",
-        "PodSet 409s on/off",
-        "NodeAgent extra on/off",
-        "RSS",
-    ):
-        table.add_column(name, justify="left" if name == "configuration" else "right")
+    names = _COMPACT if compact else _COLUMNS
+    for name in names:
+        title = _COMPACT_TITLES.get(name, name) if compact else name
+        table.add_column(title, justify="left" if name == "configuration" else "right")
     for r in report.results:
-        table.add_row(*_row(r))
+        row = dict(zip(_COLUMNS, _row(r), strict=True))
+        if compact:  # PodSet 409s and NodeAgent extra pods, each protected / unprotected
+            row["PodSet 409s on/off"] = (
+                f"{_pair(r.conflicts_409, 'podset')}, {_pair(r.extra_pods, 'nodeagent')}"
+            )
+        table.add_row(*(row[name] for name in names))
     return table
 
 
