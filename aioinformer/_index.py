@@ -22,6 +22,7 @@ Other index functions are always called.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_INDEXERS",
     "IndexFunc",
+    "IndexGuard",
     "by_controller_uid",
     "by_field",
     "by_label",
@@ -77,6 +79,50 @@ def metadata_readers(fns: Iterable[IndexFunc]) -> Callable[[ObjectMeta], object]
     if not attributes:
         return lambda meta: None  # no index at all: nothing can change
     return attrgetter(*attributes)
+
+
+class IndexGuard:
+    """Keeps a store's writer alive when an index function raises.
+
+    :meth:`guard` wraps an index function so that an exception leaves that object out of
+    that index (no values), is counted in :attr:`errors` and logged as a WARNING naming
+    the index, the object key and the exception (the first 10, then every 1000th). The
+    object itself is stored as usual: ``get``/``list`` find it, only ``by_index`` on the
+    failing index does not. The built-ins that read one metadata attribute cannot raise
+    and are returned unwrapped.
+    """
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.errors = 0
+        """Index function calls that raised."""
+        self._log = logger
+
+    def guard(self, name: str, fn: IndexFunc) -> IndexFunc:
+        """``fn``, made safe (see the class docstring)."""
+        if _attribute(fn) is not None:
+            return fn
+
+        def guarded(obj: KubeObject) -> tuple[str, ...]:
+            try:
+                return tuple(fn(obj))  # a generator may raise half-way: inside the try
+            except Exception as exc:
+                self._failed(name, obj, exc)
+                return _NONE
+
+        guarded.__qualname__ = getattr(fn, "__qualname__", "index")
+        guarded.__wrapped__ = fn  # type: ignore[attr-defined]
+        return guarded
+
+    def _failed(self, name: str, obj: KubeObject, exc: Exception) -> None:
+        n = self.errors = self.errors + 1
+        if n <= 10 or n % 1000 == 0:
+            self._log.warning(
+                "index %r: the index function raised on %s: %r; left out of that index [%d so far]",
+                name,
+                obj.key,
+                exc,
+                n,
+            )
 
 
 def _reads(fn: Callable[..., Any], attribute: str) -> None:

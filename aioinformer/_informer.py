@@ -87,6 +87,8 @@ class InformerStats:
     """Lines skipped because they were not valid events or objects."""
     transform_errors: int = 0
     """Objects the transform raised on (skipped)."""
+    index_errors: int = 0
+    """Index function calls that raised (the object left out of that index)."""
     stream_errors: int = 0
     """Failed requests without an HTTP status (connection, cut or stalled stream, non-JSON)."""
     errors_by_code: Mapping[int, int] = field(default_factory=dict)
@@ -450,6 +452,7 @@ class Informer:
             watch_restarts=ws.watch_restarts,
             decode_errors=ws.decode_errors,
             transform_errors=ws.transform_errors,
+            index_errors=self._store.index_errors,
             stream_errors=ws.stream_errors,
             errors_by_code=dict(ws.errors_by_code),
             last_error=ws.last_error,

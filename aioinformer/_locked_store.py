@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NoReturn
 import aiorwlock
 
 from ._errors import ConfigError
-from ._index import IndexFunc
+from ._index import IndexFunc, IndexGuard
 from ._store import (
     Change,
     IndexPlan,
@@ -213,7 +213,8 @@ class LockedStore:
     """
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
-        self._funcs = merge_indexers(indexers)
+        self._guard = IndexGuard(log)
+        self._funcs = {n: self._guard.guard(n, f) for n, f in merge_indexers(indexers).items()}
         self._plan = index_plan(self._funcs)
         self._objects: dict[str, KubeObject] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._funcs}
@@ -244,6 +245,11 @@ class LockedStore:
         """The names of the indexes."""
         return builtins.list(self._funcs)
 
+    @property
+    def index_errors(self) -> int:
+        """Index function calls that raised (each left its object out of that index)."""
+        return self._guard.errors
+
     async def apply(
         self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
     ) -> builtins.list[Change]:
@@ -264,6 +270,7 @@ class LockedStore:
         """Build index ``name`` over every object under the write lock."""
         if not isinstance(name, str) or not name:
             raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        fn = self._guard.guard(name, fn)
         async with self._lock.writer_lock:
             if name in self._funcs:
                 raise ConfigError(f"index {name!r} already exists")

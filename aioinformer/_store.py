@@ -22,8 +22,10 @@ persistent ``immutables.Map`` s (changed only when index values change). Contrac
 * Batch semantics: a Delta ADDED/UPDATED upserts, a DELETED removes (deleting an unknown
   key is ignored); a Replace makes the store equal to its objects in the same swap,
   reporting ADDED, UPDATED (resourceVersion changed) and DELETED (vanished keys:
-  tombstones) changes; a Bookmark only advances ``resource_version``. A batch that raises
-  (e.g. an index function failing) publishes nothing: the previous snapshot stays current.
+  tombstones) changes; a Bookmark only advances ``resource_version``. An index function
+  that raises leaves that object out of that index, counted in ``index_errors`` and
+  logged (:class:`._index.IndexGuard`): the writer goes on. A batch that still raises
+  publishes nothing: the previous snapshot stays current.
 
 :class:`LockedStore` (in :mod:`._locked_store`, re-exported here) is the baseline the
 benchmarks compare against: dicts behind a readers-writer lock, client-go's ThreadSafeStore.
@@ -42,7 +44,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
 import immutables
 
 from ._errors import ConfigError
-from ._index import DEFAULT_INDEXERS, IndexFunc, metadata_reader, metadata_readers
+from ._index import DEFAULT_INDEXERS, IndexFunc, IndexGuard, metadata_reader, metadata_readers
 from ._pmap import FrozenMap
 
 if TYPE_CHECKING:
@@ -492,7 +494,8 @@ class SnapshotStore:
     """
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
-        self._funcs = merge_indexers(indexers)
+        self._guard = IndexGuard(log)
+        self._funcs = {n: self._guard.guard(n, f) for n, f in merge_indexers(indexers).items()}
         self._plan = index_plan(self._funcs)
         self._snapshot = Snapshot(
             FrozenMap(),
@@ -517,6 +520,11 @@ class SnapshotStore:
     def indexers(self) -> builtins.list[str]:
         """The names of the published indexes."""
         return builtins.list(self._funcs)
+
+    @property
+    def index_errors(self) -> int:
+        """Index function calls that raised (each left its object out of that index)."""
+        return self._guard.errors
 
     async def apply(
         self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
@@ -554,6 +562,7 @@ class SnapshotStore:
             raise ConfigError(f"index {name!r} already exists")
         if chunk < 1:
             raise ConfigError(f"chunk must be at least 1, not {chunk}")
+        fn = self._guard.guard(name, fn)
         pending: builtins.list[Change] = []
         self._building[name] = pending
         try:

@@ -449,3 +449,33 @@ async def test_namespace_deleted_while_watched(caplog: pytest.LogCaptureFixture)
                 assert st.errors_by_code == {} and st.decode_errors == 0 and st.last_error == ""
                 assert st.relists == 0
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+# -- the user's own code failing ------------------------------------------------------------------
+
+
+async def test_index_function_raising(caplog: pytest.LogCaptureFixture) -> None:
+    """An index function that raises on some objects does not stop the writer: those
+    objects are cached (get/list) but left out of that index, each failure counted and
+    logged with the index, the key and the exception; the rest of the index works."""
+    caplog.set_level(logging.INFO, logger="aioinformer")
+
+    def by_owner_team(obj: Any) -> list[str]:
+        return [obj.annotations["team"]]  # KeyError when the annotation is missing
+
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", {**pod("a"), "metadata": {"name": "a", "annotations": {"team": "x"}}})
+        async with InformerFactory(api, "default", watcher_options=options()) as factory:
+            inf = factory.informer("v1", "pods", indexers={"team": by_owner_team})
+            await inf.wait_synced(timeout=15)
+            sim.create("pods", pod("b"), "default")  # no annotation: the function raises
+            sim.create("pods", pod("c"), "default")
+            want = sim.versions("pods", "default")
+            await eventually(lambda: cached(inf) == want, "convergence")
+            snap = inf.snapshot()
+            assert sorted(snap.keys()) == ["default/a", "default/b", "default/c"]
+            assert [o.key for o in snap.by_index("team", "x")] == ["default/a"]
+            assert snap.index_values("team") == ["x"]
+            assert inf.stats().index_errors == 2
+    msg = next(r.getMessage() for r in caplog.records if "index 'team'" in r.getMessage())
+    assert "default/b" in msg and "KeyError('team')" in msg and "left out of that index" in msg
