@@ -151,15 +151,21 @@ class InformerFactory:
                 self._start(inf)
 
     async def wait_for_sync(self, timeout: float | None = None) -> None:
-        """Wait until every informer has applied its initial list (``FreshnessTimeout``)."""
+        """Wait until every informer has applied its initial list; after ``timeout``
+        seconds, ``FreshnessTimeout`` naming each informer still waiting and its last
+        list/watch error."""
         try:
             await asyncio.wait_for(
                 asyncio.gather(*(inf.wait_synced() for inf in self._informers.values())),
                 timeout,
             )
         except TimeoutError:
-            pending = [i.name for i in self._informers.values() if not i.has_synced]
-            raise FreshnessTimeout(f"not synced after {timeout}s: {', '.join(pending)}") from None
+            pending = [
+                f"{i.name} ({i.stats().last_error or 'no error seen'})"
+                for i in self._informers.values()
+                if not i.has_synced
+            ]
+            raise FreshnessTimeout(f"not synced after {timeout}s: {'; '.join(pending)}") from None
 
     async def stop(self) -> None:
         """Stop every informer and wait for their tasks. A second call is harmless."""

@@ -79,8 +79,14 @@ class Manager:
         leader_election: LeaderElection | None = None,
         sharding: Sharding | None = None,
         watcher_options: Mapping[str, Any] | None = None,
+        cache_sync_timeout: float | None = 120.0,
     ) -> None:
         self.api_client = api_client
+        self.cache_sync_timeout = cache_sync_timeout
+        """Seconds :meth:`run` waits for every informer's initial sync before it gives up
+        with :class:`FreshnessTimeout` naming the informers still waiting and their last
+        error (controller-runtime's CacheSyncTimeout, 2 min): a missing CRD or RBAC rule
+        fails the start visibly instead of blocking every controller. None: no limit."""
         self.factory = InformerFactory(
             api_client, namespace, store=store, watcher_options=watcher_options
         )
@@ -140,7 +146,9 @@ class Manager:
     async def run(self) -> None:
         """Run until cancelled: metrics endpoint, informers, then controllers (while
         leading, with leader election). Cancelling it stops everything in order:
-        controllers (in-flight reconciles finish), then informers, then the rest."""
+        controllers (in-flight reconciles finish), then informers, then the rest. Raises
+        :class:`FreshnessTimeout` if the informers do not sync within
+        ``cache_sync_timeout``."""
         runner = None
         if self.metrics_port is not None:
             runner, self.bound_metrics_port = await self.metrics.serve(
@@ -149,8 +157,8 @@ class Manager:
         try:
             async with self.factory:
                 try:
+                    await self.factory.wait_for_sync(self.cache_sync_timeout)
                     async with asyncio.TaskGroup() as tg:
-                        await self.factory.wait_for_sync()
                         if self.elector is not None:
                             tg.create_task(self._lead(), name="manager-leader")
                         else:

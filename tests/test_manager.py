@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
+import pytest
 
 from aioinformer._controller import Result
+from aioinformer._errors import FreshnessTimeout
 from aioinformer._manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
 
@@ -151,6 +153,23 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
     # the secret in "a" never even reached cm-b's queue: owned objects share their
     # owner's namespace, so a namespaced controller subscribes to its namespace only
     assert handled["cm-a/owns:secrets"] >= 1 and handled["cm-b/owns:secrets"] == 0
+
+
+async def test_a_missing_crd_fails_the_start_after_cache_sync_timeout(sim: KubeSim) -> None:
+    """An informer that cannot sync (its CRD is not installed) stops the manager after
+    ``cache_sync_timeout`` with an error naming it and why, instead of blocking every
+    controller; no controller ever ran."""
+    activity = Activity()
+    async with sim.api_client() as api:
+        m = Manager(api, watcher_options=FAST, cache_sync_timeout=1.0)
+        widgets = m.informer("example.invalid/v1", "widgets")
+        m.controller("widgets", activity.reconciler("x"), primary=widgets, primary_kind="Widget")
+        with pytest.raises(FreshnessTimeout) as err:
+            await asyncio.wait_for(m.run(), 30)
+    message = str(err.value)
+    assert "not synced after 1.0s" in message and "widgets" in message
+    assert "404" in message and "CRD" in message
+    assert activity.done == [] and all(not c._workers for c in m.controllers)
 
 
 async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:

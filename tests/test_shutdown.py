@@ -204,24 +204,33 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
 async def test_one_failing_informer_does_not_stop_the_others(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A transform that raises on every object, a resource that is not served (404) and an
-    informer whose writer dies (an index function that raises): each is contained, logged
-    and counted, and the healthy informer keeps following the server."""
+    """A transform that raises on every object, an index function that raises on every
+    object, a resource that is not served (404) and an informer whose writer dies (a
+    publish listener that raises, against its contract): each is contained, logged and
+    counted, and the healthy informer keeps following the server."""
     caplog.set_level(logging.INFO, logger="aioinformer")
 
     def bad_index(obj: KubeObject) -> list[str]:
         raise RuntimeError("index function bug")
 
+    def bad_listener(seq: int, rv: int) -> None:
+        raise RuntimeError("publish listener bug")
+
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("configmaps", cm("c"), "default")
         sim.create("secrets", {"metadata": {"name": "s"}, "data": {}}, "default")
+        sim.create("serviceaccounts", {"metadata": {"name": "sa"}}, "default")
         async with InformerFactory(api, watcher_options=options()) as factory:
             pods = factory.informer("v1", "pods")
             cms = factory.informer("v1", "configmaps", transform=explode)
             podsets = factory.informer("example.aioinformer.dev/v1", "podsets")
-            secrets = factory.informer("v1", "secrets", indexers={"bad": bad_index})
+            indexed = factory.informer("v1", "secrets", indexers={"bad": bad_index})
+            secrets = factory.informer("v1", "serviceaccounts")
+            secrets.on_publish(bad_listener)
             await pods.wait_synced(timeout=15)
-            await eventually(lambda: "informer secrets stopped" in caplog.text, "the dead one")
+            await eventually(
+                lambda: "informer serviceaccounts stopped" in caplog.text, "the dead one"
+            )
             await eventually(lambda: podsets.stats().errors_by_code.get(404, 0) >= 2, "404s")
             for i in range(3):
                 sim.create("pods", pod(f"p{i}"), "default")
@@ -233,8 +242,12 @@ async def test_one_failing_informer_does_not_stop_the_others(
             await eventually(lambda: cms.stats().transform_errors >= 4, "transform errors")
             assert cms.has_synced and cms.snapshot().list() == []  # every object skipped
             assert not podsets.has_synced and "is the CRD installed?" in podsets.stats().last_error
-            assert not secrets.has_synced
-    dead = [r for r in caplog.records if "informer secrets stopped" in r.getMessage()]
+            assert indexed.has_synced and indexed.snapshot().keys() == ["default/s"]
+            assert (
+                indexed.stats().index_errors >= 1 and indexed.snapshot().index_values("bad") == []
+            )
+            assert secrets.snapshot().keys() == ["default/sa"]  # what it had, it keeps
+    dead = [r for r in caplog.records if "informer serviceaccounts stopped" in r.getMessage()]
     assert len(dead) == 1 and dead[0].levelno == logging.ERROR  # logged once, when it died
-    assert "index function bug" in caplog.text
+    assert "publish listener bug" in caplog.text and "index function bug" in caplog.text
     assert "the transform raised on default/c" in caplog.text
