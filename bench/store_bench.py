@@ -8,7 +8,9 @@ fields dropped, the seed scenario's shape) and each store kind this measures:
   in microseconds per update (CPU time; the best of ``--repeat`` passes). For the snapshot
   store each batch publishes one new immutable Snapshot. Target: at 200k within 2x of 10k.
 * **by_index vs full scan**: the 1000 pods of one StatefulSet through the "controller" index,
-  against ``list()`` + a filter on the controller uid (what the seed's controllers did).
+  against ``list()`` + a filter on the controller uid (what the seed's controllers did);
+  by_index also of a random owner per call, as controllers ask (cold memory: the same
+  owner again and again stays in the CPU caches).
 * **full iteration**: ``list()`` (a copy) and ``async for ... in iter_chunks()``.
 * **memory** (tracemalloc) of the store's own structures after loading every pod with one
   Replace (the pods themselves are counted apart), the extra memory an old snapshot retains
@@ -121,6 +123,13 @@ async def read_costs(store: Store, repeat: int) -> dict[str, float]:
     async def by_index(view: Any) -> int:
         return len(view.by_index("controller", uid))
 
+    async with store.read() as view:
+        uids = view.index_values("controller")
+    rng = random.Random(3)
+
+    async def by_index_random(view: Any) -> int:  # a different owner each call: cold memory
+        return len(view.by_index("controller", rng.choice(uids)))
+
     async def scan(view: Any) -> int:
         return len([p for p in view.list() if (r := p.controller_ref) is not None and r.uid == uid])
 
@@ -135,6 +144,7 @@ async def read_costs(store: Store, repeat: int) -> dict[str, float]:
 
     return {
         "by_index_owner_ms": await timed(by_index, 200),
+        "by_index_random_owner_ms": await timed(by_index_random, 200),
         "scan_owner_ms": await timed(scan, 3),
         "list_ms": await timed(list_all, 3),
         "iter_chunks_ms": await timed(iterate, 3),
@@ -242,13 +252,13 @@ def _rounded(value: Any) -> Any:
 def report(results: dict[str, Any]) -> None:
     print(f"pod object: {results['pod_bytes']:.0f} B (managedFields dropped)")
     print(
-        f"{'size':>7} {'store':<13} {'pub/upd b1':>11} {'pub/upd b100':>13} {'by_index':>9} {'scan':>9} {'list':>8} {'iter':>8} {'struct B/obj':>12} {'gc objs':>8}"
+        f"{'size':>7} {'store':<13} {'pub/upd b1':>11} {'pub/upd b100':>13} {'by_index':>9} {'random':>9} {'scan':>9} {'list':>8} {'iter':>8} {'struct B/obj':>12} {'gc objs':>8}"
     )
     for size, kinds in results["sizes"].items():
         for kind, r in kinds.items():
             print(
                 f"{size:>7} {kind:<13} {r['publish_us_per_update_batch1']:>9.2f}us {r['publish_us_per_update_batch100']:>11.2f}us "
-                f"{r['by_index_owner_ms']:>7.3f}ms {r['scan_owner_ms']:>7.1f}ms {r['list_ms']:>6.1f}ms {r['iter_chunks_ms']:>6.1f}ms "
+                f"{r['by_index_owner_ms']:>7.3f}ms {r['by_index_random_owner_ms']:>7.3f}ms {r['scan_owner_ms']:>7.1f}ms {r['list_ms']:>6.1f}ms {r['iter_chunks_ms']:>6.1f}ms "
                 f"{r['store_bytes_per_object']:>12.1f} {r['gc_tracked_objects']:>8}"
             )
             if "old_snapshot_retained_bytes_after_1000_updates" in r:
