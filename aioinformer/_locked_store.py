@@ -214,7 +214,7 @@ class LockedStore:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._guard = IndexGuard(log)
-        self._funcs = {n: self._guard.guard(n, f) for n, f in merge_indexers(indexers).items()}
+        self._funcs = merge_indexers(indexers, self._guard)
         self._plan = index_plan(self._funcs)
         self._objects: dict[str, KubeObject] = {}
         self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._funcs}

@@ -189,8 +189,11 @@ def apply_batch(
     return changes, rv
 
 
-def merge_indexers(indexers: Mapping[str, IndexFunc] | None) -> dict[str, IndexFunc]:
-    """DEFAULT_INDEXERS plus ``indexers``; redefining a default index is a ConfigError."""
+def merge_indexers(
+    indexers: Mapping[str, IndexFunc] | None, guard: IndexGuard
+) -> dict[str, IndexFunc]:
+    """DEFAULT_INDEXERS plus ``indexers``, each made safe by ``guard``; redefining a
+    default index is a ConfigError."""
     merged = dict(DEFAULT_INDEXERS)
     for name, fn in (indexers or {}).items():
         if not isinstance(name, str) or not name:
@@ -198,7 +201,7 @@ def merge_indexers(indexers: Mapping[str, IndexFunc] | None) -> dict[str, IndexF
         if name in merged and merged[name] is not fn:
             raise ConfigError(f"index {name!r} is built in and cannot be redefined")
         merged[name] = fn
-    return merged
+    return {name: guard.guard(name, fn) for name, fn in merged.items()}
 
 
 def unknown_index(name: str, known: Iterable[str]) -> ConfigError:
@@ -495,7 +498,7 @@ class SnapshotStore:
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._guard = IndexGuard(log)
-        self._funcs = {n: self._guard.guard(n, f) for n, f in merge_indexers(indexers).items()}
+        self._funcs = merge_indexers(indexers, self._guard)
         self._plan = index_plan(self._funcs)
         self._snapshot = Snapshot(
             FrozenMap(),
