@@ -84,9 +84,10 @@ def metadata_readers(fns: Iterable[IndexFunc]) -> Callable[[ObjectMeta], object]
 class IndexGuard:
     """Keeps a store's writer alive when an index function raises.
 
-    :meth:`guard` wraps an index function so that an exception leaves that object out of
-    that index (no values), is counted in :attr:`errors` and logged as a WARNING naming
-    the index, the object key and the exception (the first 10, then every 1000th). The
+    :meth:`guard` wraps an index function so that an exception, or values that are not
+    strings (a bare string included), leave that object out of that index (no values),
+    counted in :attr:`errors` and logged as a WARNING naming the index, the object key and
+    the exception (the first 10, then every 1000th). The
     object itself is stored as usual: ``get``/``list`` find it, only ``by_index`` on the
     failing index does not. The built-ins that read one metadata attribute cannot raise
     and are returned unwrapped.
@@ -104,7 +105,14 @@ class IndexGuard:
 
         def guarded(obj: KubeObject) -> tuple[str, ...]:
             try:
-                return tuple(fn(obj))  # a generator may raise half-way: inside the try
+                result = fn(obj)
+                if isinstance(result, str):
+                    raise TypeError(f"returned the string {result[:40]!r}, not strings")
+                values = tuple(result)  # a generator may raise half-way: inside the try
+                for value in values:
+                    if type(value) is not str:
+                        raise TypeError(f"returned a {type(value).__name__}, not strings")
+                return values
             except Exception as exc:
                 self._failed(name, obj, exc)
                 return _NONE

@@ -19,18 +19,28 @@ freeing the replaced nodes touches cold memory. Here the only containers are dic
 tracked by CPython while they hold untracked values (``gc=False`` structs, strings), and
 one list or tuple per middle: ~25% fewer last-level cache misses per update.
 
-Contract: a FrozenMap never changes; a writer's changes are invisible until ``finish()``;
-a writer must not be used after ``finish()``. Values must not be None. Keys must be
-hashable with a stable hash (the store uses ``str``). Iteration order is unspecified.
+In-place writes (``mutate(owned=True)``, Rust's ``Arc::make_mut``): when the caller holds
+the only reference to the map and gives it up, the writer changes in place every
+container that nothing else references (CPython's reference count tells, see
+:data:`IN_PLACE`) and copies only the shared ones. A store whose snapshot no reader holds
+then updates like a dict: no leaf copy, none of the siblings' reference counts touched,
+no replaced leaf to free. Whatever another map, an iterator or a reader still references
+is copied as before, so no map anyone can see ever changes.
+
+Contract: a FrozenMap never changes while anything but its owner references it; a
+writer's changes are invisible until ``finish()``; a writer must not be used after
+``finish()``, nor a map after ``mutate(owned=True)``. Values must not be None. Keys must
+be hashable with a stable hash (the store uses ``str``). Iteration order is unspecified.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+import sys
+from collections.abc import Iterable, Iterator
 from itertools import chain
 from typing import Generic, TypeVar, overload
 
-__all__ = ["FrozenMap", "MapWriter"]
+__all__ = ["IN_PLACE", "FrozenMap", "MapWriter"]
 
 _K = TypeVar("_K")
 _V = TypeVar("_V")
@@ -39,9 +49,9 @@ _D = TypeVar("_D")
 _MIN_BITS = 2  # 16 leaves
 _MAX_LEAF = 16  # average leaf size that triggers growth: 4x more leaves (average 4)
 
-# The middles are tuples, or the lists a writer filled: handed over by ``finish()`` as
-# they are (no copy) and never written again, since the writer is done with them.
-_Dir = tuple[Sequence[dict[_K, _V]], ...]
+# The directory and its middles are lists: a writer fills its own and hands them over
+# with ``finish()`` (no copy); only a writer that owns them (see ``_sole``) writes again.
+_Dir = list[list[dict[_K, _V]]]
 
 
 def _bits_for(size: int) -> int:
@@ -78,7 +88,7 @@ class FrozenMap(Generic[_K, _V]):
     def __init__(self, items: dict[_K, _V] | None = None) -> None:
         size = len(items) if items else 0
         bits = _bits_for(size)
-        self._dir: _Dir[_K, _V] = tuple(map(tuple, _build(items.items() if items else (), bits)))
+        self._dir: _Dir[_K, _V] = _build(items.items() if items else (), bits)
         self._bits = bits
         self._mask, self._shift, self._low = _shape(bits)
         self._len = size
@@ -138,9 +148,14 @@ class FrozenMap(Generic[_K, _V]):
         """The ``(key, value)`` pairs."""
         return chain.from_iterable(leaf.items() for leaf in self._leaves())
 
-    def mutate(self) -> MapWriter[_K, _V]:
-        """A writer starting from this map."""
-        return MapWriter(self)
+    def mutate(self, *, owned: bool = False) -> MapWriter[_K, _V]:
+        """A writer starting from this map.
+
+        ``owned=True`` promises that the caller holds the only reference to this map and
+        will not use it again: the writer may then change in place the containers nothing
+        else references (see the module docstring).
+        """
+        return MapWriter(self, owned=owned)
 
     def __repr__(self) -> str:
         return f"<FrozenMap len={self._len} leaves={4**self._bits}>"
@@ -151,12 +166,15 @@ class MapWriter(Generic[_K, _V]):
 
     __slots__ = ("_bits", "_leaves", "_len", "_limit", "_low", "_mask", "_mids", "_shift", "_top")
 
-    def __init__(self, base: FrozenMap[_K, _V]) -> None:
+    def __init__(self, base: FrozenMap[_K, _V], *, owned: bool = False) -> None:
         self._bits = base._bits
         self._mask, self._shift, self._low = base._mask, base._shift, base._low
-        self._top: list[Sequence[dict[_K, _V]]] = list(base._dir)
-        self._mids: dict[int, list[dict[_K, _V]]] = {}  # middle index -> our copy
-        self._leaves: dict[int, dict[_K, _V]] = {}  # leaf index -> our copy
+        top = base._dir
+        if not (owned and IN_PLACE and _refs(top) == _SOLE):  # e.g. an iterator holds it
+            top = list(top)
+        self._top: _Dir[_K, _V] = top
+        self._mids: dict[int, list[dict[_K, _V]]] = {}  # middle index -> ours
+        self._leaves: dict[int, dict[_K, _V]] = {}  # leaf index -> ours
         self._len = base._len
         self._limit = (4**base._bits) * _MAX_LEAF
 
@@ -200,20 +218,28 @@ class MapWriter(Generic[_K, _V]):
 
     def finish(self) -> FrozenMap[_K, _V]:
         """The new map. The writer must not be used afterwards."""
-        directory: _Dir[_K, _V] = tuple(self._top)
+        directory = self._top
         self._top = []  # unusable from here on (an IndexError rather than a silent write)
         self._mids = {}
         self._leaves = {}
         return FrozenMap._of(directory, self._bits, self._len)
 
     def _own(self, i: int) -> dict[_K, _V]:
-        """Our writable copy of leaf ``i`` (copying its middle tuple first if needed)."""
+        """Leaf ``i``, ours to write: the leaf itself if nothing but our middle references
+        it, else a copy (and the same for its middle first). A container referenced once,
+        from a container of ours, is reachable only through us; one referenced from
+        anywhere else (an older map, an iterator) is shared, and copying it leaves the
+        other holder's view as it was. Below a copied container everything is shared."""
         m, j = i >> self._shift, i & self._low
         mid = self._mids.get(m)
         if mid is None:
-            mid = self._mids[m] = list(self._top[m])
-            self._top[m] = mid
-        leaf = mid[j] = mid[j].copy()
+            mid = self._top[m]
+            if _refs(mid) != _SOLE:  # (IN_PLACE false: the top is a copy, so never sole)
+                mid = self._top[m] = list(mid)
+            self._mids[m] = mid
+        leaf = mid[j]
+        if _refs(leaf) != _SOLE:
+            leaf = mid[j] = leaf.copy()
         self._leaves[i] = leaf
         return leaf
 
@@ -230,3 +256,33 @@ class MapWriter(Generic[_K, _V]):
             m * side + j: leaf for m, mid in enumerate(mids) for j, leaf in enumerate(mid)
         }
         self._limit = (4**bits) * _MAX_LEAF
+
+
+_refs = sys.getrefcount
+_SOLE = 3
+"""``_refs(local) == _SOLE``: the container in local variable ``local`` is referenced only
+once, from the container it was taken from (the local and the call's argument are the
+other two references counted). Every check has that shape: ``x = parent[i]`` then
+``_refs(x)``, in the same frame."""
+
+
+def _in_place_works() -> bool:
+    """Whether reference counts mean here what ``_SOLE`` assumes: CPython with the GIL and
+    strong references for local variables and arguments (3.11-3.13; 3.14 may borrow them,
+    free-threaded builds count differently). Checked on a live case of the same shape, not
+    only on the version: a sole leaf must count ``_SOLE``, a shared one more."""
+    if sys.implementation.name != "cpython" or not (3, 11) <= sys.version_info[:2] < (3, 14):
+        return False
+    if not getattr(sys, "_is_gil_enabled", lambda: True)():
+        return False
+    outer: list[dict[str, int]] = [{"k": 1}]
+    leaf = outer[0]
+    sole = _refs(leaf) == _SOLE
+    other = [leaf]
+    shared = _refs(leaf) == _SOLE + 1
+    del other
+    return sole and shared
+
+
+IN_PLACE = _in_place_works()
+"""Whether ``mutate(owned=True)`` writes in place on this interpreter (else it copies)."""

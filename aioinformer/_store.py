@@ -23,9 +23,16 @@ persistent ``immutables.Map`` s (changed only when index values change). Contrac
   key is ignored); a Replace makes the store equal to its objects in the same swap,
   reporting ADDED, UPDATED (resourceVersion changed) and DELETED (vanished keys:
   tombstones) changes; a Bookmark only advances ``resource_version``. An index function
-  that raises leaves that object out of that index, counted in ``index_errors`` and
-  logged (:class:`._index.IndexGuard`): the writer goes on. A batch that still raises
-  publishes nothing: the previous snapshot stays current.
+  that raises (or returns anything but strings) leaves that object out of that index,
+  counted in ``index_errors`` and logged (:class:`._index.IndexGuard`): the writer goes on.
+  A batch with an item that is not a Delta of a KubeObject, a Replace of KubeObjects or a
+  Bookmark raises TypeError and publishes nothing: the previous snapshot stays current.
+* **In place when no one looks.** When nobody but the store holds the current snapshot,
+  a batch changes the object map in place wherever no older snapshot still shares it
+  (``FrozenMap.mutate(owned=True)``, Rust's ``Arc::make_mut``): no copied leaves, no
+  garbage. A snapshot anyone holds (a reader across awaits, an iterator) never changes.
+  If such a batch is interrupted half-way (MemoryError, KeyboardInterrupt), what it
+  changed is published with every index rebuilt, and the exception propagates.
 
 :class:`LockedStore` (in :mod:`._locked_store`, re-exported here) is the baseline the
 benchmarks compare against: dicts behind a readers-writer lock, client-go's ThreadSafeStore.
@@ -36,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -45,12 +53,13 @@ import immutables
 
 from ._errors import ConfigError
 from ._index import DEFAULT_INDEXERS, IndexFunc, IndexGuard, metadata_reader, metadata_readers
+from ._objects import KubeObject
 from ._pmap import FrozenMap
 
 if TYPE_CHECKING:
     from immutables._protocols import MapMutation
 
-    from ._objects import KubeObject, ObjectMeta
+    from ._objects import ObjectMeta
 
 __all__ = [
     "BookmarkLike",
@@ -114,6 +123,7 @@ StoreItem: TypeAlias = DeltaLike | ReplaceLike | BookmarkLike
 """An item a store applies (``aioinformer._fifo.Item`` conforms)."""
 
 _DELTA, _REPLACE, _BOOKMARK = 1, 2, 3
+_refs = sys.getrefcount
 _kinds: dict[type, int] = {}
 
 
@@ -187,6 +197,23 @@ def apply_batch(
         else:
             rv = max(rv, cast("BookmarkLike", item).resource_version)
     return changes, rv
+
+
+def check_batch(batch: Iterable[StoreItem]) -> None:
+    """Raise TypeError for an item that is not a Delta (with a KubeObject), a Replace or a
+    Bookmark, before anything is applied."""
+    for item in batch:
+        kind = _kinds.get(type(item)) or _classify(item)
+        held: Iterable[object] = ()
+        if kind == _DELTA and type(item.obj) is not KubeObject:  # type: ignore[union-attr]
+            held = (item.obj,)  # type: ignore[union-attr]
+        elif kind == _REPLACE:
+            held = item.objects  # type: ignore[union-attr]
+        for obj in held:
+            if type(obj) is not KubeObject:
+                raise TypeError(
+                    f"{type(item).__name__} of a {type(obj).__name__}, not a KubeObject"
+                )
 
 
 def merge_indexers(
@@ -415,8 +442,8 @@ class _SnapshotState:
 
     __slots__ = ("get", "indexes", "objects", "same", "set")
 
-    def __init__(self, snap: Snapshot, plan: IndexPlan) -> None:
-        self.objects = snap._objects.mutate()
+    def __init__(self, snap: Snapshot, plan: IndexPlan, owned: bool = False) -> None:
+        self.objects = snap._objects.mutate(owned=owned)
         self.get = self.objects.get
         self.set = self.objects.set
         indexes = snap._indexes
@@ -543,9 +570,23 @@ class SnapshotStore:
         if callable(changes):
             changes = changes()
         base = self._snapshot
-        state = _SnapshotState(base, self._plan)
+        objects = base._objects
+        # Nobody else holds the current snapshot (its three references: the attribute,
+        # ``base`` and the argument) nor its map (the snapshot's, ``objects``, the
+        # argument): the writer may update in place what no older snapshot shares, since
+        # no one can see ``base`` again. A malformed item must then fail before any change.
+        owned = _refs(base) == 3 and _refs(objects) == 3
+        if owned:
+            check_batch(batch)
+        del objects
+        state = _SnapshotState(base, self._plan, owned)
         building = self._building
-        applied, rv = apply_batch(state, batch, base._rv, changes or bool(building))
+        try:
+            applied, rv = apply_batch(state, batch, base._rv, changes or bool(building))
+        except BaseException:
+            if owned:  # interrupted half-way (MemoryError, KeyboardInterrupt): what changed
+                self._publish(self._reindexed(state.objects.finish(), base))  # stays
+            raise
         self._publish(state.publish(base, rv))
         for pending in building.values():
             pending.extend(applied)
@@ -588,6 +629,21 @@ class SnapshotStore:
         self._plan = index_plan(self._funcs)
         indexes = base._indexes.set(name, _EMPTY_INDEX if built is None else built)
         self._publish(Snapshot(base._objects, indexes, base._rv, base._seq + 1))
+
+    def _reindexed(self, objects: FrozenMap[str, KubeObject], base: Snapshot) -> Snapshot:
+        """The snapshot after ``base`` with ``objects`` and every index built anew from
+        them: consistent after an in-place batch was interrupted half-way. An index
+        function interrupted again leaves that object out of that index (counted)."""
+        indexes = base._indexes
+        for name, fn, reads in self._plan[0]:
+            index = _IndexMutation(name, _EMPTY_INDEX, fn, reads)
+            for key, obj in objects.items():
+                try:
+                    index.change(key, None, obj)
+                except BaseException:  # (the interrupt being handled propagates after)
+                    self._guard.errors += 1
+            indexes = indexes.set(name, index.finish() or _EMPTY_INDEX)
+        return Snapshot(objects, indexes, base._rv, base._seq + 1)
 
     def _publish(self, snap: Snapshot) -> None:
         self._snapshot = snap

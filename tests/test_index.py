@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
 
 from aioinformer._index import (
     DEFAULT_INDEXERS,
+    IndexGuard,
     by_controller_uid,
     by_field,
     by_label,
@@ -98,3 +100,21 @@ def test_metadata_readers_compare_every_index_input_at_once() -> None:
     assert metadata_reader(by_field("spec.nodeName")) is None
     nothing = metadata_readers([])
     assert nothing is not None and nothing(a.metadata) == nothing(obj("q").metadata)
+
+
+def test_guard_leaves_out_what_is_not_a_list_of_strings(caplog: Any) -> None:
+    """A custom index function that returns a bare string (its characters would become
+    the values), or values that are not strings (an unhashable one would stop a store's
+    writer), counts as failing: no values, counted and logged with the index and key."""
+    guard = IndexGuard(logging.getLogger("test.index"))
+    ok = guard.guard("ok", lambda o: [o.name, "x"])
+    bare = guard.guard("bare", lambda o: o.name)
+    numbers = guard.guard("numbers", lambda o: [1])
+    lists = guard.guard("lists", lambda o: [["a"]])
+    with caplog.at_level(logging.WARNING, "test.index"):
+        assert ok(obj("p1")) == ("p1", "x")
+        assert bare(obj("p1")) == () and numbers(obj("p1")) == () and lists(obj("p1")) == ()
+    assert guard.errors == 3
+    assert all("default/p1" in r.getMessage() for r in caplog.records)
+    assert {r.getMessage().split("'")[1] for r in caplog.records} == {"bare", "numbers", "lists"}
+    assert guard.guard("namespace", by_namespace) is by_namespace  # built-ins go unwrapped

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import gc
+import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._pmap import FrozenMap, MapWriter
+from aioinformer._pmap import IN_PLACE, FrozenMap, MapWriter
 
 Op = tuple[str, int, int]
 ops = st.lists(
-    st.tuples(st.sampled_from(["set", "pop", "publish"]), st.integers(0, 400), st.integers()),
+    st.tuples(
+        st.sampled_from(["set", "pop", "publish", "publish-and-keep"]),
+        st.integers(0, 400),
+        st.integers(),
+    ),
     max_size=300,
 )
 
@@ -31,12 +36,14 @@ def check(m: FrozenMap[str, int], model: dict[str, int]) -> None:
 
 
 @settings(max_examples=150, deadline=None)
-@given(ops)
-def test_matches_a_dict_and_old_versions_never_change(steps: list[Op]) -> None:
+@given(ops, st.booleans())
+def test_matches_a_dict_and_old_versions_never_change(steps: list[Op], owned: bool) -> None:
+    """Every published version is either kept (and must never change) or given up to the
+    next writer with ``owned`` (which may then write in place what no kept version
+    shares)."""
     versions: list[tuple[FrozenMap[str, int], dict[str, int]]] = []
-    current: FrozenMap[str, int] = FrozenMap()
     model: dict[str, int] = {}
-    writer: MapWriter[str, int] = current.mutate()
+    writer: MapWriter[str, int] = FrozenMap[str, int]().mutate()
     for op, k, v in steps:
         key = f"ns/{k}"
         if op == "set":
@@ -46,13 +53,62 @@ def test_matches_a_dict_and_old_versions_never_change(steps: list[Op]) -> None:
             assert writer.pop(key) == model.pop(key, None)
         else:
             current = writer.finish()
-            versions.append((current, dict(model)))
-            writer = current.mutate()
+            if op == "publish-and-keep":
+                versions.append((current, dict(model)))
+                writer = current.mutate()
+            else:
+                writer = current.mutate(owned=owned)
+            del current
         assert len(writer) == len(model)
         assert writer.get(key) == model.get(key)
     versions.append((writer.finish(), dict(model)))
     for frozen, expected in versions:
         check(frozen, expected)
+
+
+def containers(m: FrozenMap[str, int]) -> dict[int, object]:
+    return {id(m._dir): m._dir} | {id(leaf): leaf for mid in m._dir for leaf in mid}
+
+
+def test_an_owned_writer_changes_in_place_what_nothing_else_references() -> None:
+    m = FrozenMap({f"k{i}": i for i in range(100)})
+    before = set(containers(m))
+    w = m.mutate(owned=True)
+    del m  # the promise: nobody uses the map again
+    w.set("k1", -1)
+    w.pop("k2")
+    w.set("new", 5)
+    new = w.finish()
+    if IN_PLACE:
+        assert set(containers(new)) == before  # not one container copied
+    else:  # (an interpreter whose reference counts are not used: all copied)
+        assert not set(containers(new)) & before
+    expected = {f"k{i}": i for i in range(100) if i != 2} | {"k1": -1, "new": 5}
+    check(new, expected)
+
+
+def test_an_owned_writer_copies_what_an_older_map_or_an_iterator_shares() -> None:
+    old = FrozenMap({f"k{i}": i for i in range(100)})
+    w = old.mutate()
+    w.set("k1", -1)
+    middle = w.finish()  # shares every leaf but k1's with ``old``
+    items = middle.items()  # an iterator: holds middle's directory
+    first = [next(items) for _ in range(10)]
+    w = middle.mutate(owned=True)
+    del middle
+    for i in range(100):
+        w.set(f"k{i}", 1000 + i)
+    newest = w.finish()
+    check(old, {f"k{i}": i for i in range(100)})
+    assert dict(first + list(items)) == {f"k{i}": i for i in range(100)} | {"k1": -1}
+    check(newest, {f"k{i}": 1000 + i for i in range(100)})
+
+
+def test_in_place_writes_are_checked_on_this_interpreter() -> None:
+    """IN_PLACE is what the interpreter's reference counts support, not a version
+    guess: on CPython 3.11-3.13 with the GIL it must be on (the point of the feature)."""
+    expected = sys.implementation.name == "cpython" and (3, 11) <= sys.version_info[:2] < (3, 14)
+    assert IN_PLACE is (expected and getattr(sys, "_is_gil_enabled", lambda: True)())
 
 
 def test_grows_and_keeps_every_key() -> None:
