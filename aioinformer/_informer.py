@@ -166,6 +166,7 @@ class Informer:
         self._pending_indexers: dict[str, IndexFunc] = {}
         self._inflight_since: float | None = None
         self._publish_listeners: list[Callable[[int, int], None]] = []
+        self._listener_errors = 0
 
     @property
     def namespace(self) -> str | None:
@@ -238,7 +239,12 @@ class Informer:
                     self._rv, self._seq = locked.resource_version, locked.seq
                     self._objects = len(locked)
             for listener in self._publish_listeners:
-                listener(self._seq, self._rv)
+                try:
+                    listener(self._seq, self._rv)
+                except Exception:  # against its contract: logged, and the writer goes on
+                    self._listener_errors += 1
+                    if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
+                        log.exception("%s: publish listener %r raised", self.name, listener)
             self._wake_waiters()
 
     def stop(self) -> None:
@@ -253,7 +259,8 @@ class Informer:
         is published (before any waiter wakes); returns a function that removes it.
 
         For instrumentation (the benchmarks time publishes with it): the listener runs on
-        the writer's path, so it must be quick and must not raise."""
+        the writer's path, so it must be quick. An exception it raises is logged (the first
+        10, then every 1000th) and the writer goes on."""
         self._publish_listeners.append(listener)
 
         def remove() -> None:

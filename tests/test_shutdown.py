@@ -205,9 +205,9 @@ async def test_one_failing_informer_does_not_stop_the_others(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A transform that raises on every object, an index function that raises on every
-    object, a resource that is not served (404) and an informer whose writer dies (a
-    publish listener that raises, against its contract): each is contained, logged and
-    counted, and the healthy informer keeps following the server."""
+    object, a publish listener that raises, a resource that is not served (404) and an
+    informer whose writer dies (its store raising, as a bug would): each is contained,
+    logged and counted, and the healthy informer keeps following the server."""
     caplog.set_level(logging.INFO, logger="aioinformer")
 
     def bad_index(obj: KubeObject) -> list[str]:
@@ -215,6 +215,9 @@ async def test_one_failing_informer_does_not_stop_the_others(
 
     def bad_listener(seq: int, rv: int) -> None:
         raise RuntimeError("publish listener bug")
+
+    async def broken_apply(*args: object, **kwargs: object) -> list[object]:
+        raise RuntimeError("store bug")
 
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("configmaps", cm("c"), "default")
@@ -225,8 +228,9 @@ async def test_one_failing_informer_does_not_stop_the_others(
             cms = factory.informer("v1", "configmaps", transform=explode)
             podsets = factory.informer("example.aioinformer.dev/v1", "podsets")
             indexed = factory.informer("v1", "secrets", indexers={"bad": bad_index})
+            pods.on_publish(bad_listener)
             secrets = factory.informer("v1", "serviceaccounts")
-            secrets.on_publish(bad_listener)
+            secrets._store.apply = broken_apply  # type: ignore[method-assign]
             await pods.wait_synced(timeout=15)
             await eventually(
                 lambda: "informer serviceaccounts stopped" in caplog.text, "the dead one"
@@ -246,8 +250,9 @@ async def test_one_failing_informer_does_not_stop_the_others(
             assert (
                 indexed.stats().index_errors >= 1 and indexed.snapshot().index_values("bad") == []
             )
-            assert secrets.snapshot().keys() == ["default/sa"]  # what it had, it keeps
+            assert secrets.snapshot().keys() == []  # its writer died before the first batch
     dead = [r for r in caplog.records if "informer serviceaccounts stopped" in r.getMessage()]
     assert len(dead) == 1 and dead[0].levelno == logging.ERROR  # logged once, when it died
     assert "publish listener bug" in caplog.text and "index function bug" in caplog.text
+    assert "store bug" in caplog.text
     assert "the transform raised on default/c" in caplog.text
