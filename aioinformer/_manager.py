@@ -224,7 +224,8 @@ class Manager:
 def run(main: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(main)``, on uvloop when installed (``pip install aioinformer[uvloop]``)."""
     try:
-        import uvloop
+        import uvloop  # an optional extra: typed as Any where it is not installed
     except ImportError:
         return asyncio.run(main)
-    return uvloop.run(main)
+    result: T = uvloop.run(main)
+    return result
