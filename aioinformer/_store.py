@@ -205,12 +205,12 @@ def check_batch(batch: Iterable[StoreItem]) -> None:
     for item in batch:
         kind = _kinds.get(type(item)) or _classify(item)
         held: Iterable[object] = ()
-        if kind == _DELTA and type(item.obj) is not KubeObject:  # type: ignore[union-attr]
+        if kind == _DELTA and not isinstance(item.obj, KubeObject):  # type: ignore[union-attr]
             held = (item.obj,)  # type: ignore[union-attr]
         elif kind == _REPLACE:
             held = item.objects  # type: ignore[union-attr]
         for obj in held:
-            if type(obj) is not KubeObject:
+            if not isinstance(obj, KubeObject):
                 raise TypeError(
                     f"{type(item).__name__} of a {type(obj).__name__}, not a KubeObject"
                 )

@@ -28,7 +28,8 @@ ped, or the FIFO is closed. Recovery:
   reset after 2 minutes healthy), or after ``Retry-After`` if longer.
 * **Bad lines** (malformed, unknown type, no metadata/name/integer RV, over the length
   limit) are logged briefly, counted in ``stats.decode_errors`` and skipped.
-* **Transform** errors are logged and counted; the object is skipped (a deletion is
+* **Transform** errors (an exception, or a result that is neither a KubeObject nor None)
+  are logged and counted; the object is skipped (a deletion is
   queued untransformed).
 * **Cancellation** closes the HTTP response and propagates; :meth:`Watcher.stop` makes
   :meth:`Watcher.run` return normally.
@@ -463,7 +464,10 @@ class Watcher:
     def _apply(self, obj: KubeObject) -> KubeObject | None:
         assert self._transform is not None
         try:
-            return self._transform(obj)
+            result = self._transform(obj)
+            if result is None or isinstance(result, KubeObject):
+                return result
+            raise TypeError(f"the transform returned a {type(result).__name__}, not a KubeObject")
         except Exception:
             n = self.stats.transform_errors = self.stats.transform_errors + 1
             if n <= 10 or n % 1000 == 0:

@@ -479,3 +479,38 @@ async def test_index_function_raising(caplog: pytest.LogCaptureFixture) -> None:
             assert inf.stats().index_errors == 2
     msg = next(r.getMessage() for r in caplog.records if "index 'team'" in r.getMessage())
     assert "default/b" in msg and "KeyError('team')" in msg and "left out of that index" in msg
+
+
+async def test_user_code_returning_the_wrong_shape(caplog: pytest.LogCaptureFixture) -> None:
+    """A transform returning a dict, an index function returning a bare string, and a
+    publish listener raising: each is counted or logged, the objects concerned are skipped
+    (transform) or left out of that index, and the informer keeps following the server."""
+    caplog.set_level(logging.INFO, logger="aioinformer")
+
+    def to_dict_by_mistake(obj: Any) -> Any:
+        return obj.to_dict() if obj.name == "b" else obj
+
+    def bare_string(obj: Any) -> Any:
+        return obj.name  # should be [obj.name]
+
+    def listener(seq: int, rv: int) -> None:
+        raise RuntimeError("listener bug")
+
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        async with InformerFactory(api, "default", watcher_options=options()) as factory:
+            inf = factory.informer(
+                "v1", "pods", transform=to_dict_by_mistake, indexers={"name": bare_string}
+            )
+            inf.on_publish(listener)
+            await inf.wait_synced(timeout=15)
+            sim.create("pods", pod("b"), "default")  # the transform returns a dict: skipped
+            sim.create("pods", pod("c"), "default")
+            await eventually(lambda: "default/c" in cached(inf), "c")
+            st = inf.stats()
+            assert sorted(cached(inf)) == ["default/a", "default/c"]
+            assert st.transform_errors == 1 and st.index_errors == 2  # a, then c
+            assert inf.snapshot().index_values("name") == []
+    assert "the transform returned a dict, not a KubeObject" in caplog.text
+    assert "returned the string 'a', not strings" in caplog.text
+    assert "publish listener" in caplog.text and "listener bug" in caplog.text

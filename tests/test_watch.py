@@ -572,6 +572,8 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
     def transform(obj: KubeObject) -> KubeObject:
         if obj.labels.get("boom"):
             raise ValueError("boom")
+        if obj.labels.get("shape"):
+            return obj.to_dict()  # type: ignore[return-value]  # (the bug under test)
         return drop_managed_fields(obj)
 
     async with KubeSim() as sim, sim.api_client() as api:
@@ -581,17 +583,21 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
         async with running(w):
             await w.wait_synced()
             sim.create("pods", pod("b", boom="1"), "default")  # skipped, logged
+            sim.create("pods", pod("d", shape="dict"), "default")  # a dict: skipped, logged
             sim.create("pods", pod("c"), "default")
             await eventually(lambda: "default/c" in sink.state, "c")
             sim.delete("pods", "b", "default")  # the deletion still reaches the FIFO
+            sim.delete("pods", "d", "default")
             await eventually(lambda: any(d.obj.name == "b" for d in sink.of(Delta)), "b")
             await converge(sink, lambda: sim.versions("pods"))
         objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(Delta))]
-        assert objs and all(o.managed_fields == b"" for o in objs if o.name != "b")
+        assert objs and all(o.managed_fields == b"" for o in objs if o.name not in ("b", "d"))
         (deleted,) = [d for d in sink.of(Delta) if d.obj.name == "b"]
         assert deleted.type is DeltaType.DELETED and deleted.obj.managed_fields  # as received
-        assert w.stats.transform_errors >= 2  # the ADDED and the DELETED of "b"
+        assert w.stats.transform_errors >= 4  # the ADDED and the DELETED of "b" and "d"
         assert "the transform raised on default/b" in caplog.text
+        assert "returned a dict, not a KubeObject" in caplog.text
+        assert [d.type for d in sink.of(Delta) if d.obj.name == "d"] == [DeltaType.DELETED]
 
 
 @contextlib.asynccontextmanager
