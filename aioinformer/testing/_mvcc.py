@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+import msgspec
 import orjson
 
 __all__ = ["Event", "Mvcc", "Stored", "TypeStore", "exact_bytes"]
@@ -50,28 +51,21 @@ def exact_bytes(data: bytes) -> bytes:
     return memoryview(data).tobytes()
 
 
-class Stored:
-    """One object at one revision. Immutable by convention: writes make a new one."""
+class Stored(msgspec.Struct, gc=False):
+    """One object at one revision. Immutable by convention: writes make a new one.
 
-    __slots__ = ("fields", "key", "labels", "namespace", "raw", "rv", "uid")
+    Like :class:`Event`, a ``gc=False`` struct: it refers only to strings, bytes and
+    str->str dicts, so the cyclic GC never walks it. A sim under load makes one per write;
+    as tracked objects they made the server's full collections take 0.3-0.5 s at 200k
+    pods, stalling every watch stream."""
 
-    def __init__(
-        self,
-        key: str,
-        namespace: str,
-        rv: int,
-        raw: bytes,
-        uid: str,
-        labels: Mapping[str, str],
-        fields: Mapping[str, str],
-    ) -> None:
-        self.key = key
-        self.namespace = namespace
-        self.rv = rv
-        self.raw = raw
-        self.uid = uid
-        self.labels = labels
-        self.fields = fields
+    key: str
+    namespace: str
+    rv: int
+    raw: bytes
+    uid: str
+    labels: Mapping[str, str]
+    fields: Mapping[str, str]
 
     def decode(self) -> dict[str, Any]:
         """A fresh, mutable copy of the object."""
@@ -86,27 +80,30 @@ class Stored:
         return Stored(self.key, self.namespace, rv, raw, self.uid, self.labels, self.fields)
 
 
-class Event:
-    """A committed change of one object; ``prev`` is the state it replaced."""
+class Event(msgspec.Struct, gc=False):
+    """A committed change of one object; ``prev`` is the state it replaced. ``Event(type,
+    obj, prev, t)``: ``rv`` and ``key`` are the object's. Untracked by the GC (it refers
+    only to :class:`Stored` s, which refer to nothing that could lead back to it)."""
 
-    __slots__ = ("_deleted_obj", "key", "obj", "prev", "rv", "t", "type")
+    type: str
+    obj: Stored
+    prev: Stored | None
+    t: float
+    rv: int = 0
+    key: str = ""
+    deleted_obj: Stored | None = None
 
-    def __init__(self, type: str, obj: Stored, prev: Stored | None, t: float) -> None:
-        self.type = type
-        self.obj = obj
-        self.prev = prev
-        self.rv = obj.rv
-        self.key = obj.key
-        self.t = t
-        self._deleted_obj: Stored | None = None
+    def __post_init__(self) -> None:
+        self.rv = self.obj.rv
+        self.key = self.obj.key
 
     def left_selector(self) -> Stored:
         """The old content with this event's revision: what a watcher whose selector the
         object just left receives as DELETED."""
-        if self._deleted_obj is None:
+        if self.deleted_obj is None:
             assert self.prev is not None
-            self._deleted_obj = self.prev.with_rv(self.rv)
-        return self._deleted_obj
+            self.deleted_obj = self.prev.with_rv(self.rv)
+        return self.deleted_obj
 
 
 class TypeStore:

@@ -3,12 +3,13 @@ watch cache window is bounded by count and by age, and expiry floors are right."
 
 from __future__ import annotations
 
+import gc
 import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer.testing._mvcc import Mvcc, Stored
+from aioinformer.testing._mvcc import Event, Mvcc, Stored
 
 
 def stored(mvcc: Mvcc, key: str, rv: int) -> Stored:
@@ -101,3 +102,21 @@ def test_deleted_event_carries_the_last_state_with_the_new_rv() -> None:
     assert ev.obj.rv == mvcc.rv and ev.prev is not None and ev.prev.rv == mvcc.rv - 1
     assert ev.obj.decode()["metadata"]["resourceVersion"] == str(mvcc.rv)
     assert len(ev.obj.raw) == len(bytes(ev.obj.raw))
+
+
+def test_stored_objects_and_events_are_not_tracked_by_the_gc() -> None:
+    """A sim under load makes an object and an event per write: the cyclic GC must not walk
+    them (as tracked objects they made its full collections take 0.3-0.5 s at 200k pods,
+    stalling every watch stream of the server)."""
+    mvcc = Mvcc(history_size=100)
+    ts = mvcc.type_store("things")
+    for _ in range(50):
+        ts.commit("a/x", stored(mvcc, "a/x", mvcc.next_rv()))
+    ev = ts.commit("a/x", None)
+    assert ev.type == "DELETED" and ev.prev is not None
+    assert (ev.rv, ev.key) == (ev.obj.rv, "a/x")  # what Event computes from its object
+    deleted = ev.left_selector()
+    assert deleted.rv == ev.rv and ev.left_selector() is deleted  # made once
+    gc.collect()
+    assert not any(isinstance(o, (Stored, Event)) for o in gc.get_objects())
+    assert not gc.is_tracked(ev) and not gc.is_tracked(ev.obj) and not gc.is_tracked(deleted)
