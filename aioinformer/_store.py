@@ -54,7 +54,7 @@ import immutables
 from ._errors import ConfigError
 from ._index import DEFAULT_INDEXERS, IndexFunc, IndexGuard, metadata_reader, metadata_readers
 from ._objects import KubeObject
-from ._pmap import FrozenMap
+from ._pmap import IN_PLACE, FrozenMap
 
 if TYPE_CHECKING:
     from immutables._protocols import MapMutation
@@ -574,11 +574,10 @@ class SnapshotStore:
         # Nobody else holds the current snapshot (its three references: the attribute,
         # ``base`` and the argument) nor its map (the snapshot's, ``objects``, the
         # argument): the writer may update in place what no older snapshot shares, since
-        # no one can see ``base`` again. A malformed item must then fail before any change.
-        owned = _refs(base) == 3 and _refs(objects) == 3
-        if owned:
-            check_batch(batch)
+        # no one can see ``base`` again. A malformed item fails before any change.
+        owned = IN_PLACE and _refs(base) == 3 and _refs(objects) == 3
         del objects
+        check_batch(batch)
         state = _SnapshotState(base, self._plan, owned)
         building = self._building
         try:

@@ -341,15 +341,20 @@ async def test_a_batch_interrupted_while_writing_in_place_publishes_a_consistent
     assert "boom" not in store.snapshot().index_values("app")
 
 
+@pytest.mark.parametrize("held", [False, True], ids=["in-place", "copying"])
 @pytest.mark.parametrize("bad", [object(), Delta(DeltaType.ADDED, None, 0.0), Replace([1], 1, 0.0)])  # type: ignore[arg-type,list-item]
-async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(bad: Any) -> None:
+async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(
+    bad: Any, held: bool
+) -> None:
     store = SnapshotStore()
     await store.apply([upsert(pod("ok", rv=1))])
-    seq = store.snapshot().seq  # (not held: the batch would write in place)
-    with pytest.raises(TypeError):
+    holder = [store.snapshot()] if held else []  # not held: the batch would write in place
+    seq = store.snapshot().seq
+    with pytest.raises(TypeError, match="not a"):
         await store.apply([upsert(pod("ok", rv=2)), upsert(pod("ok2", rv=3)), bad])
     snap = store.snapshot()
     assert snap.seq == seq and snap.keys() == ["default/ok"] and snap.get("default/ok").rv == 1
+    assert all(h is snap for h in holder)
 
 
 async def test_a_failing_batch_publishes_nothing() -> None:
