@@ -231,9 +231,8 @@ class Informer:
             if snapshots:  # O(1) and no await: a snapshot needs no reader context
                 view = store.snapshot()
                 self._rv, self._seq, self._objects = view.resource_version, view.seq, len(view)
-                del (
-                    view
-                )  # held over to the next batch, it would cost that batch its in-place writes
+                # held over to the next batch, it would cost that batch its in-place writes
+                del view
             else:
                 async with store.read() as locked:
                     self._rv, self._seq = locked.resource_version, locked.seq
