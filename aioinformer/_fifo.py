@@ -246,10 +246,10 @@ class DeltaFIFO:
                     self._wake_one()
                 raise
             finally:
-                try:
+                # usually already gone (_wake_one pops it); check first, since a failed
+                # deque.remove formats the future's repr into its ValueError (~3 us)
+                if fut in self._waiters:
                     self._waiters.remove(fut)
-                except ValueError:
-                    pass
 
     def _wake_one(self) -> None:
         # The woken future leaves the queue at once (its waiter's ``remove`` then finds

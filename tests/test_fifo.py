@@ -76,6 +76,26 @@ async def test_pop_batch_rejects_nonpositive_max() -> None:
     assert len(fifo) == 1
 
 
+async def test_woken_and_cancelled_pops_leave_no_waiter_behind() -> None:
+    """Every waiting pop removes its future on the way out: woken by a put, cancelled
+    while waiting, or woken by close (no waiter list grows with the number of pops)."""
+    fifo = DeltaFIFO()
+    for rv in range(3):
+        task = asyncio.create_task(fifo.pop_batch())
+        await settle()
+        fifo.put_nowait(bm(rv))
+        assert rvs(await task) == [rv]
+    cancelled = asyncio.create_task(fifo.pop())
+    await settle()
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    closing = asyncio.create_task(fifo.pop())
+    await settle()
+    fifo.close()
+    assert isinstance((await asyncio.gather(closing, return_exceptions=True))[0], ClosedError)
+    assert not fifo._waiters
+
+
 async def test_close_wakes_every_waiter_with_closed_error() -> None:
     fifo = DeltaFIFO()
     waiters = [
