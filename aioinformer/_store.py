@@ -3,7 +3,8 @@
 :class:`SnapshotStore` keeps the objects in a persistent hash map (:class:`._pmap.FrozenMap`:
 dict leaves, copy-on-write, nothing for the cyclic GC to traverse; measured cheaper per update
 than ``immutables.Map``, whose GC-tracked HAMT nodes each update clones) and the indexes in
-persistent ``immutables.Map`` s (changed only when index values change). Contract:
+persistent ``immutables.Map`` s from value to bucket (:mod:`._buckets`: small ones dicts the
+GC never scans, large ones HAMTs; changed only when index values change). Contract:
 
 * **One writer.** :meth:`SnapshotStore.apply` is the only mutator. It applies a batch
   without awaiting (so nothing can interleave with it), then publishes exactly one new
@@ -51,6 +52,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, cast
 
 import immutables
 
+from ._buckets import EMPTY_BUCKET, Bucket, BucketWriter, bucket_writer, finish_bucket
 from ._errors import ConfigError
 from ._index import DEFAULT_INDEXERS, IndexFunc, IndexGuard, metadata_reader, metadata_readers
 from ._objects import KubeObject
@@ -255,10 +257,8 @@ class StoreView(Protocol):
     ) -> AsyncIterator[KubeObject]: ...
 
 
-_Bucket: TypeAlias = "immutables.Map[str, None]"
-_Index: TypeAlias = "immutables.Map[str, _Bucket]"
-_EMPTY_BUCKET: immutables.Map[str, None] = immutables.Map()
-_EMPTY_INDEX: immutables.Map[str, immutables.Map[str, None]] = immutables.Map()
+_Index: TypeAlias = "immutables.Map[str, Bucket]"
+_EMPTY_INDEX: immutables.Map[str, Bucket] = immutables.Map()
 
 
 class Snapshot:
@@ -346,7 +346,7 @@ class Snapshot:
         if namespace is None:
             source: Iterable[KubeObject] = objects.values()
         else:
-            bucket = self._indexes["namespace"].get(namespace, _EMPTY_BUCKET)
+            bucket = self._indexes["namespace"].get(namespace, EMPTY_BUCKET)
             source = (objects[key] for key in bucket)
         n = 0
         for obj in source:
@@ -376,15 +376,17 @@ class _IndexMutation:
         self.base = base
         self.fn = fn
         self.reads = reads
-        self.outer: MapMutation[str, _Bucket] | None = None
-        self.buckets: dict[str, MapMutation[str, None]] = {}
+        self.outer: MapMutation[str, Bucket] | None = None
+        self.buckets: dict[str, BucketWriter] = {}
 
     def change(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
-        fn = self.fn
+        fn, buckets = self.fn, self.buckets
         if old is None:
             if new is not None:
                 for value in fn(new):
-                    (self.buckets.get(value) or self._bucket(value))[key] = None
+                    if (bucket := buckets.get(value)) is None:  # (an empty one is falsy)
+                        bucket = self._bucket(value)
+                    bucket[key] = True
             return
         old_values = tuple(fn(old))
         new_values = tuple(fn(new)) if new is not None else ()
@@ -392,20 +394,20 @@ class _IndexMutation:
             return
         for value in old_values:
             if value not in new_values:
-                (self.buckets.get(value) or self._bucket(value)).pop(key, None)
+                if (bucket := buckets.get(value)) is None:
+                    bucket = self._bucket(value)
+                bucket.pop(key, None)
         for value in new_values:
             if value not in old_values:
-                (self.buckets.get(value) or self._bucket(value))[key] = None
+                if (bucket := buckets.get(value)) is None:
+                    bucket = self._bucket(value)
+                bucket[key] = True
 
-    def _bucket(self, value: str) -> MapMutation[str, None]:
-        # Reached when ``buckets`` has no mutation for ``value`` yet, or an empty one (an
-        # empty mutation is falsy): return the existing mutation, or start one.
-        bucket = self.buckets.get(value)
-        if bucket is None:
-            if self.outer is None:
-                self.outer = self.base.mutate()
-            bucket = self.outer.get(value, _EMPTY_BUCKET).mutate()
-            self.buckets[value] = bucket
+    def _bucket(self, value: str) -> BucketWriter:
+        """Start changing the bucket of ``value`` (the first time this batch does)."""
+        if self.outer is None:
+            self.outer = self.base.mutate()
+        bucket = self.buckets[value] = bucket_writer(self.outer.get(value, EMPTY_BUCKET))
         return bucket
 
     def finish(self) -> _Index | None:
@@ -413,9 +415,9 @@ class _IndexMutation:
         outer = self.outer
         if outer is None:
             return None
-        for value, mutation in self.buckets.items():
-            bucket = mutation.finish()
-            if bucket:
+        for value, writer in self.buckets.items():
+            bucket = finish_bucket(writer)
+            if bucket is not None:
                 outer[value] = bucket
             else:
                 outer.pop(value, None)

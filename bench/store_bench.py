@@ -1,7 +1,8 @@
 """SnapshotStore against LockedStore: publish cost, indexed vs scanned reads, iteration, memory.
 
 For each store size (default 10k and 200k realistic pods, 1000 per StatefulSet, managed
-fields dropped, the seed scenario's shape) and each store kind this measures:
+fields dropped, the seed scenario's shape; ``--per-owner 100`` for owners the size of most
+ReplicaSets, whose index buckets are small) and each store kind this measures:
 
 * **publish cost per update**: ``await store.apply(batch)`` of status-like updates (new
   resourceVersion, same index values) to random existing pods, in batches of 1 and of 100,
@@ -11,10 +12,14 @@ fields dropped, the seed scenario's shape) and each store kind this measures:
   against ``list()`` + a filter on the controller uid (what the seed's controllers did);
   by_index also of a random owner per call, as controllers ask (cold memory: the same
   owner again and again stays in the CPU caches).
+* **index churn cost per update**: batches of 50 deletions, then 50 re-additions, of
+  random pods: every one changes both default indexes (CPU time, best of ``--repeat``).
 * **full iteration**: ``list()`` (a copy) and ``async for ... in iter_chunks()``.
 * **memory** (tracemalloc) of the store's own structures after loading every pod with one
   Replace (the pods themselves are counted apart), the extra memory an old snapshot retains
-  after 1000 later single-update publishes, and the GC-tracked objects the store adds.
+  after 1000 later single-update publishes, the GC-tracked objects the store adds, and
+  the time of a full ``gc.collect()`` with the store loaded (best of 3; the same with
+  nothing loaded is ``full_gc_ms_baseline``).
 
 The LockedStore is measured with the same indexes, batches and code paths (reads inside
 ``async with store.read()``); there are no readers here, so it shows the uncontended cost.
@@ -51,10 +56,10 @@ PER_OWNER = 1000
 Store = SnapshotStore | LockedStore
 
 
-def build_pods(n: int) -> list[KubeObject]:
+def build_pods(n: int, per_owner: int = PER_OWNER) -> list[KubeObject]:
     pods = []
     for i in range(n):
-        owner, ordinal = divmod(i, PER_OWNER)
+        owner, ordinal = divmod(i, per_owner)
         doc = realistic_pod(
             f"ns-{owner % 20}", f"sts-{owner}", ordinal, node=f"node-{i % 50}", phase="Running"
         )
@@ -99,6 +104,35 @@ async def publish_cost(
         return (cpu() - t0) / len(deltas) * 1e6
 
     return await best(repeat, one_pass)
+
+
+async def churn_cost(store: Store, pods: list[KubeObject], updates: int, repeat: int) -> float:
+    """Microseconds of CPU per index-changing update: pods deleted then added back, 50 per
+    batch (the store ends as it started), best of ``repeat`` passes."""
+    rng = random.Random(43)
+
+    async def one_pass() -> float:
+        batches = []
+        for _ in range(max(1, updates // 100)):
+            chosen = rng.sample(pods, 50)
+            batches.append([Delta(DeltaType.DELETED, p, 0.0) for p in chosen])
+            batches.append([Delta(DeltaType.ADDED, p, 0.0) for p in chosen])
+        t0 = cpu()
+        for b in batches:
+            await store.apply(b)
+        return (cpu() - t0) / (50 * len(batches)) * 1e6
+
+    return await best(repeat, one_pass)
+
+
+def full_gc_ms() -> float:
+    """A full ``gc.collect()``, in milliseconds, best of 3."""
+    times = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        gc.collect()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return min(times)
 
 
 async def read_costs(store: Store, repeat: int) -> dict[str, float]:
@@ -164,6 +198,7 @@ async def memory(kind: type[Store], pods: list[KubeObject]) -> dict[str, float]:
         "store_bytes": structures,
         "store_bytes_per_object": structures / len(pods),
         "gc_tracked_objects": tracked,
+        "full_gc_ms": full_gc_ms(),
     }
     if isinstance(store, SnapshotStore):
         rng = random.Random(7)
@@ -201,13 +236,15 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "python": sys.version.split()[0],
         "machine": platform.machine(),
         "updates": args.updates,
+        "per_owner": args.per_owner,
         "repeat": args.repeat,
         "pod_bytes": object_bytes(2000),
+        "full_gc_ms_baseline": full_gc_ms(),
         "sizes": {},
     }
     for size in args.sizes:
         t0 = time.perf_counter()
-        pods = build_pods(size)
+        pods = build_pods(size, args.per_owner)
         print(f"built {size} pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         per_size: dict[str, Any] = {}
         for kind in (SnapshotStore, LockedStore):
@@ -218,6 +255,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 row[f"publish_us_per_update_batch{batch}"] = await publish_cost(
                     store, pods, args.updates, batch, args.repeat
                 )
+            row["churn_us_per_update"] = await churn_cost(store, pods, args.updates, args.repeat)
             row.update(await read_costs(store, args.repeat))
             del store
             gc.collect()
@@ -251,6 +289,7 @@ def _rounded(value: Any) -> Any:
 
 def report(results: dict[str, Any]) -> None:
     print(f"pod object: {results['pod_bytes']:.0f} B (managedFields dropped)")
+    print(f"full gc.collect() with no store loaded: {results['full_gc_ms_baseline']:.0f} ms")
     print(
         f"{'size':>7} {'store':<13} {'pub/upd b1':>11} {'pub/upd b100':>13} {'by_index':>9} {'random':>9} {'scan':>9} {'list':>8} {'iter':>8} {'struct B/obj':>12} {'gc objs':>8}"
     )
@@ -260,6 +299,10 @@ def report(results: dict[str, Any]) -> None:
                 f"{size:>7} {kind:<13} {r['publish_us_per_update_batch1']:>9.2f}us {r['publish_us_per_update_batch100']:>11.2f}us "
                 f"{r['by_index_owner_ms']:>7.3f}ms {r['by_index_random_owner_ms']:>7.3f}ms {r['scan_owner_ms']:>7.1f}ms {r['list_ms']:>6.1f}ms {r['iter_chunks_ms']:>6.1f}ms "
                 f"{r['store_bytes_per_object']:>12.1f} {r['gc_tracked_objects']:>8}"
+            )
+            print(
+                f"{'':>21} index churn {r['churn_us_per_update']:.2f} us/update; "
+                f"full gc.collect() {r['full_gc_ms']:.0f} ms with the store loaded"
             )
             if "old_snapshot_retained_bytes_after_1000_updates" in r:
                 print(
@@ -276,6 +319,7 @@ if __name__ == "__main__":
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 200_000])
     parser.add_argument("--updates", type=int, default=20_000, help="updates per publish-cost pass")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--per-owner", type=int, default=PER_OWNER, help="pods per StatefulSet")
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
     res = asyncio.run(main(args))

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+from unittest import mock
 
 import msgspec
 import orjson
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aioinformer import _buckets
 from aioinformer._errors import ClosedError, ConfigError
 from aioinformer._fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
 from aioinformer._index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
@@ -199,10 +201,26 @@ def draw_history(data: st.DataObject) -> list[Item]:
     return items
 
 
-@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    ("store_cls", "tiny_buckets"),
+    [(SnapshotStore, False), (SnapshotStore, True), (LockedStore, False)],
+    ids=["SnapshotStore", "SnapshotStore-tiny-buckets", "LockedStore"],
+)
 @settings(max_examples=75, deadline=None)
 @given(data=st.data())
-def test_fifo_and_store_match_the_model(store_cls: type[Store], data: st.DataObject) -> None:
+def test_fifo_and_store_match_the_model(
+    store_cls: type[Store], tiny_buckets: bool, data: st.DataObject
+) -> None:
+    """With ``tiny_buckets`` index buckets switch between dict and FrozenMap at 2 and 1
+    keys (rather than 64 and 32), so the few keys drawn here cross both ways."""
+    if tiny_buckets:
+        with mock.patch.multiple(_buckets, SMALL=2, SHRINK=1):
+            run_model_history(store_cls, data)
+    else:
+        run_model_history(store_cls, data)
+
+
+def run_model_history(store_cls: type[Store], data: st.DataObject) -> None:
     history = draw_history(data)
     max_items = data.draw(st.lists(st.integers(1, 8), min_size=1, max_size=4))
 
