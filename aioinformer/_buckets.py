@@ -8,9 +8,10 @@ never tracked by the cyclic GC, while a HAMT holds about one tracked node per 1.
 which every full collection walks. Most buckets are small (a node's pods, bounded by the
 kubelet's 110; most owners' pods; most label values'). At 200k pods in owners of 100
 (``bench/store_bench.py --per-owner 100``) the store's tracked objects went from 124k to
-49k and a full collection from 244 to 130 ms. Large buckets stay HAMTs: a Python
-persistent map (``._pmap.FrozenMap``, nearly untracked) was measured here at ~3.5 us per
-one-key change against the HAMT's 0.5 us, up to 2x slower per index-changing event.
+49k and a full collection from 244 to 130-181 ms (the locked store's: 126 ms). Large
+buckets stay HAMTs: a Python persistent map (``._pmap.FrozenMap``, nearly untracked) was
+measured here at ~3.5 us per one-key change against the HAMT's 0.5 us, up to 2x slower
+per index-changing event.
 
 Contract: a published bucket never changes. :func:`bucket_writer` starts a private copy
 of one (a dict or an ``immutables`` mutation: ``w[key] = True`` adds a key,
