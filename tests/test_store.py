@@ -211,8 +211,8 @@ def draw_history(data: st.DataObject) -> list[Item]:
 def test_fifo_and_store_match_the_model(
     store_cls: type[Store], tiny_buckets: bool, data: st.DataObject
 ) -> None:
-    """With ``tiny_buckets`` index buckets switch between dict and FrozenMap at 2 and 1
-    keys (rather than 64 and 32), so the few keys drawn here cross both ways."""
+    """With ``tiny_buckets`` index buckets switch between dict and HAMT at 2 and 1 keys
+    (rather than 128 and 64), so the few keys drawn here cross both ways."""
     if tiny_buckets:
         with mock.patch.multiple(_buckets, SMALL=2, SHRINK=1):
             run_model_history(store_cls, data)
