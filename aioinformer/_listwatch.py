@@ -73,8 +73,8 @@ class ListWatch:
 
         lw = ListWatch(api, "apps/v1", "statefulsets", namespace="default")
         items, rv, cont = await lw.list_page("", 500, None)
-        async with contextlib.aclosing(lw.watch(rv, 300)) as lines:
-            async for line in lines:
+        async with contextlib.aclosing(lw.watch(rv, 300)) as reads:
+            async for lines in reads:
                 ...
     """
 
@@ -250,8 +250,9 @@ class ListWatch:
         allow_bookmarks: bool = True,
         idle_timeout: float | None = None,
         on_oversized: Callable[[int], None] | None = None,
-    ) -> AsyncGenerator[bytes, None]:
-        """Yield the lines of one watch from ``resource_version`` until the server closes it.
+    ) -> AsyncGenerator[list[bytes], None]:
+        """Yield the lines of one watch from ``resource_version`` until the server closes it,
+        as lists: the complete lines of each read from the socket, in order (never empty).
 
         An async generator: the request is sent at the first iteration, and HTTP errors
         surface there. Close it (``contextlib.aclosing``) when stopping early; cancelling
@@ -272,9 +273,9 @@ class ListWatch:
             "watch", query, _PARTIAL if self.metadata_only else _JSON, _WATCH_TIMEOUT
         )
         try:
-            async with contextlib.aclosing(self._lines(resp, idle_timeout, on_oversized)) as lines:
-                async for line in lines:
-                    yield line
+            async with contextlib.aclosing(self._lines(resp, idle_timeout, on_oversized)) as reads:
+                async for lines in reads:
+                    yield lines
         finally:
             resp.close()
 
@@ -283,10 +284,18 @@ class ListWatch:
         resp: aiohttp.ClientResponse,
         idle_timeout: float | None,
         on_oversized: Callable[[int], None] | None,
-    ) -> AsyncGenerator[bytes, None]:
+    ) -> AsyncGenerator[list[bytes], None]:
+        """The complete, non-empty lines of each read, one list per read that has any.
+
+        Each line is found by ``bytes.find`` (memchr; ``bytes.split`` scans ~10x slower) and
+        copied once. The start of a line still waiting for its newline is kept as pieces,
+        joined once when the newline comes; when they exceed ``max_line_bytes`` the line is
+        dropped up to its newline and its size reported to ``on_oversized``.
+        """
         content = resp.content
         limit = self.max_line_bytes
-        buf = bytearray()
+        pieces: list[bytes] = []  # the start of the line after the last newline
+        pending = 0  # their total size
         skipping = 0  # > 0: inside an oversized line, this many bytes dropped so far
         while True:
             try:
@@ -303,16 +312,6 @@ class ListWatch:
                 raise StreamError(f"{self._where('watch')}: {_describe(exc)}") from exc
             if not chunk:
                 break
-            if (
-                not buf
-                and not skipping
-                and chunk.endswith(b"\n")
-                and chunk.find(b"\n") == len(chunk) - 1
-            ):
-                if len(chunk) > 1:  # the common case: one event per chunk
-                    yield chunk[:-1]
-                continue
-            start = 0
             if skipping:
                 nl = chunk.find(b"\n")
                 if nl < 0:
@@ -321,20 +320,29 @@ class ListWatch:
                 if on_oversized is not None:
                     on_oversized(skipping + nl)
                 skipping = 0
+                chunk = chunk[nl + 1 :]
+            lines = []
+            start = 0
+            while (nl := chunk.find(b"\n", start)) >= 0:
+                if pieces:  # the end of the line begun in earlier reads
+                    pieces.append(chunk[:nl])
+                    lines.append(b"".join(pieces))
+                    pieces.clear()
+                    pending = 0
+                elif nl > start:
+                    lines.append(chunk[start:nl])
                 start = nl + 1
-            scan = len(buf)
-            buf += memoryview(chunk)[start:]
-            begin = 0
-            while (nl := buf.find(b"\n", scan)) >= 0:
-                if nl > begin:
-                    yield bytes(buf[begin:nl])
-                begin = scan = nl + 1
-            del buf[:begin]
-            if len(buf) > limit:
-                skipping = len(buf)
-                buf.clear()
-        if skipping or buf.strip():
-            size = skipping or len(buf)
+            if start < len(chunk):
+                pieces.append(chunk[start:] if start else chunk)
+                pending += len(chunk) - start
+                if pending > limit:
+                    skipping = pending
+                    pieces.clear()
+                    pending = 0
+            if lines:
+                yield lines
+        if skipping or b"".join(pieces).strip():
+            size = skipping or pending
             raise StreamError(
                 f"{self._where('watch')}: the stream ended in the middle of a line "
                 f"({size} bytes without a newline)"

@@ -102,8 +102,8 @@ class ListerWatcher(Protocol):
         allow_bookmarks: bool = True,
         idle_timeout: float | None = None,
         on_oversized: Callable[[int], None] | None = None,
-    ) -> AsyncGenerator[bytes, None]:
-        """The raw event lines of one watch request."""
+    ) -> AsyncGenerator[list[bytes], None]:
+        """The raw event lines of one watch request, a list per read (never empty)."""
         ...
 
     def error_from_status(self, status: Mapping[str, Any], verb: str) -> ApiStatusError:
@@ -390,7 +390,7 @@ class Watcher:
         valid_before = self.stats.events_total + self.stats.bookmarks
         skipped_before = self.stats.decode_errors
         buffer: dict[str, KubeObject] | None = {} if initial else None
-        lines = self._lw.watch(
+        reads = self._lw.watch(
             rv,
             timeout,
             send_initial_events=initial,
@@ -400,48 +400,49 @@ class Watcher:
         )
         # the per-line path is hot (it runs once per event): everything it uses is local
         put, stats, transform = self._fifo.put_nowait, self.stats, self._transform
-        clock, delta_types, decode = self._clock, _DELTA_TYPES, decode_event
-        async with contextlib.aclosing(lines):
-            async for line in lines:
-                now = stats.last_event_at = clock()
+        delta_types, decode = _DELTA_TYPES, decode_event
+        async with contextlib.aclosing(reads):
+            async for lines in reads:
+                now = stats.last_event_at = self._clock()  # one read, one receive time
                 if not received:
                     received = True
                     if self._healthy_since is None:
                         self._healthy_since = now
-                try:
-                    etype, obj, status = decode(line)
-                except DecodeError as exc:
-                    self._bad_line(line, str(exc))
-                    continue
-                if obj is None:
-                    raise self._lw.error_from_status(status or {}, "watch")
-                dtype = delta_types.get(etype)
-                if dtype is None:  # BOOKMARK
-                    stats.bookmarks += 1
-                    if buffer is None:
-                        put(Bookmark(obj.rv, now))
-                        self._advance(obj.metadata.resource_version)
-                    elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
-                        self._replace(list(buffer.values()), obj.metadata.resource_version)
-                        buffer = None
-                    continue
-                stats.events_total += 1
-                self._expired_in_a_row = 0
-                if buffer is not None:
-                    if dtype is DeltaType.DELETED:
-                        buffer.pop(obj.key, None)
-                    elif (t := self._apply(obj) if transform else obj) is not None:
-                        buffer[obj.key] = t
-                    continue
-                if transform is not None:
-                    t = self._apply(obj)
-                    if t is not None:
-                        put(Delta(dtype, t, now))
-                    elif dtype is DeltaType.DELETED:
+                for line in lines:
+                    try:
+                        etype, obj, status = decode(line)
+                    except DecodeError as exc:
+                        self._bad_line(line, str(exc))
+                        continue
+                    if obj is None:
+                        raise self._lw.error_from_status(status or {}, "watch")
+                    dtype = delta_types.get(etype)
+                    if dtype is None:  # BOOKMARK
+                        stats.bookmarks += 1
+                        if buffer is None:
+                            put(Bookmark(obj.rv, now))
+                            self._advance(obj.metadata.resource_version)
+                        elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
+                            self._replace(list(buffer.values()), obj.metadata.resource_version)
+                            buffer = None
+                        continue
+                    stats.events_total += 1
+                    self._expired_in_a_row = 0
+                    if buffer is not None:
+                        if dtype is DeltaType.DELETED:
+                            buffer.pop(obj.key, None)
+                        elif (t := self._apply(obj) if transform else obj) is not None:
+                            buffer[obj.key] = t
+                        continue
+                    if transform is not None:
+                        t = self._apply(obj)
+                        if t is not None:
+                            put(Delta(dtype, t, now))
+                        elif dtype is DeltaType.DELETED:
+                            put(Delta(dtype, obj, now))
+                    else:
                         put(Delta(dtype, obj, now))
-                else:
-                    put(Delta(dtype, obj, now))
-                self._rv = stats.last_rv = obj.metadata.resource_version  # _advance()
+                    self._rv = stats.last_rv = obj.metadata.resource_version  # _advance()
         if buffer is not None:
             raise StreamError(
                 f"{self._where('watch')}: the streaming list ended before its "

@@ -1,0 +1,100 @@
+"""ListWatch's line framing: the lines of a watch response, however the reads cut them.
+
+The HTTP side (requests, errors, selectors) is tested over real HTTP in test_watch.py and
+test_bad_input.py; here the response body comes from a stand-in for aiohttp's
+StreamReader, so that every way of cutting the bytes into reads can be tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aioinformer._listwatch import ListWatch, StreamError
+
+
+class Reads:
+    """A response whose body arrives as the given reads (aiohttp's ``readany``)."""
+
+    def __init__(self, reads: list[bytes]) -> None:
+        self._reads = iter(reads)
+        self.content = self
+
+    async def readany(self) -> bytes:
+        return next(self._reads, b"")
+
+
+def framed(reads: list[bytes], limit: int = 1 << 20) -> tuple[list[list[bytes]], list[int]]:
+    """What ``_lines`` yields for ``reads``, and the sizes it reported as oversized."""
+    lw = ListWatch(None, "v1", "pods", max_line_bytes=limit)
+    oversized: list[int] = []
+
+    async def collect() -> list[list[bytes]]:
+        gen = lw._lines(Reads(reads), None, oversized.append)  # type: ignore[arg-type]
+        async with contextlib.aclosing(gen) as lines:
+            return [batch async for batch in lines]
+
+    return asyncio.run(collect()), oversized
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    """``data`` cut at ``points`` (positions, any order, duplicates allowed)."""
+    edges = [0, *sorted({p % (len(data) + 1) for p in points}), len(data)]
+    return [data[a:b] for a, b in itertools.pairwise(edges) if b > a]
+
+
+line_text = st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"x"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(line_text, max_size=12), st.lists(st.integers(min_value=0), max_size=12))
+def test_lines_are_the_same_however_the_reads_cut_them(
+    lines: list[bytes], points: list[int]
+) -> None:
+    """Every complete, non-empty line comes out once, whole, in order (empty lines are
+    dropped); one list per read that completed any line, never an empty list."""
+    data = b"".join(line + b"\n" for line in lines)
+    got, oversized = framed(cut(data, points))
+    assert [line for batch in got for line in batch] == [line for line in lines if line]
+    assert all(got) and oversized == []
+    assert all(type(line) is bytes for batch in got for line in batch)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(line_text, max_size=10),
+    st.lists(st.integers(min_value=0), max_size=10),
+    st.integers(min_value=1, max_value=30),
+)
+def test_a_line_held_back_over_the_limit_is_dropped_and_reported(
+    lines: list[bytes], points: list[int], limit: int
+) -> None:
+    """A line is dropped, and its whole size reported, exactly when a read ends inside it
+    with more than ``max_line_bytes`` of it received (held back, waiting for its newline);
+    a line that a read completes is never held back, so never dropped."""
+    data = b"".join(line + b"\n" for line in lines)
+    reads = cut(data, points)
+    ends = [sum(map(len, reads[: i + 1])) for i in range(len(reads))]
+    expected, dropped, start = [], [], 0
+    for line in lines:
+        newline = start + len(line)  # a read ending at or before it leaves the line open
+        held = max((end - start for end in ends if start < end <= newline), default=0)
+        if held > limit:
+            dropped.append(len(line))
+        elif line:
+            expected.append(line)
+        start = newline + 1
+    got, oversized = framed(reads, limit)
+    assert [line for batch in got for line in batch] == expected
+    assert oversized == dropped
+
+
+def test_the_stream_may_not_end_in_the_middle_of_a_line() -> None:
+    with pytest.raises(StreamError, match=r"middle of a line \(5 bytes without a newline\)"):
+        framed([b'{"a":1}\n{"b"', b":"])
+    assert framed([b'{"a":1}\n', b"  \n  "])[0] == [[b'{"a":1}'], [b"  "]]
