@@ -156,7 +156,7 @@ class Informer:
         self._batch_size = batch_size
         self._staleness_bound = staleness_bound
         self._synced = asyncio.Event()
-        self._published: asyncio.Future[None] | None = None
+        self._waiters: list[asyncio.Future[None]] = []  # one per waiting reader, woken by a publish
         self._rv = 0
         self._seq = 0
         self._objects = 0
@@ -361,27 +361,38 @@ class Informer:
         return max(fifo_oldest_age, time.monotonic() - self._inflight_since)
 
     async def _wait(self, ready: Callable[[], bool], timeout: float | None, what: str) -> None:
+        """Return once ``ready()`` holds, checked after every publish; FreshnessTimeout after
+        ``timeout`` seconds, ClosedError once stopped. One timer for the whole wait and one
+        future per wake-up: waiting costs next to nothing per publish."""
+        if ready():
+            return
         loop = asyncio.get_running_loop()
-        deadline = None if timeout is None else loop.time() + timeout
-        while not ready():
-            if self._closed:
-                raise ClosedError(f"informer {self.name} stopped while waiting for {what}")
-            if self._published is None or self._published.done():
-                self._published = loop.create_future()
-            left = None if deadline is None else deadline - loop.time()
-            if left is not None and left <= 0:
-                raise FreshnessTimeout(f"informer {self.name}: timed out waiting for {what}")
-            # a staleness bound is time-based: re-check at least every 50 ms
-            if self._staleness_bound is not None:
-                left = 0.05 if left is None else min(left, 0.05)
-            try:
-                await asyncio.wait_for(asyncio.shield(self._published), left)
-            except TimeoutError:
-                pass
+        # a staleness bound is time-based: re-check at least every 50 ms
+        poll = self._staleness_bound is not None
+        try:
+            async with asyncio.timeout(timeout):
+                while not ready():
+                    if self._closed:
+                        raise ClosedError(f"informer {self.name} stopped while waiting for {what}")
+                    waiter = loop.create_future()
+                    self._waiters.append(waiter)
+                    try:
+                        if poll:
+                            await asyncio.wait((waiter,), timeout=0.05)
+                        else:
+                            await waiter
+                    finally:
+                        # not woken (timed out, cancelled): drop it unless a publish just did
+                        if (waiter.cancelled() or not waiter.done()) and waiter in self._waiters:
+                            self._waiters.remove(waiter)
+        except TimeoutError:
+            raise FreshnessTimeout(f"informer {self.name}: timed out waiting for {what}") from None
 
     def _wake_waiters(self) -> None:
-        if self._published is not None and not self._published.done():
-            self._published.set_result(None)
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     # -- handlers ------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 
 The pipeline is the real one (Watcher line parsing and decoding -> DeltaFIFO -> store
 writer with the default indexes -> publish -> dispatch), fed by an in-memory lister-watcher
-that hands over the lines of each ~64 KB read, as ListWatch does, so the network and the
+that hands over the lines of each read (up to 256 KiB, what asyncio receives per loop
+iteration) and lets the loop run between reads, as ListWatch does, so the network and the
 line framing are out of the measurement. The baseline decodes the same lines with
 orjson.loads and keeps nothing.
 
@@ -29,14 +30,16 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from typing import Any
 
 import orjson
 
+from aioinformer._fifo import Delta, DeltaType, Replace
 from aioinformer._informer import Informer
 from aioinformer._listwatch import ListWatch
-from aioinformer._objects import KubeObject, decode_list
+from aioinformer._objects import KubeObject, decode_event, decode_list
+from aioinformer._store import SnapshotStore
 from aioinformer.testing import KubeSim
 from aioinformer.testing._workload import realistic_pod
 
@@ -75,7 +78,10 @@ def make_stream(objects: int, events: int) -> tuple[bytes, list[bytes]]:
     return body, [prefix + ev.obj.raw[1:] + b"}\n" for ev in evs]
 
 
-READ_LINES = 20  # ~64 KB reads of ~3.3 KB events
+READ_BYTES = 256 * 1024
+"""What one read of a watch response holds at most: asyncio's transports receive up to
+256 KiB per loop iteration, and aiohttp's ``readany`` returns it all (~78 events of
+3.3 KB); between two reads the loop runs its other tasks, the store writer among them."""
 
 
 class BlockListWatch:
@@ -106,10 +112,10 @@ class BlockListWatch:
     ) -> AsyncGenerator[list[bytes], None]:
         while True:
             block = await self.blocks.get()
-            for start in range(0, len(block), READ_LINES):
-                yield block[start : start + READ_LINES]  # the lines of one socket read
-                if start % 256 + READ_LINES > 256:
-                    await asyncio.sleep(0)  # the read waited for the socket now and then
+            per_read = max(1, READ_BYTES * len(block) // sum(map(len, block)))
+            for start in range(0, len(block), per_read):
+                yield block[start : start + per_read]  # the lines of one read
+                await asyncio.sleep(0)  # the next read waits for the socket
 
 
 def bare_loop(lines: list[bytes]) -> float:
@@ -145,7 +151,7 @@ class _Reads:
         return next(self._reads, b"")
 
 
-def framing_cost(lines: list[bytes], read_size: int = 65536) -> float:
+def framing_cost(lines: list[bytes], read_size: int = READ_BYTES) -> float:
     """Microseconds per line to cut the stream (the lines joined) into lines, as
     ListWatch does for every read of a watch response (best of 5)."""
     data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
@@ -193,6 +199,67 @@ async def paired_blocks(
     return pairs
 
 
+def _complete(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run a coroutine that never suspends (SnapshotStore.apply) without an event loop."""
+    try:
+        coro.send(None)
+    except StopIteration as done:
+        return done.value
+    coro.close()
+    raise RuntimeError("the coroutine suspended")
+
+
+def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]:
+    """Where the pipeline's time goes: each stage's rate against the bare loop (median and
+    quartiles of paired chunks, as for the pipeline), all without asyncio.
+
+    * ``decode``: decode_event, the object dropped at once.
+    * ``decode_into_dict``: the objects kept in a dict by key, replacing the previous
+      version: the least any cache of them costs (new memory, the old object freed).
+    * ``decode_into_snapshot_store``: Delta items applied to a SnapshotStore with the
+      default indexes, one batch (and one snapshot) per read's lines, as the writer does.
+    """
+    batch = max(1, READ_BYTES * len(lines) // sum(map(len, lines)))
+    items, rv, _ = decode_list(body)
+    cache = {obj.key: obj for obj in items}
+    store = SnapshotStore()
+    _complete(store.apply([Replace(items, int(rv), 0.0)], changes=False))
+    del items
+
+    def decode(part: list[bytes]) -> None:
+        for line in part:
+            decode_event(line)
+
+    def decode_into_dict(part: list[bytes]) -> None:
+        for line in part:
+            obj = decode_event(line)[1]
+            cache[obj.key] = obj  # type: ignore[union-attr]
+
+    def decode_into_snapshot_store(part: list[bytes]) -> None:
+        for start in range(0, len(part), batch):
+            deltas = [
+                Delta(DeltaType.UPDATED, decode_event(line)[1], 0.0)  # type: ignore[arg-type]
+                for line in part[start : start + batch]
+            ]
+            _complete(store.apply(deltas, changes=False))
+
+    runs: dict[str, Callable[[list[bytes]], None]] = {
+        "decode": decode,
+        "decode_into_dict": decode_into_dict,
+        "decode_into_snapshot_store": decode_into_snapshot_store,
+    }
+    ratios: dict[str, list[float]] = {name: [] for name in runs}
+    order = list(runs)
+    for n, start in enumerate(range(0, len(lines) - chunk + 1, chunk)):
+        part = lines[start : start + chunk]
+        bare = bare_loop(part)
+        for name in order[n % 3 :] + order[: n % 3]:  # each stage first in turn
+            t0 = time.perf_counter()
+            runs[name](part)
+            ratios[name].append(bare / (time.perf_counter() - t0))
+    return {name: quartiles(got) for name, got in ratios.items()}
+
+
 def quartiles(values: list[float]) -> list[float]:
     q = statistics.quantiles(values, n=4) if len(values) > 1 else values * 3
     return [round(q[0], 3), round(statistics.median(values), 3), round(q[2], 3)]
@@ -219,6 +286,7 @@ def main() -> None:
     gc.collect()
     into_dict = statistics.median(dict_cache_rate(lines) for _ in range(3))
     framing_us = framing_cost(lines)
+    stage_ratios = stages(body, lines)
     result: dict[str, Any] = {
         "objects": args.objects,
         "events": len(lines),
@@ -230,10 +298,14 @@ def main() -> None:
         result[f"pipeline_{store}_events_per_second"] = round(
             statistics.median(args.block / piped for _, piped in got)
         )
+        # the bare loop's rate over the same blocks (their pairs): the other side of the ratio
+        result[f"orjson_decode_beside_{store}_events_per_second"] = round(
+            statistics.median(args.block / bare for bare, _ in got)
+        )
     bare_rates = [args.block / bare for got in pairs.values() for bare, _ in got]
     result["orjson_decode_events_per_second"] = round(statistics.median(bare_rates))
     result["orjson_decode_into_dict_events_per_second"] = round(into_dict)
-    # not in the pipeline figures: ListWatch's cutting of 64 KB reads into lines
+    # not in the pipeline figures: ListWatch's cutting of 256 KiB reads into lines
     result["framing_us_per_event"] = round(framing_us, 2)
     result["framing_vs_orjson_decode"] = round(
         framing_us / (1e6 / result["orjson_decode_events_per_second"]), 3
@@ -243,6 +315,7 @@ def main() -> None:
         result[f"pipeline_{store}_vs_orjson_decode"] = round(statistics.median(ratios), 3)
         result[f"pipeline_{store}_vs_orjson_decode_quartiles"] = quartiles(ratios)
         result[f"pipeline_{store}_blocks"] = len(ratios)
+    result["stages_vs_orjson_decode_quartiles"] = stage_ratios
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     text = json.dumps(result, indent=2)
     print(text)

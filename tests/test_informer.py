@@ -106,6 +106,31 @@ async def test_wait_until_and_timeouts(sim: KubeSim, factory: InformerFactory) -
         await pods.wait_for_rv(sim.resource_version + 1000, timeout=0.3)
 
 
+async def test_waits_wake_on_publish_and_leave_no_waiter_behind(
+    sim: KubeSim, factory: InformerFactory
+) -> None:
+    """A publish wakes every waiting reader; a wait that times out or is cancelled leaves
+    nothing behind and disturbs no other."""
+    pods = factory.informer("v1", "pods")
+    await factory.wait_for_sync(timeout=10)
+    rv = sim.resource_version
+    timing_out = [asyncio.create_task(pods.wait_for_rv(rv + 1000, timeout=0.1)) for _ in range(3)]
+    cancelled = [asyncio.create_task(pods.wait_for_rv(rv + 1000)) for _ in range(3)]
+    served = [asyncio.create_task(pods.wait_for_rv(rv + 1, timeout=10)) for _ in range(3)]
+    for task in timing_out:
+        with pytest.raises(FreshnessTimeout):
+            await task
+    for task in cancelled:
+        task.cancel()
+    await asyncio.gather(*cancelled, return_exceptions=True)
+    assert all(task.cancelled() for task in cancelled)
+    assert len(pods._waiters) == 3 and not any(task.done() for task in served)
+    sim.create("pods", pod("x"), "default")
+    for snap in await asyncio.gather(*served):
+        assert snap.get("default/x") is not None
+    assert pods._waiters == []
+
+
 async def test_handlers_and_late_subscribers(sim: KubeSim, factory: InformerFactory) -> None:
     sim.create("pods", pod("before"), "default")
     pods = factory.informer("v1", "pods")
