@@ -25,7 +25,10 @@ container that nothing else references (CPython's reference count tells, see
 :data:`IN_PLACE`) and copies only the shared ones. A store whose snapshot no reader holds
 then updates like a dict: no leaf copy, none of the siblings' reference counts touched,
 no replaced leaf to free. Whatever another map, an iterator or a reader still references
-is copied as before, so no map anyone can see ever changes.
+is copied as before, so no map anyone can see ever changes. Where reference counts can
+be trusted (:data:`IN_PLACE`) the writer asks them at every write instead of keeping
+records of what it already owns: a container referenced once, from the writer's own
+top or middle, is its own.
 
 Contract: a FrozenMap never changes while anything but its owner references it; a
 writer's changes are invisible until ``finish()``; a writer must not be used after
@@ -212,6 +215,48 @@ class MapWriter(Generic[_K, _V]):
         self._len -= 1
         return leaf.pop(key)
 
+    _set_recorded = set
+    _pop_recorded = pop
+
+    # With IN_PLACE (see below) these replace set/pop: a container is ours to write exactly
+    # when it is referenced once, from our own top or middle (copies are, from the start),
+    # so its reference count answers without the writer's records: two list lookups and
+    # two counts per write instead of dict lookups and a call the first time a leaf is
+    # written (~0.2-0.3 us per write in batches of ~80 scattered keys).
+
+    def _set_counted(self, key: _K, value: _V) -> _V | None:
+        """Map ``key`` to ``value``; return the previous value (None if there was none)."""
+        i = hash(key) & self._mask
+        top, m, j = self._top, i >> self._shift, i & self._low
+        mid = top[m]
+        if _refs(mid) != _SOLE:
+            mid = top[m] = list(mid)
+        leaf = mid[j]
+        if _refs(leaf) != _SOLE:
+            leaf = mid[j] = leaf.copy()
+        old = leaf.get(key)
+        leaf[key] = value
+        if old is None:
+            self._len += 1
+            if self._len > self._limit:
+                self._grow()
+        return old
+
+    def _pop_counted(self, key: _K) -> _V | None:
+        """Remove ``key``; return its value (None if it was absent)."""
+        i = hash(key) & self._mask
+        top, m, j = self._top, i >> self._shift, i & self._low
+        if key not in top[m][j]:
+            return None
+        mid = top[m]
+        if _refs(mid) != _SOLE:
+            mid = top[m] = list(mid)
+        leaf = mid[j]
+        if _refs(leaf) != _SOLE:
+            leaf = mid[j] = leaf.copy()
+        self._len -= 1
+        return leaf.pop(key)
+
     def items(self) -> Iterator[tuple[_K, _V]]:
         """The ``(key, value)`` pairs as changed so far (do not write while iterating)."""
         return chain.from_iterable(leaf.items() for leaf in chain.from_iterable(self._top))
@@ -286,3 +331,7 @@ def _in_place_works() -> bool:
 
 IN_PLACE = _in_place_works()
 """Whether ``mutate(owned=True)`` writes in place on this interpreter (else it copies)."""
+
+if IN_PLACE:  # reference counts tell which containers are ours: no records needed
+    MapWriter.set = MapWriter._set_counted  # type: ignore[method-assign]
+    MapWriter.pop = MapWriter._pop_counted  # type: ignore[method-assign]
