@@ -53,7 +53,8 @@ _MIN_BITS = 2  # 16 leaves
 _MAX_LEAF = 16  # average leaf size that triggers growth: 4x more leaves (average 4)
 
 # The directory and its middles are lists: a writer fills its own and hands them over
-# with ``finish()`` (no copy); only a writer that owns them (see ``_own``) writes again.
+# with ``finish()`` (no copy); only a writer that owns them (see ``_own`` and, where
+# reference counts tell, ``_set_counted``) writes again.
 _Dir = list[list[dict[_K, _V]]]
 
 
