@@ -35,6 +35,7 @@ from ._store import (
     IndexPlan,
     StoreItem,
     apply_batch,
+    check_batch,
     index_plan,
     merge_indexers,
     unknown_index,
@@ -92,28 +93,35 @@ class _DictState:
         self.updaters = [(indexes[name], fn, reads) for name, fn, reads in plan[0]]
         self.same = plan[1]
 
-    def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
+    def put(self, key: str, obj: KubeObject) -> KubeObject | None:
         objects = self.objects
         old = objects.get(key)
         objects[key] = obj
-        if old is None:
-            for index, fn, _ in self.updaters:
-                _index_change(index, fn, key, None, obj)
-            return None
-        old_meta, new_meta = old.metadata, obj.metadata
-        same = self.same  # as the snapshot store: skip indexes whose input is unchanged
-        if same is None or same(old_meta) != same(new_meta):
-            for index, fn, reads in self.updaters:
-                if reads is None or reads(old_meta) != reads(new_meta):
-                    _index_change(index, fn, key, old, obj)
         return old
 
-    def delete(self, key: str) -> KubeObject | None:
-        old = self.objects.pop(key, None)
-        if old is not None:
+    def put_all(
+        self, keys: Sequence[str], objs: Sequence[KubeObject]
+    ) -> builtins.list[KubeObject | None]:
+        objects = self.objects
+        get = objects.get
+        olds = []
+        for key, obj in zip(keys, objs, strict=True):
+            olds.append(get(key))
+            objects[key] = obj
+        return olds
+
+    def pop(self, key: str) -> KubeObject | None:
+        return self.objects.pop(key, None)
+
+    def reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if old is None or new is None:
             for index, fn, _ in self.updaters:
-                _index_change(index, fn, key, old, None)
-        return old
+                _index_change(index, fn, key, old, new)
+            return
+        old_meta, new_meta = old.metadata, new.metadata
+        for index, fn, reads in self.updaters:
+            if reads is None or reads(old_meta) != reads(new_meta):
+                _index_change(index, fn, key, old, new)
 
     def entries(self) -> Iterable[tuple[str, KubeObject]]:
         return builtins.list(self.objects.items())
@@ -258,10 +266,11 @@ class LockedStore:
         lock is held)."""
         if not batch:
             return []
+        upserts = check_batch(batch)
         async with self._lock.writer_lock:
             state = _DictState(self._objects, self._indexes, self._plan)
             collect = changes() if callable(changes) else changes
-            applied, self._rv = apply_batch(state, batch, self._rv, collect)
+            applied, self._rv = apply_batch(state, batch, self._rv, collect, upserts=upserts)
             self._seq += 1
         self._notify()
         return applied

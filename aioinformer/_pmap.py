@@ -39,7 +39,7 @@ be hashable with a stable hash (the store uses ``str``). Iteration order is unsp
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain
 from typing import Generic, TypeVar, overload
 
@@ -216,8 +216,15 @@ class MapWriter(Generic[_K, _V]):
         self._len -= 1
         return leaf.pop(key)
 
+    def set_many(self, keys: Sequence[_K], values: Sequence[_V]) -> list[_V | None]:
+        """:meth:`set` each key to its value, in order; return the previous values (None
+        where there was none), in order. One call for a batch of writes."""
+        set_ = self.set
+        return [set_(key, value) for key, value in zip(keys, values, strict=True)]
+
     _set_recorded = set
     _pop_recorded = pop
+    _set_many_recorded = set_many
 
     # With IN_PLACE (see below) these replace set/pop: a container is ours to write exactly
     # when it is referenced once, from our own top or middle (copies are, from the start),
@@ -242,6 +249,30 @@ class MapWriter(Generic[_K, _V]):
             if self._len > self._limit:
                 self._grow()
         return old
+
+    def _set_many_counted(self, keys: Sequence[_K], values: Sequence[_V]) -> list[_V | None]:
+        """:meth:`set_many`, with the steps of :meth:`_set_counted` in one loop."""
+        olds: list[_V | None] = []
+        append = olds.append
+        top, mask, shift, low = self._top, self._mask, self._shift, self._low
+        for key, value in zip(keys, values, strict=True):
+            i = hash(key) & mask
+            m, j = i >> shift, i & low
+            mid = top[m]
+            if _refs(mid) != _SOLE:
+                mid = top[m] = list(mid)
+            leaf = mid[j]
+            if _refs(leaf) != _SOLE:
+                leaf = mid[j] = leaf.copy()
+            old = leaf.get(key)
+            leaf[key] = value
+            append(old)
+            if old is None:
+                self._len += 1
+                if self._len > self._limit:
+                    self._grow()
+                    top, mask, shift, low = self._top, self._mask, self._shift, self._low
+        return olds
 
     def _pop_counted(self, key: _K) -> _V | None:
         """Remove ``key``; return its value (None if it was absent)."""
@@ -336,3 +367,4 @@ IN_PLACE = _in_place_works()
 if IN_PLACE:  # reference counts tell which containers are ours: no records needed
     MapWriter.set = MapWriter._set_counted  # type: ignore[method-assign]
     MapWriter.pop = MapWriter._pop_counted  # type: ignore[method-assign]
+    MapWriter.set_many = MapWriter._set_many_counted  # type: ignore[method-assign]

@@ -146,23 +146,43 @@ def _classify(item: object) -> int:
 class _State(Protocol):
     """A store's state for the length of one batch (what :func:`apply_batch` needs).
 
-    ``upsert`` and ``delete`` keep the indexes in step and return what the key held
-    before (None if nothing): one call per event."""
+    ``put`` and ``pop`` change the object map only and return what the key held before
+    (None if nothing), ``put_all`` puts many objects in order and returns those, in order;
+    ``reindex(key, old, new)`` then brings every index in step (``old``
+    or ``new`` None for an addition or a removal). ``same`` reads, from an object's
+    metadata, everything the indexes depend on (None: they read more than the metadata):
+    an update whose ``same`` is unchanged changes no index, so it is not reindexed. The
+    split keeps the per-event path to one call into the state: most updates change no
+    index value."""
+
+    same: Callable[[ObjectMeta], object] | None
 
     def get(self, key: str) -> KubeObject | None: ...
-    def upsert(self, key: str, obj: KubeObject) -> KubeObject | None: ...
-    def delete(self, key: str) -> KubeObject | None: ...
+    def put(self, key: str, obj: KubeObject) -> KubeObject | None: ...
+    def put_all(
+        self, keys: Sequence[str], objs: Sequence[KubeObject]
+    ) -> builtins.list[KubeObject | None]: ...
+    def pop(self, key: str) -> KubeObject | None: ...
+    def reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None: ...
     def entries(self) -> Iterable[tuple[str, KubeObject]]: ...
 
 
 def apply_batch(
-    state: _State, batch: Iterable[StoreItem], rv: int, collect: bool = True
+    state: _State,
+    batch: Sequence[StoreItem],
+    rv: int,
+    collect: bool = True,
+    *,
+    upserts: bool = False,
 ) -> tuple[builtins.list[Change], int]:
     """Apply ``batch`` to ``state``; return the changes (none built unless ``collect``)
-    and max(rv, every rv seen)."""
+    and max(rv, every rv seen). ``upserts``: every item is a Delta that adds or updates
+    (:func:`check_batch` tells), and the batch takes the bulk path."""
+    if upserts:
+        return _apply_upserts(state, cast("Sequence[DeltaLike]", batch), rv, collect)
     changes: list[Change] = []
     append = changes.append if collect else None
-    get, upsert, delete = state.get, state.upsert, state.delete
+    get, put, pop, reindex, same = state.get, state.put, state.pop, state.reindex, state.same
     kinds = _kinds
     for item in batch:
         kind = kinds.get(type(item)) or _classify(item)
@@ -171,14 +191,21 @@ def apply_batch(
             obj = delta.obj
             if obj.rv > rv:
                 rv = obj.rv
+            key = obj.key
             if delta.type == "Deleted":
-                old = delete(obj.key)
-                if old is not None and append is not None:
-                    append(Change("DELETED", obj, old))
-            else:
-                old = upsert(obj.key, obj)
-                if append is not None:
-                    append(Change("ADDED" if old is None else "UPDATED", obj, old))
+                old = pop(key)
+                if old is not None:
+                    reindex(key, old, None)
+                    if append is not None:
+                        append(Change("DELETED", obj, old))
+                continue
+            old = put(key, obj)
+            if old is None:
+                reindex(key, None, obj)
+            elif same is None or same(old.metadata) != same(obj.metadata):
+                reindex(key, old, obj)
+            if append is not None:
+                append(Change("ADDED" if old is None else "UPDATED", obj, old))
         elif kind == _REPLACE:
             replace = cast("ReplaceLike", item)
             rv = max(rv, replace.resource_version)
@@ -189,33 +216,67 @@ def apply_batch(
                     rv = obj.rv
                 old = get(key)
                 if old is None or old.rv != obj.rv:
-                    upsert(key, obj)
+                    put(key, obj)
+                    reindex(key, old, obj)
                     if append is not None:
                         append(Change("ADDED" if old is None else "UPDATED", obj, old))
             for key in vanished:
-                old = delete(key)
-                if old is not None and append is not None:
-                    append(Change("DELETED", old, old))
+                old = pop(key)
+                if old is not None:
+                    reindex(key, old, None)
+                    if append is not None:
+                        append(Change("DELETED", old, old))
         else:
             rv = max(rv, cast("BookmarkLike", item).resource_version)
     return changes, rv
 
 
-def check_batch(batch: Iterable[StoreItem]) -> None:
+def _apply_upserts(
+    state: _State, batch: Sequence[DeltaLike], rv: int, collect: bool
+) -> tuple[builtins.list[Change], int]:
+    """:func:`apply_batch` for a batch of Deltas that all add or update (the usual batch
+    of a watch): the map takes them in one call, then the indexes follow in order."""
+    objs = [delta.obj for delta in batch]
+    keys = [obj.key for obj in objs]
+    olds = state.put_all(keys, objs)
+    same, reindex = state.same, state.reindex
+    for key, obj, old in zip(keys, objs, olds, strict=True):
+        if obj.rv > rv:
+            rv = obj.rv
+        if old is None:
+            reindex(key, None, obj)
+        elif same is None or same(old.metadata) != same(obj.metadata):
+            reindex(key, old, obj)
+    if not collect:
+        return [], rv
+    pairs = zip(objs, olds, strict=True)
+    return [Change("ADDED" if old is None else "UPDATED", obj, old) for obj, old in pairs], rv
+
+
+def check_batch(batch: Iterable[StoreItem]) -> bool:
     """Raise TypeError for an item that is not a Delta (with a KubeObject), a Replace or a
-    Bookmark, before anything is applied."""
+    Bookmark, before anything is applied. Return whether every item is a Delta that adds
+    or updates (``apply_batch(..., upserts=True)``)."""
+    upserts = True
     for item in batch:
         kind = _kinds.get(type(item)) or _classify(item)
         held: Iterable[object] = ()
-        if kind == _DELTA and not isinstance(item.obj, KubeObject):  # type: ignore[union-attr]
-            held = (item.obj,)  # type: ignore[union-attr]
-        elif kind == _REPLACE:
-            held = item.objects  # type: ignore[union-attr]
-        for obj in held:
+        if kind == _DELTA:
+            obj: object = item.obj  # type: ignore[union-attr]
             if not isinstance(obj, KubeObject):
+                held = (obj,)
+            elif item.type == "Deleted":  # type: ignore[union-attr]
+                upserts = False
+        else:
+            upserts = False
+            if kind == _REPLACE:
+                held = item.objects  # type: ignore[union-attr]
+        for one in held:
+            if not isinstance(one, KubeObject):
                 raise TypeError(
-                    f"{type(item).__name__} of a {type(obj).__name__}, not a KubeObject"
+                    f"{type(item).__name__} of a {type(one).__name__}, not a KubeObject"
                 )
+    return upserts
 
 
 def merge_indexers(
@@ -442,39 +503,28 @@ def index_plan(funcs: Mapping[str, IndexFunc]) -> IndexPlan:
 class _SnapshotState:
     """The :class:`_State` of one SnapshotStore batch: writers over the last snapshot."""
 
-    __slots__ = ("get", "indexes", "objects", "same", "set")
+    __slots__ = ("get", "indexes", "objects", "pop", "put", "put_all", "same")
 
     def __init__(self, snap: Snapshot, plan: IndexPlan, owned: bool = False) -> None:
-        self.objects = snap._objects.mutate(owned=owned)
-        self.get = self.objects.get
-        self.set = self.objects.set
+        self.objects = objects = snap._objects.mutate(owned=owned)
+        self.get, self.put, self.pop = objects.get, objects.set, objects.pop
+        self.put_all = objects.set_many
         indexes = snap._indexes
         self.indexes = [
             _IndexMutation(name, indexes[name], fn, reads) for name, fn, reads in plan[0]
         ]
         self.same = plan[1]
 
-    def upsert(self, key: str, obj: KubeObject) -> KubeObject | None:
-        old = self.set(key, obj)
-        if old is None:
+    def reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if old is None or new is None:
             for index in self.indexes:
-                index.change(key, None, obj)
-            return None
-        old_meta, new_meta = old.metadata, obj.metadata
-        same = self.same  # most updates change no index value: one comparison for all
-        if same is None or same(old_meta) != same(new_meta):
-            for index in self.indexes:
-                reads = index.reads
-                if reads is None or reads(old_meta) != reads(new_meta):
-                    index.change(key, old, obj)
-        return old
-
-    def delete(self, key: str) -> KubeObject | None:
-        old = self.objects.pop(key)
-        if old is not None:
-            for index in self.indexes:
-                index.change(key, old, None)
-        return old
+                index.change(key, old, new)
+            return
+        old_meta, new_meta = old.metadata, new.metadata
+        for index in self.indexes:
+            reads = index.reads
+            if reads is None or reads(old_meta) != reads(new_meta):
+                index.change(key, old, new)
 
     def entries(self) -> Iterable[tuple[str, KubeObject]]:
         return builtins.list(self.objects.items())
@@ -579,11 +629,13 @@ class SnapshotStore:
         # no one can see ``base`` again. A malformed item fails before any change.
         owned = IN_PLACE and _refs(base) == 3 and _refs(objects) == 3
         del objects
-        check_batch(batch)
+        upserts = check_batch(batch)
         state = _SnapshotState(base, self._plan, owned)
         building = self._building
         try:
-            applied, rv = apply_batch(state, batch, base._rv, changes or bool(building))
+            applied, rv = apply_batch(
+                state, batch, base._rv, changes or bool(building), upserts=upserts
+            )
         except BaseException:
             if owned:  # interrupted half-way (MemoryError, KeyboardInterrupt): what changed
                 self._publish(self._reindexed(state.objects.finish(), base))  # stays

@@ -17,7 +17,7 @@ from aioinformer._pmap import IN_PLACE, FrozenMap, MapWriter
 Op = tuple[str, int, int]
 ops = st.lists(
     st.tuples(
-        st.sampled_from(["set", "pop", "publish", "publish-and-keep"]),
+        st.sampled_from(["set", "set-many", "pop", "publish", "publish-and-keep"]),
         st.integers(0, 400),
         st.integers(),
     ),
@@ -36,6 +36,7 @@ def write_path(name: str) -> Iterator[None]:
         MapWriter,
         set=getattr(MapWriter, f"_set_{name}"),
         pop=getattr(MapWriter, f"_pop_{name}"),
+        set_many=getattr(MapWriter, f"_set_many_{name}"),
     ):
         yield
 
@@ -43,6 +44,7 @@ def write_path(name: str) -> Iterator[None]:
 def test_set_and_pop_are_the_counted_ones_where_reference_counts_tell() -> None:
     assert (MapWriter.set is MapWriter._set_counted) is IN_PLACE
     assert (MapWriter.pop is MapWriter._pop_counted) is IN_PLACE
+    assert (MapWriter.set_many is MapWriter._set_many_counted) is IN_PLACE
 
 
 def check(m: FrozenMap[str, int], model: dict[str, int]) -> None:
@@ -80,6 +82,14 @@ def model_run(steps: list[Op], owned: bool) -> None:
         if op == "set":
             assert writer.set(key, v) == model.get(key)
             model[key] = v
+        elif op == "set-many":  # a run of keys, one of them twice, as in a batch of events
+            keys = [key, f"ns/{k + 1}", key, f"ns/{k + 7}"]
+            values = [v, v + 1, v + 2, v + 3]
+            expected = []
+            for one, value in zip(keys, values, strict=True):
+                expected.append(model.get(one))
+                model[one] = value
+            assert writer.set_many(keys, values) == expected
         elif op == "pop":
             assert writer.pop(key) == model.pop(key, None)
         else:
@@ -115,12 +125,14 @@ def changes_in_place() -> None:
     w.set("k1", -1)
     w.pop("k2")
     w.set("new", 5)
+    assert w.set_many(["k3", "new2", "k3"], [-3, 6, -33]) == [3, None, -3]
     new = w.finish()
     if IN_PLACE:
         assert set(containers(new)) == before  # not one container copied
     else:  # (an interpreter whose reference counts are not used: all copied)
         assert not set(containers(new)) & before
-    expected = {f"k{i}": i for i in range(100) if i != 2} | {"k1": -1, "new": 5}
+    expected = {f"k{i}": i for i in range(100) if i != 2}
+    expected |= {"k1": -1, "new": 5, "k3": -33, "new2": 6}
     check(new, expected)
 
 
@@ -165,6 +177,19 @@ def test_grows_and_keeps_every_key() -> None:
     check(grown, {f"k{i}": i for i in range(5000)})
     check(m, {})
     assert repr(FrozenMap({f"k{i}": i for i in range(5000)})) == repr(grown)
+
+
+@pytest.mark.parametrize("path", WRITE_PATHS)
+@pytest.mark.parametrize("owned", [False, True])
+def test_set_many_grows_midway_and_keeps_every_key(path: str, owned: bool) -> None:
+    """One set_many call across several growth steps (the map rebuilt under the loop)."""
+    with write_path(path):
+        base = FrozenMap({f"k{i}": i for i in range(10)})
+        w = base.mutate(owned=owned)
+        keys = [f"k{i}" for i in range(5000)]
+        olds = w.set_many(keys, [-i for i in range(5000)])
+        assert olds == [*range(10), *[None] * 4990]
+        check(w.finish(), {key: -i for i, key in enumerate(keys)})
 
 
 def test_writer_is_copy_on_write() -> None:

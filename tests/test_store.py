@@ -375,6 +375,17 @@ async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(
     assert all(h is snap for h in holder)
 
 
+@pytest.mark.parametrize("bad", [object(), Delta(DeltaType.ADDED, None, 0.0), Replace([1], 1, 0.0)])  # type: ignore[arg-type,list-item]
+async def test_the_locked_store_also_checks_a_batch_before_it_changes_anything(bad: Any) -> None:
+    store = LockedStore()
+    await store.apply([upsert(pod("ok", rv=1))])
+    with pytest.raises(TypeError, match="not a"):
+        await store.apply([upsert(pod("ok", rv=2)), upsert(pod("ok2", rv=3)), bad])
+    async with store.read() as view:
+        assert view.seq == 1 and view.keys() == ["default/ok"]
+        assert view.get("default/ok").rv == 1  # type: ignore[union-attr]
+
+
 async def test_a_failing_batch_publishes_nothing() -> None:
     store = SnapshotStore()
     await store.apply([upsert(pod("ok", rv=1))])
