@@ -8,8 +8,9 @@ object change). Contract:
   went in. Unlike client-go's DeltaFIFO there is no per-key compression: the store applies
   every delta, which is cheap with a persistent map, and handlers see every transition.
 * **Unbounded puts.** :meth:`DeltaFIFO.put_nowait` never blocks (back-pressure is the
-  watcher's business: it stops reading the stream); :meth:`DeltaFIFO.put` is built on it
-  and only adds a scheduling point, as trio's ``send`` is built on ``send_nowait``.
+  watcher's business: it stops reading the stream), nor does :meth:`DeltaFIFO.put_many`,
+  the same for several items; :meth:`DeltaFIFO.put` is built on ``put_nowait`` and only
+  adds a scheduling point, as trio's ``send`` is built on ``send_nowait``.
 * **Batched pops.** :meth:`DeltaFIFO.pop_batch` waits for at least one item, then returns
   every item already queued, up to ``max_items``, without waiting for more (client-go's
   RealFIFO ``PopBatch``). The store writer publishes one snapshot per batch.
@@ -157,6 +158,20 @@ class DeltaFIFO:
         if len(items) > self._peak:
             self._peak = len(items)
         if self._waiters:
+            self._wake_one()
+
+    def put_many(self, items: Sequence[Item]) -> None:
+        """Append ``items`` in order, as that many :meth:`put_nowait` calls would (one call
+        for the events of one read of a watch). Raises :class:`ClosedError` once closed,
+        with nothing appended."""
+        if self._closed:
+            raise ClosedError("put on a closed DeltaFIFO")
+        queued = self._items
+        queued.extend(items)
+        self._puts += len(items)
+        if len(queued) > self._peak:
+            self._peak = len(queued)
+        for _ in range(min(len(items), len(self._waiters))):
             self._wake_one()
 
     async def put(self, item: Item) -> None:

@@ -12,6 +12,8 @@ ped, or the FIFO is closed. Recovery:
 * **Watch** from the last RV with bookmarks and ``timeoutSeconds`` drawn from
   [``min_watch_timeout``, ``max_watch_timeout``]: ADDED/MODIFIED/DELETED become
   :class:`Delta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
+  The items made from one read of the stream go to the FIFO together, in order, when the
+  read is done (an ERROR event among them still lets those before it through).
 * **Resume without relisting** after a clean close, a dropped or cut stream, or a silent
   one (the watchdog aborts a stream with no byte for ``idle_timeout`` s). A clean close or
   the watchdog re-watch at once, failures after the backoff; a watch closed within 1 s
@@ -42,7 +44,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -116,6 +118,10 @@ class FifoSink(Protocol):
 
     def put_nowait(self, item: Item) -> None:
         """Queue ``item``; raises :class:`ClosedError` once closed (the stop signal)."""
+        ...
+
+    def put_many(self, items: Sequence[Item]) -> None:
+        """Queue ``items`` in order; raises :class:`ClosedError` once closed."""
         ...
 
 
@@ -398,8 +404,9 @@ class Watcher:
             idle_timeout=self.idle_timeout,
             on_oversized=self._oversized,
         )
-        # the per-line path is hot (it runs once per event): everything it uses is local
-        put, stats, transform = self._fifo.put_nowait, self.stats, self._transform
+        # the per-line path is hot (it runs once per event): everything it uses is local,
+        # and what it produces goes to the FIFO once per read (see _queue)
+        stats, transform = self.stats, self._transform
         delta_types, decode = _DELTA_TYPES, decode_event
         async with contextlib.aclosing(reads):
             async for lines in reads:
@@ -408,41 +415,48 @@ class Watcher:
                     received = True
                     if self._healthy_since is None:
                         self._healthy_since = now
-                for line in lines:
-                    try:
-                        etype, obj, status = decode(line)
-                    except DecodeError as exc:
-                        self._bad_line(line, str(exc))
-                        continue
-                    if obj is None:
-                        raise self._lw.error_from_status(status or {}, "watch")
-                    dtype = delta_types.get(etype)
-                    if dtype is None:  # BOOKMARK
-                        stats.bookmarks += 1
-                        if buffer is None:
-                            put(Bookmark(obj.rv, now))
-                            self._advance(obj.metadata.resource_version)
-                        elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
-                            self._replace(list(buffer.values()), obj.metadata.resource_version)
-                            buffer = None
-                        continue
-                    stats.events_total += 1
-                    self._expired_in_a_row = 0
-                    if buffer is not None:
-                        if dtype is DeltaType.DELETED:
-                            buffer.pop(obj.key, None)
-                        elif (t := self._apply(obj) if transform else obj) is not None:
-                            buffer[obj.key] = t
-                        continue
-                    if transform is not None:
-                        t = self._apply(obj)
-                        if t is not None:
-                            put(Delta(dtype, t, now))
-                        elif dtype is DeltaType.DELETED:
+                queued: list[Item] = []
+                put = queued.append
+                last: KubeObject | None = None  # the last object queued, to advance to
+                events = 0
+                try:
+                    for line in lines:
+                        try:
+                            etype, obj, status = decode(line)
+                        except DecodeError as exc:
+                            self._bad_line(line, str(exc))
+                            continue
+                        if obj is None:
+                            raise self._lw.error_from_status(status or {}, "watch")
+                        dtype = delta_types.get(etype)
+                        if dtype is None:  # BOOKMARK
+                            stats.bookmarks += 1
+                            if buffer is None:
+                                put(Bookmark(obj.rv, now))
+                                last = obj
+                            elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
+                                rv = obj.metadata.resource_version
+                                self._replace(list(buffer.values()), rv)  # (nothing queued)
+                                buffer = None
+                            continue
+                        events += 1
+                        if buffer is not None:
+                            if dtype is DeltaType.DELETED:
+                                buffer.pop(obj.key, None)
+                            elif (t := self._apply(obj) if transform else obj) is not None:
+                                buffer[obj.key] = t
+                            continue
+                        if transform is not None:
+                            t = self._apply(obj)
+                            if t is not None:
+                                put(Delta(dtype, t, now))
+                            elif dtype is DeltaType.DELETED:
+                                put(Delta(dtype, obj, now))
+                        else:
                             put(Delta(dtype, obj, now))
-                    else:
-                        put(Delta(dtype, obj, now))
-                    self._rv = stats.last_rv = obj.metadata.resource_version  # _advance()
+                        last = obj
+                finally:  # an ERROR event raises: what came before it still counts
+                    self._queue(queued, last, events)
         if buffer is not None:
             raise StreamError(
                 f"{self._where('watch')}: the streaming list ended before its "
@@ -458,6 +472,17 @@ class Watcher:
                 f"{self._where('watch')}: very short watch (closed within "
                 f"{_SHORT_WATCH:g} s without a valid event{but})"
             )
+
+    def _queue(self, items: list[Item], last: KubeObject | None, events: int) -> None:
+        """Put the items made from one read into the FIFO and advance the watch position to
+        ``last`` (the object of the last event or bookmark among them)."""
+        if events:
+            self.stats.events_total += events
+            self._expired_in_a_row = 0
+        if items:
+            self._fifo.put_many(items)
+        if last is not None:
+            self._advance(last.metadata.resource_version)
 
     def _where(self, verb: str) -> str:
         return f"{verb} {self._lw.resource} {in_namespace(self._lw.namespace)}"

@@ -130,6 +130,24 @@ async def test_close_drains_then_fails_and_refuses_puts() -> None:
         await fifo.pop_batch()
 
 
+async def test_put_many_is_that_many_puts_at_once() -> None:
+    fifo = DeltaFIFO()
+    pops = [asyncio.create_task(fifo.pop()) for _ in range(2)]
+    batch = asyncio.create_task(fifo.pop_batch())
+    await settle()
+    fifo.put_many([bm(1), bm(2), bm(3)])
+    fifo.put_many([])
+    await settle()
+    assert all(task.done() for task in [*pops, batch])  # a waiter woken per item
+    assert rvs([pops[0].result(), pops[1].result(), *batch.result()]) == [1, 2, 3]
+    stats = fifo.statistics()
+    assert (stats.puts_total, stats.pops_total, stats.peak_depth) == (3, 3, 3)
+    fifo.close()
+    with pytest.raises(ClosedError):
+        fifo.put_many([bm(4)])
+    assert len(fifo) == 0
+
+
 async def test_wakeup_is_not_lost_when_the_woken_waiter_is_cancelled() -> None:
     fifo = DeltaFIFO()
     first = asyncio.create_task(fifo.pop())

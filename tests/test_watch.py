@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 import orjson
@@ -64,6 +64,10 @@ class ModelFifo:
             else:
                 self.state[item.obj.key] = str(item.obj.rv)
                 self.objects[item.obj.key] = item.obj
+
+    def put_many(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self.put_nowait(item)
 
     def of(self, cls: type[Any]) -> list[Any]:
         return [i for i in self.items if isinstance(i, cls)]
@@ -459,6 +463,47 @@ async def test_error_event_410_relists() -> None:
             await converge(sink, lambda: sim.versions("pods"))
         assert w.stats.errors_by_code == {410: 1}
         assert w.stats.last_error == ""  # a 410 is routine, not a failure
+
+
+class ErrorReadListWatch(ListWatch):
+    """ListWatch that records where each watch starts and holds back the lines of a watch
+    until an ERROR event arrives, then hands them over with it as one read."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.watched_from: list[str] = []
+        self.held: list[bytes] = []
+
+    async def watch(self, resource_version: str, *args: Any, **kwargs: Any) -> Any:
+        self.watched_from.append(resource_version)
+        async for lines in super().watch(resource_version, *args, **kwargs):
+            self.held += [line for line in lines if b'"BOOKMARK"' not in line]
+            if any(line.startswith(b'{"type":"ERROR"') for line in self.held):
+                read, self.held = self.held, []
+                yield read
+
+
+async def test_events_read_together_with_an_error_event_are_queued_and_resumed_after() -> None:
+    """Events and an ERROR event in one read: the events reach the FIFO and the next watch
+    starts from the last of them (an ERROR 500 is retried from the RV, no relist)."""
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("pods", pod("a"), "default")
+        sink = ModelFifo()
+        lw = ErrorReadListWatch(api, "v1", "pods", namespace="default")
+        w = Watcher(lw, sink, backoff=Backoff(initial=0.02, maximum=0.2, jitter=0.0))
+        async with running(w):
+            await w.wait_synced()
+            await eventually(lambda: sim.open_watches == 1, "the watch")
+            sim.create("pods", pod("b"), "default")
+            last = sim.create("pods", pod("c"), "default")["metadata"]["resourceVersion"]
+            await eventually(lambda: len(lw.held) == 2, "both events, held back")
+            err = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 500}
+            sim.faults.inject_line(orjson.dumps({"type": "ERROR", "object": err}) + b"\n")
+            await eventually(lambda: len(lw.watched_from) == 2, "the second watch")
+            assert sink.state == sim.versions("pods")  # b and c, before any re-watch
+        assert lw.watched_from[1] == last
+        assert w.stats.lists == 1 and w.stats.errors_by_code == {500: 1}
+        assert w.stats.events_total == 2
 
 
 # -- failures, backoff ----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -90,7 +91,7 @@ RECEIPTS: list[tuple[int, float]] = []
 class ReceiptFIFO(DeltaFIFO):
     """The pods informer's DeltaFIFO, also noting each delta's RV and receive time in
     :data:`RECEIPTS`: staleness splits into the wire (sim commit -> watcher) and the
-    informer (watcher -> published snapshot). One list append per event."""
+    informer (watcher -> published snapshot). One tuple per event."""
 
     __slots__ = ()
 
@@ -98,6 +99,10 @@ class ReceiptFIFO(DeltaFIFO):
         if type(item) is Delta:
             RECEIPTS.append((item.obj.rv, item.received))
         super().put_nowait(item)
+
+    def put_many(self, items: Sequence[Item]) -> None:  # what the watcher calls per read
+        RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is Delta)
+        super().put_many(items)
 
 
 class InformerProcess:
