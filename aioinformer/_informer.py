@@ -216,8 +216,9 @@ class Informer:
             # Change objects only if someone subscribed when the batch is applied (a later
             # subscriber starts from the snapshot); no await between publishing and
             # dispatching: a handler added in between would get this batch twice
-            # popped but not yet applied still counts as lag (a locked writer may wait here)
-            self._inflight_since = min(item.received for item in batch)
+            # popped but not yet applied still counts as lag (a locked writer may wait here);
+            # items come in the order received, so the first is the oldest
+            self._inflight_since = batch[0].received
             try:
                 changes = await store.apply(batch, changes=has_subscribers)
             finally:

@@ -163,6 +163,7 @@ _WIRE_META = _dec(_WireMeta)
 _STR = _dec(str)
 _ANY = _dec()
 _encode = msgspec.json.Encoder().encode
+_join = b"".join
 _replace = msgspec.structs.replace
 _astuple = msgspec.structs.astuple
 
@@ -445,7 +446,7 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
     else:
         key = name
     if owners:  # one tuple for the objects of one owner, e.g. a ReplicaSet's pods
-        raw_owners = bytes(owners)
+        raw_owners = _join((owners,))  # bytes(owners), in half the time for a Raw
         owners = _OWNERS.get(raw_owners) or _share_owners(raw_owners)
     else:
         owners = ()
@@ -471,7 +472,7 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         key,
         int(rv_text),
         body,
-        bytes(managed) if managed else b"",  # an exact copy: the line is not kept alive
+        _join((managed,)) if managed else b"",  # a copy: the line is not kept alive
     )
 
 
