@@ -105,7 +105,7 @@ class _DictState:
         objects = self.objects
         get = objects.get
         olds = []
-        for key, obj in zip(keys, objs, strict=True):
+        for key, obj in zip(keys, objs):  # noqa: B905  (one key per object, by the caller)
             olds.append(get(key))
             objects[key] = obj
         return olds

@@ -218,9 +218,12 @@ class MapWriter(Generic[_K, _V]):
 
     def set_many(self, keys: Sequence[_K], values: Sequence[_V]) -> list[_V | None]:
         """:meth:`set` each key to its value, in order; return the previous values (None
-        where there was none), in order. One call for a batch of writes."""
+        where there was none), in order. One call for a batch of writes. ValueError (and
+        nothing written) if there are not as many values as keys."""
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys for {len(values)} values")
         set_ = self.set
-        return [set_(key, value) for key, value in zip(keys, values, strict=True)]
+        return [set_(key, value) for key, value in zip(keys, values)]  # noqa: B905
 
     _set_recorded = set
     _pop_recorded = pop
@@ -252,10 +255,12 @@ class MapWriter(Generic[_K, _V]):
 
     def _set_many_counted(self, keys: Sequence[_K], values: Sequence[_V]) -> list[_V | None]:
         """:meth:`set_many`, with the steps of :meth:`_set_counted` in one loop."""
+        if len(keys) != len(values):
+            raise ValueError(f"{len(keys)} keys for {len(values)} values")
         olds: list[_V | None] = []
         append = olds.append
         top, mask, shift, low = self._top, self._mask, self._shift, self._low
-        for key, value in zip(keys, values, strict=True):
+        for key, value in zip(keys, values):  # noqa: B905  (as long: checked above)
             i = hash(key) & mask
             m, j = i >> shift, i & low
             mid = top[m]

@@ -178,7 +178,7 @@ def apply_batch(
     """Apply ``batch`` to ``state``; return the changes (none built unless ``collect``)
     and max(rv, every rv seen). ``upserts``: every item is a Delta that adds or updates
     (:func:`check_batch` tells), and the batch takes the bulk path."""
-    if upserts:
+    if upserts and len(batch) > 1:  # (for one item the lists cost more than they save)
         return _apply_upserts(state, cast("Sequence[DeltaLike]", batch), rv, collect)
     changes: list[Change] = []
     append = changes.append if collect else None
@@ -240,17 +240,20 @@ def _apply_upserts(
     keys = [obj.key for obj in objs]
     olds = state.put_all(keys, objs)
     same, reindex = state.same, state.reindex
-    for key, obj, old in zip(keys, objs, olds, strict=True):
+    changes: list[Change] = []
+    append = changes.append if collect else None
+    # (one entry per item in each list; zip(strict=True) parses its keyword at every
+    # call, a cost small batches notice)
+    for key, obj, old in zip(keys, objs, olds):  # noqa: B905
         if obj.rv > rv:
             rv = obj.rv
         if old is None:
             reindex(key, None, obj)
         elif same is None or same(old.metadata) != same(obj.metadata):
             reindex(key, old, obj)
-    if not collect:
-        return [], rv
-    pairs = zip(objs, olds, strict=True)
-    return [Change("ADDED" if old is None else "UPDATED", obj, old) for obj, old in pairs], rv
+        if append is not None:
+            append(Change("ADDED" if old is None else "UPDATED", obj, old))
+    return changes, rv
 
 
 def check_batch(batch: Iterable[StoreItem]) -> bool:

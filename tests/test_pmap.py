@@ -192,6 +192,15 @@ def test_set_many_grows_midway_and_keeps_every_key(path: str, owned: bool) -> No
         check(w.finish(), {key: -i for i, key in enumerate(keys)})
 
 
+@pytest.mark.parametrize("path", WRITE_PATHS)
+def test_set_many_wants_a_value_per_key_and_writes_nothing_otherwise(path: str) -> None:
+    with write_path(path):
+        w = FrozenMap({"k": 1}).mutate()
+        with pytest.raises(ValueError, match="2 keys for 1 values"):
+            w.set_many(["k", "new"], [5])
+        check(w.finish(), {"k": 1})
+
+
 def test_writer_is_copy_on_write() -> None:
     base = FrozenMap({f"k{i}": i for i in range(100)})
     w = base.mutate()
