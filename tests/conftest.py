@@ -12,12 +12,14 @@ import pytest
 
 from aioinformer.testing import KubeSim
 
-CONFORMANCE = Path(__file__).resolve().parents[2] / "shared" / "conformance"
+#: Recorded kube-apiserver v1.28 exchanges, copied into the repository (see its README).
+CONFORMANCE = Path(__file__).resolve().parent / "conformance"
 
 
 def transcript(name: str) -> dict[str, Any]:
-    """Load one recorded kube-apiserver exchange from ../shared/conformance."""
-    matches = sorted(CONFORMANCE.glob(f"{name}*.json"))
+    """Load one recorded kube-apiserver exchange from tests/conformance."""
+    stem = name.removesuffix(".json")
+    matches = sorted(CONFORMANCE.glob(f"{stem}*.json"))
     assert matches, f"no transcript {name!r} in {CONFORMANCE}"
     data: dict[str, Any] = json.loads(matches[0].read_text())
     return data

@@ -41,7 +41,7 @@ class KubeSim:
     ``sim.write_kubeconfig(path)`` writes a kubeconfig for anything else.
 
     What it serves and how it behaves is documented in the README ("KubeSim") and follows
-    the transcripts of a real kube-apiserver v1.28 in ``shared/conformance``. Beyond the
+    the transcripts of a real kube-apiserver v1.28 in ``tests/conformance``. Beyond the
     HTTP API it offers what tests need: in-process writes (:meth:`create`, :meth:`create_many`
     for bulk loads), :meth:`compact` and :meth:`restart`, fault injection (:attr:`faults`
     and the shortcut methods), and a scheduler/kubelet emulation (:meth:`start_cluster`).

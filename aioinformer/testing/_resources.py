@@ -1,7 +1,7 @@
 """What KubeSim serves (built-in and CRD-defined resource types) and its discovery documents.
 
 Discovery documents are plain JSON-ready dicts whose keys and ordering match kube-apiserver
-v1.28 (see /work/shared/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
+v1.28 (see tests/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/<group>``, ``/apis/<group>/<version>``, ``/version`` and aggregated discovery
 (``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: no ``*/scale``,
 ``*/log``, ``*/exec`` or ``namespaces/finalize``; ``pods/binding`` and ``*/status`` are.

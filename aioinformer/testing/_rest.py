@@ -6,7 +6,7 @@ request and calls one method here; tests and benchmarks may call the same method
 one call is one atomic step of the simulated cluster, and raises :class:`ApiError` with the
 body the real apiserver would send.
 
-Semantics copied from kube-apiserver v1.28 (see ``shared/conformance``): a global
+Semantics copied from kube-apiserver v1.28 (see ``tests/conformance``): a global
 resourceVersion per write; uid and creationTimestamp on create; generation bumped only when
 the spec changes; the status subresource and the main resource each ignore the other's
 part; writes that change nothing commit nothing; DELETE honours uid/resourceVersion

@@ -2,7 +2,7 @@
 
 Parses a Kubernetes REST request, checks the bearer token and the user's permissions,
 applies any injected fault, calls one :class:`._rest.Api` verb and encodes the answer the
-way kube-apiserver v1.28 does (``shared/conformance``). Every failure is a ``Status`` body
+way kube-apiserver v1.28 does (``tests/conformance``). Every failure is a ``Status`` body
 with the recorded code and message; no request ever gets a traceback or a hung connection.
 """
 

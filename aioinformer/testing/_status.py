@@ -2,7 +2,7 @@
 
 Every error KubeSim answers is an :class:`ApiError` carrying the HTTP code, the ``Status``
 body and any extra headers. The constructors below reproduce the bodies recorded from a
-kube-apiserver v1.28 in ``shared/conformance`` (message texts, ``reason``, ``details``
+kube-apiserver v1.28 in ``tests/conformance`` (message texts, ``reason``, ``details``
 shape, key order), so clients see exactly what they would see from a real cluster.
 """
 

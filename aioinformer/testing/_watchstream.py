@@ -1,6 +1,6 @@
 """One watch connection of KubeSim: how events, bookmarks and errors reach the client.
 
-Wire behaviour (recorded from kube-apiserver v1.28, ``shared/conformance`` 05d-10c, 16b):
+Wire behaviour (recorded from kube-apiserver v1.28, ``tests/conformance`` 05d-10c, 16b):
 HTTP 200 with ``Content-Type: application/json`` and chunked encoding, headers at once;
 each event is one chunk of ``JSON + "\\n"``; at ``timeoutSeconds`` the stream ends with the
 terminating zero-length chunk and nothing else. A too-old resourceVersion is HTTP 200 plus

@@ -1,5 +1,5 @@
 """Defaulting (_defaults.py) against the kube-apiserver v1.28 transcripts in
-/work/shared/conformance: recorded create responses, key order, per-kind defaults."""
+tests/conformance: recorded create responses, key order, per-kind defaults."""
 
 from __future__ import annotations
 

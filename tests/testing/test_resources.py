@@ -1,5 +1,5 @@
 """Served resource types, CRD-defined types and discovery documents (_resources.py), checked
-against the kube-apiserver v1.28 transcripts in /work/shared/conformance."""
+against the kube-apiserver v1.28 transcripts in tests/conformance."""
 
 from __future__ import annotations
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,15 +16,7 @@ from aioinformer.testing._selectors import (
     object_fields,
     supported_field_labels,
 )
-
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
-
-
-def transcript(name: str) -> dict[str, Any]:
-    """One recorded kube-apiserver v1.28 exchange from /work/shared/conformance."""
-    data: dict[str, Any] = json.loads((CONFORMANCE / name).read_text())
-    return data
-
+from tests.conftest import transcript
 
 # ------------------------------------------------------------------- label selectors
 

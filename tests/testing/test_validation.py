@@ -1,5 +1,5 @@
 """Create/update validation and generation rules (_validation.py) against the kube-apiserver
-v1.28 transcripts in /work/shared/conformance. Defaulting alone is in test_defaults.py."""
+v1.28 transcripts in tests/conformance. Defaulting alone is in test_defaults.py."""
 
 from __future__ import annotations
 
