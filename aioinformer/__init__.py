@@ -14,57 +14,61 @@ benchmarks run on.
 
 from __future__ import annotations
 
-from ._controller import Controller as Controller
-from ._controller import Result as Result
-from ._controller import generation_changed as generation_changed
-from ._errors import AioinformerError as AioinformerError
-from ._errors import ApiStatusError as ApiStatusError
-from ._errors import ClosedError as ClosedError
-from ._errors import ConfigError as ConfigError
-from ._errors import DecodeError as DecodeError
-from ._errors import FreshnessTimeout as FreshnessTimeout
-from ._errors import HandlerError as HandlerError
-from ._errors import StreamError as StreamError
-from ._errors import WatchError as WatchError
-from ._errors import WatchExpired as WatchExpired
-from ._errors import WouldBlock as WouldBlock
-from ._expectations import Expectations as Expectations
-from ._factory import InformerFactory as InformerFactory
-from ._fifo import Bookmark as Bookmark
-from ._fifo import Delta as Delta
-from ._fifo import DeltaFIFO as DeltaFIFO
-from ._fifo import DeltaType as DeltaType
-from ._fifo import FifoStatistics as FifoStatistics
-from ._fifo import Replace as Replace
-from ._handlers import Subscription as Subscription
-from ._index import by_controller_uid as by_controller_uid
-from ._index import by_field as by_field
-from ._index import by_label as by_label
-from ._index import by_namespace as by_namespace
-from ._informer import Informer as Informer
-from ._informer import InformerStats as InformerStats
-from ._leader import LeaderElector as LeaderElector
-from ._manager import LeaderElection as LeaderElection
-from ._manager import Manager as Manager
-from ._manager import Sharding as Sharding
-from ._manager import run as run
-from ._metrics import Metrics as Metrics
-from ._objects import KubeObject as KubeObject
-from ._objects import ObjectMeta as ObjectMeta
-from ._objects import OwnerReference as OwnerReference
-from ._objects import decode_object as decode_object
-from ._objects import drop_managed_fields as drop_managed_fields
-from ._ratelimit import BucketRateLimiter as BucketRateLimiter
-from ._ratelimit import ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter
-from ._ratelimit import MaxOfRateLimiter as MaxOfRateLimiter
-from ._ratelimit import RateLimiter as RateLimiter
-from ._ratelimit import default_controller_rate_limiter as default_controller_rate_limiter
-from ._sharding import ShardManager as ShardManager
-from ._store import Change as Change
-from ._store import LockedStore as LockedStore
-from ._store import Snapshot as Snapshot
-from ._store import SnapshotStore as SnapshotStore
-from ._workqueue import WorkQueue as WorkQueue
+from aioinformer._cache.factory import InformerFactory as InformerFactory
+from aioinformer._cache.fifo import Bookmark as Bookmark
+from aioinformer._cache.fifo import Delta as Delta
+from aioinformer._cache.fifo import DeltaFIFO as DeltaFIFO
+from aioinformer._cache.fifo import DeltaType as DeltaType
+from aioinformer._cache.fifo import FifoStatistics as FifoStatistics
+from aioinformer._cache.fifo import Replace as Replace
+from aioinformer._cache.handlers import Subscription as Subscription
+from aioinformer._cache.index import by_controller_uid as by_controller_uid
+from aioinformer._cache.index import by_field as by_field
+from aioinformer._cache.index import by_label as by_label
+from aioinformer._cache.index import by_namespace as by_namespace
+from aioinformer._cache.informer import Informer as Informer
+from aioinformer._cache.informer import InformerStats as InformerStats
+from aioinformer._cache.store import Change as Change
+from aioinformer._cache.store import LockedStore as LockedStore
+from aioinformer._cache.store import Snapshot as Snapshot
+from aioinformer._cache.store import SnapshotStore as SnapshotStore
+from aioinformer._coordination.leader import LeaderElector as LeaderElector
+from aioinformer._coordination.sharding import ShardManager as ShardManager
+from aioinformer._core.errors import AioinformerError as AioinformerError
+from aioinformer._core.errors import ApiStatusError as ApiStatusError
+from aioinformer._core.errors import ClosedError as ClosedError
+from aioinformer._core.errors import ConfigError as ConfigError
+from aioinformer._core.errors import DecodeError as DecodeError
+from aioinformer._core.errors import FreshnessTimeout as FreshnessTimeout
+from aioinformer._core.errors import HandlerError as HandlerError
+from aioinformer._core.errors import StreamError as StreamError
+from aioinformer._core.errors import WatchError as WatchError
+from aioinformer._core.errors import WatchExpired as WatchExpired
+from aioinformer._core.errors import WouldBlock as WouldBlock
+from aioinformer._core.objects import KubeObject as KubeObject
+from aioinformer._core.objects import ObjectMeta as ObjectMeta
+from aioinformer._core.objects import OwnerReference as OwnerReference
+from aioinformer._core.objects import decode_object as decode_object
+from aioinformer._core.objects import drop_managed_fields as drop_managed_fields
+from aioinformer._runtime.controller import Controller as Controller
+from aioinformer._runtime.controller import Result as Result
+from aioinformer._runtime.controller import generation_changed as generation_changed
+from aioinformer._runtime.expectations import Expectations as Expectations
+from aioinformer._runtime.manager import LeaderElection as LeaderElection
+from aioinformer._runtime.manager import Manager as Manager
+from aioinformer._runtime.manager import Sharding as Sharding
+from aioinformer._runtime.manager import run as run
+from aioinformer._runtime.metrics import Metrics as Metrics
+from aioinformer._runtime.ratelimit import BucketRateLimiter as BucketRateLimiter
+from aioinformer._runtime.ratelimit import (
+    ItemExponentialFailureRateLimiter as ItemExponentialFailureRateLimiter,
+)
+from aioinformer._runtime.ratelimit import MaxOfRateLimiter as MaxOfRateLimiter
+from aioinformer._runtime.ratelimit import RateLimiter as RateLimiter
+from aioinformer._runtime.ratelimit import (
+    default_controller_rate_limiter as default_controller_rate_limiter,
+)
+from aioinformer._runtime.workqueue import WorkQueue as WorkQueue
 
 __version__ = "0.1.0"
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import _cli, _demo
-from ._soak_cli import add_soak_parser, run_soak
-from .testing._cli import add_sim_parser, run_sim
+from aioinformer._cli import demo as _demo
+from aioinformer._cli import inspect as _cli
+from aioinformer._cli.sim import add_sim_parser, run_sim
+from aioinformer._cli.soak import add_soak_parser, run_soak
 
 __all__ = ["main"]
 

@@ -46,7 +46,7 @@ from typing import Any
 
 import orjson
 
-from aioinformer.testing._procstats import rss_bytes
+from aioinformer._harness.procstats import rss_bytes
 
 TOKEN_ENV = "AIOINFORMER_PEER_TOKEN"
 
@@ -119,7 +119,7 @@ class AioinformerPeer(Peer):
         from kubernetes_asyncio import client
 
         from aioinformer import InformerFactory
-        from aioinformer.testing._seedclient import Readers
+        from aioinformer._harness.seedclient import Readers
 
         self.api = client.ApiClient(configuration=configuration(client, cfg["url"]))
         self.factory = InformerFactory(self.api, store=store)  # type: ignore[arg-type]

@@ -26,7 +26,7 @@ import aiohttp
 CHILD = r"""
 import asyncio, json, sys, time, resource
 from aioinformer.testing import KubeSim
-from aioinformer.testing._workload import realistic_pod
+from aioinformer._harness.workload import realistic_pod
 
 async def main(pods, owners, history):
     async with KubeSim(history_size=history, nodes=0) as sim:

@@ -35,9 +35,9 @@ from typing import Any
 import msgspec
 import orjson
 
-from aioinformer._objects import KubeObject, decode_event, drop_managed_fields
-from aioinformer.testing._managed import update_managed_fields
-from aioinformer.testing._workload import realistic_pod
+from aioinformer._core.objects import KubeObject, decode_event, drop_managed_fields
+from aioinformer._harness.workload import realistic_pod
+from aioinformer.testing._kubesim.managed import update_managed_fields
 
 
 def make_line(i: int) -> bytes:

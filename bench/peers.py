@@ -73,10 +73,10 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
-from aioinformer.testing._procstats import machine_info
-from aioinformer.testing._seed import percentile
-from aioinformer.testing._simproc import SimProcess, SimProcessError, spawn_python
-from aioinformer.testing._workload import statefulset_uid
+from aioinformer._harness.procstats import machine_info
+from aioinformer._harness.seed import percentile
+from aioinformer._harness.simproc import SimProcess, SimProcessError, spawn_python
+from aioinformer._harness.workload import statefulset_uid
 
 PEERS = (
     "aioinformer-snapshot",

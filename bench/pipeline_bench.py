@@ -35,13 +35,13 @@ from typing import Any
 
 import orjson
 
-from aioinformer._fifo import Delta, DeltaType, Replace
-from aioinformer._informer import Informer
-from aioinformer._listwatch import ListWatch
-from aioinformer._objects import KubeObject, decode_event, decode_list
-from aioinformer._store import SnapshotStore
+from aioinformer._cache.fifo import Delta, DeltaType, Replace
+from aioinformer._cache.informer import Informer
+from aioinformer._cache.store import SnapshotStore
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._core.objects import KubeObject, decode_event, decode_list
+from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim
-from aioinformer.testing._workload import realistic_pod
 
 
 def make_stream(objects: int, events: int) -> tuple[bytes, list[bytes]]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from aioinformer._demo import add_seed_arguments, run_demo
+from aioinformer._cli.demo import add_seed_arguments, run_demo
 
 FULL_SCALE = {
     "owners": 200,

@@ -35,7 +35,7 @@ from aioinformer import InformerFactory, KubeObject
 CHILD = r"""
 import asyncio, json, sys, time
 from aioinformer.testing import KubeSim
-from aioinformer.testing._workload import realistic_pod
+from aioinformer._harness.workload import realistic_pod
 
 async def main(pods, rate, churn_every, drop_every, relist_every):
     async with KubeSim(history_size=max(10_000, rate * 30), nodes=0) as sim:

@@ -50,11 +50,11 @@ from typing import Any
 import msgspec
 import orjson
 
-from aioinformer._fifo import Delta, DeltaType, Replace
-from aioinformer._locked_store import LockedStore
-from aioinformer._objects import KubeObject, decode_object, drop_managed_fields
-from aioinformer._store import SnapshotStore
-from aioinformer.testing._workload import realistic_pod
+from aioinformer._cache.fifo import Delta, DeltaType, Replace
+from aioinformer._cache.locked_store import LockedStore
+from aioinformer._cache.store import SnapshotStore
+from aioinformer._core.objects import KubeObject, decode_object, drop_managed_fields
+from aioinformer._harness.workload import realistic_pod
 
 PER_OWNER = 1000
 Store = SnapshotStore | LockedStore

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer._backoff import Backoff
-from aioinformer._errors import ConfigError
+from aioinformer._core.backoff import Backoff
+from aioinformer._core.errors import ConfigError
 
 
 def test_defaults_are_client_go_reflector_policy() -> None:

@@ -26,7 +26,7 @@ import orjson
 import pytest
 
 from aioinformer import Informer, InformerFactory
-from aioinformer._backoff import Backoff
+from aioinformer._core.backoff import Backoff
 from aioinformer.testing import KubeSim
 from tests.conftest import transcript
 from tests.test_watch import ModelFifo, eventually, make_watcher, running

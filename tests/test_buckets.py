@@ -10,7 +10,7 @@ import immutables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._buckets import (
+from aioinformer._cache.buckets import (
     EMPTY_BUCKET,
     SHRINK,
     SMALL,
@@ -18,8 +18,8 @@ from aioinformer._buckets import (
     bucket_writer,
     finish_bucket,
 )
-from aioinformer._fifo import Replace
-from aioinformer._store import SnapshotStore
+from aioinformer._cache.fifo import Replace
+from aioinformer._cache.store import SnapshotStore
 from tests.test_store import pod
 
 ops = st.lists(

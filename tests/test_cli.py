@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from aioinformer._cli import parse_resource
-from aioinformer._errors import ConfigError
+from aioinformer._cli.inspect import parse_resource
+from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aioinformer._expectations import Expectations
+from aioinformer._runtime.expectations import Expectations
 
 
 class Clock:

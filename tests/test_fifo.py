@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._errors import ClosedError, ConfigError, WouldBlock
-from aioinformer._fifo import Bookmark, DeltaFIFO, DeltaType, FifoStatistics, Item
+from aioinformer._cache.fifo import Bookmark, DeltaFIFO, DeltaType, FifoStatistics, Item
+from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 
 
 def bm(rv: int, received: float | None = None) -> Bookmark:

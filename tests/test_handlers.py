@@ -1,4 +1,4 @@
-"""Tests for aioinformer._handlers: per-subscriber queues, isolation, coalescing, sync."""
+"""Tests for aioinformer._cache.handlers: per-subscriber queues, isolation, coalescing, sync."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer import InformerFactory
-from aioinformer._errors import ClosedError, ConfigError, FreshnessTimeout, HandlerError
-from aioinformer._handlers import DEFAULT_MAX_QUEUE, Dispatcher, Subscription
-from aioinformer._metrics import Metrics
-from aioinformer._objects import KubeObject, decode_object
-from aioinformer._store import Change
+from aioinformer._cache.handlers import DEFAULT_MAX_QUEUE, Dispatcher, Subscription
+from aioinformer._cache.store import Change
+from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout, HandlerError
+from aioinformer._core.objects import KubeObject, decode_object
+from aioinformer._runtime.metrics import Metrics
 from aioinformer.testing import KubeSim
 
 POD_SPEC = {"containers": [{"name": "c", "image": "busybox"}]}

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from aioinformer._index import (
+from aioinformer._cache.index import (
     DEFAULT_INDEXERS,
     IndexGuard,
     by_controller_uid,
@@ -17,7 +17,7 @@ from aioinformer._index import (
     metadata_reader,
     metadata_readers,
 )
-from aioinformer._objects import KubeObject, decode_object
+from aioinformer._core.objects import KubeObject, decode_object
 
 
 def obj(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aioinformer import InformerFactory, by_label
-from aioinformer._errors import ConfigError, FreshnessTimeout
+from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim
 
 FAST = {"min_watch_timeout": 2.0, "max_watch_timeout": 4.0}

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._errors import ConfigError
-from aioinformer._leader import LeaderElector
+from aioinformer._coordination.leader import LeaderElector
+from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim
 
 NAME = "ctl-leader"

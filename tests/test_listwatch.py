@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._listwatch import ListWatch, StreamError
+from aioinformer._client.listwatch import ListWatch, StreamError
 
 
 class Reads:

@@ -13,9 +13,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer._controller import Result
-from aioinformer._errors import FreshnessTimeout
-from aioinformer._manager import LeaderElection, Manager, Sharding
+from aioinformer._core.errors import FreshnessTimeout
+from aioinformer._runtime.controller import Result
+from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
 
 FAST = {"min_watch_timeout": 2.0, "max_watch_timeout": 4.0}

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._errors import DecodeError
-from aioinformer._objects import (
+from aioinformer._core.errors import DecodeError
+from aioinformer._core.objects import (
     KubeObject,
     ObjectMeta,
     OwnerReference,
@@ -27,7 +27,7 @@ from aioinformer._objects import (
     decode_object,
     drop_managed_fields,
 )
-from aioinformer.testing._workload import realistic_pod, statefulset_uid
+from aioinformer._harness.workload import realistic_pod, statefulset_uid
 from tests.conftest import transcript
 
 

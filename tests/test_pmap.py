@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._pmap import IN_PLACE, FrozenMap, MapWriter
+from aioinformer._cache.pmap import IN_PLACE, FrozenMap, MapWriter
 
 Op = tuple[str, int, int]
 ops = st.lists(

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer._errors import ConfigError
-from aioinformer._ratelimit import (
+from aioinformer._core.errors import ConfigError
+from aioinformer._runtime.ratelimit import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
     MaxOfRateLimiter,

@@ -20,7 +20,7 @@ import pytest
 from kubernetes_asyncio import client, config
 
 from aioinformer import AioinformerError, InformerFactory, Manager, StreamError
-from aioinformer._listwatch import ListWatch
+from aioinformer._client.listwatch import ListWatch
 from aioinformer.testing import KubeSim
 from tests.test_bad_input import options, pod
 from tests.test_watch import eventually

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._errors import ConfigError
-from aioinformer._sharding import ShardManager, shard_of
+from aioinformer._coordination.sharding import ShardManager, shard_of
+from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim
 
 NAME = "ctl"

@@ -22,8 +22,8 @@ import aiohttp
 import pytest
 
 from aioinformer import InformerFactory, KubeObject
-from aioinformer._errors import ClosedError, ConfigError
-from aioinformer._manager import Manager
+from aioinformer._core.errors import ClosedError, ConfigError
+from aioinformer._runtime.manager import Manager
 from aioinformer.testing import KubeSim
 from tests.test_bad_input import options, pod
 from tests.test_watch import eventually

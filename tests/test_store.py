@@ -15,13 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer import _buckets
-from aioinformer._errors import ClosedError, ConfigError
-from aioinformer._fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
-from aioinformer._index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
-from aioinformer._locked_store import LockedStore, LockedView
-from aioinformer._objects import KubeObject, decode_object
-from aioinformer._store import Change, Snapshot, SnapshotStore, StoreView
+from aioinformer._cache import buckets as _buckets
+from aioinformer._cache.fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
+from aioinformer._cache.index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
+from aioinformer._cache.locked_store import LockedStore, LockedView
+from aioinformer._cache.store import Change, Snapshot, SnapshotStore, StoreView
+from aioinformer._core.errors import ClosedError, ConfigError
+from aioinformer._core.objects import KubeObject, decode_object
 
 Store = SnapshotStore | LockedStore
 STORES = [SnapshotStore, LockedStore]

@@ -19,18 +19,18 @@ import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._backoff import Backoff
-from aioinformer._errors import (
+from aioinformer._cache.fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
+from aioinformer._cache.watcher import Watcher
+from aioinformer._client.listwatch import ListWatch, parse_retry_after
+from aioinformer._core.backoff import Backoff
+from aioinformer._core.errors import (
     ApiStatusError,
     ClosedError,
     DecodeError,
     StreamError,
     WatchExpired,
 )
-from aioinformer._fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
-from aioinformer._listwatch import ListWatch, parse_retry_after
-from aioinformer._objects import KubeObject, drop_managed_fields
-from aioinformer._watch import Watcher
+from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
 from tests.conftest import transcript
 

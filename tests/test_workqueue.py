@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._errors import ClosedError, ConfigError, WouldBlock
-from aioinformer._ratelimit import ItemExponentialFailureRateLimiter
-from aioinformer._workqueue import WorkQueue, WorkQueueMetrics, WorkQueueStatistics
+from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
+from aioinformer._runtime.ratelimit import ItemExponentialFailureRateLimiter
+from aioinformer._runtime.workqueue import WorkQueue, WorkQueueMetrics, WorkQueueStatistics
 
 FAR = 3600.0  # a delay no test waits for
 

@@ -9,21 +9,21 @@ server and client do not share a core), and :func:`run_seed` is the seed scenari
 
 from __future__ import annotations
 
-from ._faultmix import FaultMix as FaultMix
-from ._faultmix import FaultMixResult as FaultMixResult
-from ._faultmix import FaultStep as FaultStep
-from ._faultmix import Operator as Operator
-from ._faultmix import example_operators as example_operators
-from ._faults import Faults as Faults
-from ._kubesim import KubeSim as KubeSim
-from ._seed import ConfigResult as ConfigResult
-from ._seed import SeedOptions as SeedOptions
-from ._seed import SeedReport as SeedReport
-from ._seed import run_seed as run_seed
-from ._server import User as User
-from ._simproc import SimProcess as SimProcess
-from ._simproc import SimProcessError as SimProcessError
-from ._status import ApiError as ApiError
+from aioinformer._harness.seed import ConfigResult as ConfigResult
+from aioinformer._harness.seed import SeedOptions as SeedOptions
+from aioinformer._harness.seed import SeedReport as SeedReport
+from aioinformer._harness.seed import run_seed as run_seed
+from aioinformer._harness.simproc import SimProcess as SimProcess
+from aioinformer._harness.simproc import SimProcessError as SimProcessError
+from aioinformer.testing._faultmix import FaultMix as FaultMix
+from aioinformer.testing._faultmix import FaultMixResult as FaultMixResult
+from aioinformer.testing._faultmix import FaultStep as FaultStep
+from aioinformer.testing._faultmix import Operator as Operator
+from aioinformer.testing._faultmix import example_operators as example_operators
+from aioinformer.testing._kubesim.faults import Faults as Faults
+from aioinformer.testing._kubesim.kubesim import KubeSim as KubeSim
+from aioinformer.testing._kubesim.server import User as User
+from aioinformer.testing._kubesim.status import ApiError as ApiError
 
 __all__ = [
     "ApiError",

@@ -61,13 +61,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from .._backoff import Backoff
-from .._factory import InformerFactory
-from .._informer import Informer
-from .._manager import Manager
-from .._objects import KubeObject
-from ._kubesim import KubeSim
-from ._status import ApiError
+from aioinformer._cache.factory import InformerFactory
+from aioinformer._cache.informer import Informer
+from aioinformer._core.backoff import Backoff
+from aioinformer._core.objects import KubeObject
+from aioinformer._runtime.manager import Manager
+from aioinformer.testing._kubesim.kubesim import KubeSim
+from aioinformer.testing._kubesim.status import ApiError
 
 __all__ = [
     "FAULT_KINDS",

@@ -10,9 +10,9 @@ import aiohttp
 import orjson
 import pytest
 
-from aioinformer.testing._cluster import ClusterEmulator
-from aioinformer.testing._kubesim import KubeSim
-from aioinformer.testing._status import ApiError
+from aioinformer.testing._kubesim.cluster import ClusterEmulator
+from aioinformer.testing._kubesim.kubesim import KubeSim
+from aioinformer.testing._kubesim.status import ApiError
 
 
 def pod(name: str, containers: int = 1, **spec: Any) -> dict[str, Any]:

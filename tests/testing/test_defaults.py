@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from aioinformer.testing._defaults import apply_defaults, qos_class
-from aioinformer.testing._validation import validate_create
+from aioinformer.testing._kubesim.defaults import apply_defaults, qos_class
+from aioinformer.testing._kubesim.validation import validate_create
 from tests.conftest import transcript
 from tests.testing.test_validation import PODS, pod, rt
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer.testing._resources import (
+from aioinformer.testing._kubesim.resources import (
     BUILTIN_RESOURCES,
     CRD_VERBS,
     STANDARD_VERBS,

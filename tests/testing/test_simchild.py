@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
+from aioinformer._harness.simchild import Driver
+from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim
-from aioinformer.testing._simchild import Driver
-from aioinformer.testing._workload import realistic_pod
 
 
 def ready_status(sim: KubeSim, name: str, ns: str) -> tuple[str, str]:

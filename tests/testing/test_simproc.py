@@ -8,8 +8,8 @@ import signal
 import pytest
 
 from aioinformer import InformerFactory
+from aioinformer._harness.seed import percentile, staleness_of
 from aioinformer.testing import SimProcess, SimProcessError
-from aioinformer.testing._seed import percentile, staleness_of
 
 pytestmark = pytest.mark.timeout(60)
 

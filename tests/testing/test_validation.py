@@ -7,9 +7,9 @@ import copy
 import json
 from typing import Any
 
-from aioinformer.testing._defaults import apply_defaults
-from aioinformer.testing._resources import ResourceRegistry, ResourceType
-from aioinformer.testing._validation import (
+from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
+from aioinformer.testing._kubesim.validation import (
     Cause,
     go_quote,
     invalid_message,

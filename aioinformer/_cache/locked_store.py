@@ -1,0 +1,303 @@
+"""LockedStore: the baseline store, a dict plus dict-of-sets indexes behind an RW lock.
+
+This is the shape of client-go's ThreadSafeStore, kept so that benchmarks can compare the
+snapshot store against it honestly: the same batch semantics (shared
+:func:`._store.apply_batch`), the same indexes updated the same way, the same batch sizes.
+Contract:
+
+* :meth:`LockedStore.apply` takes the write lock once per batch, applies it, bumps ``seq``
+  and releases. ``aiorwlock.RWLock`` prefers writers: once the writer waits, new readers
+  queue behind it, but it still waits for every reader already inside.
+* :meth:`LockedStore.read` is an async context manager that holds the read lock for its
+  whole body and yields a :class:`LockedView` with the Snapshot reader API over the live
+  dicts. ``list()`` and ``by_index()`` copy out, as client-go's ``List`` does. The view is
+  only valid inside the ``async with`` body; ``iter_chunks`` awaits between chunks while
+  still holding the lock, which is exactly what blocks the writer.
+* :meth:`LockedStore.add_indexer` builds the index under the write lock (client-go's
+  ``AddIndexers``). There are no snapshots: :meth:`LockedStore.snapshot` raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, NoReturn
+
+import aiorwlock
+
+from aioinformer._cache.index import IndexFunc, IndexGuard
+from aioinformer._cache.store import (
+    Change,
+    IndexPlan,
+    StoreItem,
+    apply_batch,
+    check_batch,
+    index_plan,
+    merge_indexers,
+    unknown_index,
+)
+from aioinformer._core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aioinformer._core.objects import KubeObject
+
+__all__ = ["LockedStore", "LockedView"]
+
+log = logging.getLogger("aioinformer.store")
+
+
+def _index_change(
+    index: dict[str, set[str]],
+    fn: IndexFunc,
+    key: str,
+    old: KubeObject | None,
+    new: KubeObject | None,
+) -> None:
+    """client-go's ``updateSingleIndex``: move ``key`` between the value sets."""
+    old_values = tuple(fn(old)) if old is not None else ()
+    new_values = tuple(fn(new)) if new is not None else ()
+    if old_values == new_values:
+        return
+    for value in old_values:
+        if value not in new_values:
+            keys = index.get(value)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del index[value]
+    for value in new_values:
+        if value not in old_values:
+            keys = index.get(value)
+            if keys is None:
+                index[value] = {key}
+            else:
+                keys.add(key)
+
+
+class _DictState:
+    """The store's :class:`._store._State`: the live dicts, mutated in place."""
+
+    __slots__ = ("get", "objects", "same", "updaters")
+
+    def __init__(
+        self,
+        objects: dict[str, KubeObject],
+        indexes: dict[str, dict[str, set[str]]],
+        plan: IndexPlan,
+    ) -> None:
+        self.objects = objects
+        self.get = objects.get
+        self.updaters = [(indexes[name], fn, reads) for name, fn, reads in plan[0]]
+        self.same = plan[1]
+
+    def put(self, key: str, obj: KubeObject) -> KubeObject | None:
+        objects = self.objects
+        old = objects.get(key)
+        objects[key] = obj
+        return old
+
+    def put_all(
+        self, keys: Sequence[str], objs: Sequence[KubeObject]
+    ) -> builtins.list[KubeObject | None]:
+        objects = self.objects
+        get = objects.get
+        olds = []
+        for key, obj in zip(keys, objs):  # noqa: B905  (one key per object, by the caller)
+            olds.append(get(key))
+            objects[key] = obj
+        return olds
+
+    def pop(self, key: str) -> KubeObject | None:
+        return self.objects.pop(key, None)
+
+    def reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        if old is None or new is None:
+            for index, fn, _ in self.updaters:
+                _index_change(index, fn, key, old, new)
+            return
+        old_meta, new_meta = old.metadata, new.metadata
+        for index, fn, reads in self.updaters:
+            if reads is None or reads(old_meta) != reads(new_meta):
+                _index_change(index, fn, key, old, new)
+
+    def entries(self) -> Iterable[tuple[str, KubeObject]]:
+        return builtins.list(self.objects.items())
+
+
+class LockedView:
+    """The reader API of a :class:`._store.Snapshot` over a :class:`LockedStore`'s live
+    dicts. Valid only while the read lock is held (inside ``async with store.read()``)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: LockedStore) -> None:
+        self._store = store
+
+    @property
+    def resource_version(self) -> int:
+        """The highest resourceVersion the store has applied."""
+        return self._store._rv
+
+    @property
+    def seq(self) -> int:
+        """The number of batches applied (and index additions)."""
+        return self._store._seq
+
+    def get(self, key: str) -> KubeObject | None:
+        """The object stored under ``key``."""
+        return self._store._objects.get(key)
+
+    def list(self, namespace: str | None = None) -> builtins.list[KubeObject]:
+        """A copy of every object, or of those in ``namespace`` (via the index)."""
+        if namespace is None:
+            return builtins.list(self._store._objects.values())
+        return self.by_index("namespace", namespace)
+
+    def by_index(self, name: str, value: str) -> builtins.list[KubeObject]:
+        """The objects index ``name`` files under ``value`` (ConfigError if unknown)."""
+        index = self._store._indexes.get(name)
+        if index is None:
+            raise unknown_index(name, self._store._indexes)
+        objects = self._store._objects
+        return [objects[key] for key in index.get(value, ())]
+
+    def index_values(self, name: str) -> builtins.list[str]:
+        """The values index ``name`` has at least one object under."""
+        index = self._store._indexes.get(name)
+        if index is None:
+            raise unknown_index(name, self._store._indexes)
+        return builtins.list(index)
+
+    def keys(self) -> builtins.list[str]:
+        """Every object key."""
+        return builtins.list(self._store._objects)
+
+    def __len__(self) -> int:
+        """The number of objects."""
+        return len(self._store._objects)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether an object is stored under ``key``."""
+        return key in self._store._objects
+
+    async def iter_chunks(
+        self, namespace: str | None = None, chunk: int = 1000
+    ) -> AsyncIterator[KubeObject]:
+        """Yield every object (or those in ``namespace``) from the live dict, letting the
+        loop run after each ``chunk``. Safe only because the read lock keeps the writer
+        out; that is also why it stalls the writer for the whole scan."""
+        if chunk < 1:
+            raise ConfigError(f"chunk must be at least 1, not {chunk}")
+        objects = self._store._objects
+        if namespace is None:
+            source: Iterable[KubeObject] = objects.values()
+        else:
+            source = (objects[k] for k in self._store._indexes["namespace"].get(namespace, ()))
+        n = 0
+        for obj in source:
+            yield obj
+            n += 1
+            if n == chunk:
+                n = 0
+                await asyncio.sleep(0)
+
+    def __repr__(self) -> str:
+        store = self._store
+        return f"<LockedView seq={store._seq} rv={store._rv} objects={len(store._objects)}>"
+
+
+class LockedStore:
+    """The baseline store: ``dict`` + dict-of-sets indexes behind ``aiorwlock.RWLock``.
+
+    Example::
+
+        store = LockedStore()
+        await store.apply(batch)
+        async with store.read() as view:
+            pods = view.list("default")
+    """
+
+    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+        self._guard = IndexGuard(log)
+        self._funcs = merge_indexers(indexers, self._guard)
+        self._plan = index_plan(self._funcs)
+        self._objects: dict[str, KubeObject] = {}
+        self._indexes: dict[str, dict[str, set[str]]] = {name: {} for name in self._funcs}
+        self._rv = 0
+        self._seq = 0
+        # fast=True: no extra yield after an uncontended acquire (sync.RWMutex doesn't
+        # yield either); the baseline pays for contention, not for a courtesy sleep(0).
+        self._lock = aiorwlock.RWLock(fast=True)
+        self._view = LockedView(self)
+        self.on_publish: builtins.list[Callable[[LockedView], None]] = []
+        """Called after each batch (write lock released) with the store's view; only
+        ``resource_version`` and ``seq`` may be read there without taking the read lock."""
+
+    def snapshot(self) -> NoReturn:
+        """Always raises :class:`ConfigError`: a LockedStore has no snapshots."""
+        raise ConfigError(
+            "LockedStore has no snapshots: read it with `async with store.read() as view`"
+        )
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[LockedView]:
+        """Hold the read lock for the body and yield the live view."""
+        async with self._lock.reader_lock:
+            yield self._view
+
+    @property
+    def indexers(self) -> builtins.list[str]:
+        """The names of the indexes."""
+        return builtins.list(self._funcs)
+
+    @property
+    def index_errors(self) -> int:
+        """Index function calls that raised (each left its object out of that index)."""
+        return self._guard.errors
+
+    async def apply(
+        self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
+    ) -> builtins.list[Change]:
+        """Apply ``batch`` under the write lock (one acquisition per batch). ``changes``
+        as for :meth:`._store.SnapshotStore.apply` (a callable is asked once the write
+        lock is held)."""
+        if not batch:
+            return []
+        upserts = check_batch(batch)
+        async with self._lock.writer_lock:
+            state = _DictState(self._objects, self._indexes, self._plan)
+            collect = changes() if callable(changes) else changes
+            applied, self._rv = apply_batch(state, batch, self._rv, collect, upserts=upserts)
+            self._seq += 1
+        self._notify()
+        return applied
+
+    async def add_indexer(self, name: str, fn: IndexFunc) -> None:
+        """Build index ``name`` over every object under the write lock."""
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        fn = self._guard.guard(name, fn)
+        async with self._lock.writer_lock:
+            if name in self._funcs:
+                raise ConfigError(f"index {name!r} already exists")
+            index: dict[str, set[str]] = {}
+            for key, obj in self._objects.items():
+                _index_change(index, fn, key, None, obj)
+            self._indexes[name] = index
+            self._funcs[name] = fn
+            self._plan = index_plan(self._funcs)
+            self._seq += 1
+        self._notify()
+
+    def _notify(self) -> None:
+        for hook in tuple(self.on_publish):
+            try:
+                hook(self._view)
+            except Exception:
+                log.exception("on_publish hook %r failed", hook)
+
+    def __repr__(self) -> str:
+        return f"<LockedStore {self._view!r} indexes={self.indexers}>"

@@ -1,0 +1,95 @@
+"""``python -m aioinformer sim``: run KubeSim on its own until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Callable
+
+from aioinformer.testing._kubesim.kubesim import KubeSim
+
+__all__ = ["add_sim_parser", "run_sim"]
+
+
+def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "sim",
+        help="serve an embedded Kubernetes API server (KubeSim) until interrupted",
+        description="Serve KubeSim, an embedded Kubernetes API server, until interrupted.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8001, help="port (default 8001; 0 = any free)")
+    p.add_argument("--kubeconfig-out", metavar="PATH", help="write a kubeconfig for the sim here")
+    p.add_argument("--nodes", type=int, default=0, help="create N nodes")
+    p.add_argument("--cluster", action="store_true", help="run the scheduler/kubelet emulation")
+    p.add_argument("--start-delay", type=float, default=1.0, help="seconds Pending -> Running")
+    p.add_argument("--tls", action="store_true", help="serve https (self-signed certificate)")
+    p.add_argument("--no-auth", action="store_true", help="accept requests without a token")
+    p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
+    p.add_argument("--history-size", type=int, default=10_000, help="watch cache events per type")
+    g = p.add_argument_group("faults")
+    g.add_argument("--latency", type=float, default=0.0, help="delay every request (seconds)")
+    g.add_argument("--watch-delay", type=float, default=0.0, help="delay watch events (seconds)")
+    g.add_argument("--drop-watches-every", type=float, default=0.0, metavar="SECONDS")
+    g.add_argument("--restart-every", type=float, default=0.0, metavar="SECONDS")
+    g.add_argument("--fail-next", type=int, default=0, metavar="N", help="fail the next N requests")
+    g.add_argument("--fail-status", type=int, default=500, choices=(429, 500, 503, 504))
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    sim = KubeSim(
+        host=args.host,
+        port=args.port,
+        auth=not args.no_auth,
+        tls=args.tls,
+        watch_list=args.watch_list,
+        history_size=args.history_size,
+        nodes=args.nodes,
+    )
+    async with sim:
+        if args.kubeconfig_out:
+            sim.write_kubeconfig(args.kubeconfig_out)
+            print(f"kubeconfig written to {args.kubeconfig_out}", flush=True)
+        if args.cluster:
+            sim.start_cluster(start_delay=args.start_delay)
+        sim.faults.set_latency(args.latency)
+        sim.faults.delay_watch_events(args.watch_delay)
+        if args.fail_next:
+            sim.fail_next(args.fail_next, args.fail_status)
+        print(f"KubeSim serving on {sim.url} (Ctrl-C to stop)", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        periodic: list[tuple[float, Callable[[], None]]] = []
+        if args.drop_watches_every:
+            periodic.append((args.drop_watches_every, sim.drop_watches))
+        if args.restart_every:
+            periodic.append((args.restart_every, sim.restart))
+
+        async def every(seconds: float, action: Callable[[], None]) -> None:
+            while True:
+                await asyncio.sleep(seconds)
+                action()
+
+        tasks = [asyncio.create_task(every(s, a)) for s, a in periodic]
+        try:
+            await stop.wait()
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    print("KubeSim stopped", flush=True)
+
+
+def run_sim(args: argparse.Namespace) -> int:
+    try:
+        asyncio.run(_serve(args))
+    except OSError as exc:
+        print(f"aioinformer sim: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        return 1
+    return 0

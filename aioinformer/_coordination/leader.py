@@ -1,0 +1,521 @@
+"""Lease-based leader election: client-go's ``tools/leaderelection`` with a LeaseLock.
+
+Candidates race for one ``coordination.k8s.io/v1`` Lease. The API server's optimistic
+concurrency (a write carries the resourceVersion it read; a stale one gets 409 Conflict, a
+second create 409 AlreadyExists) is the only coordination: no candidate trusts another's
+clock or its own guess about the others.
+
+Contract (the semantics of client-go's ``tryAcquireOrRenew``):
+
+* A candidate may take the lease when it does not exist, when ``holderIdentity`` is empty
+  (released), when it names this candidate, or when the lease has *expired by the local
+  clock*: the record (holder, times, duration, transitions) has not changed for
+  ``leaseDurationSeconds`` since this candidate first observed it (``observedTime``).
+  ``renewTime`` written by others is never compared with the local clock.
+* Taking the lease from another holder increments ``leaseTransitions`` and sets
+  ``acquireTime``; renewing keeps both. ``acquireTime``/``renewTime`` are MicroTime
+  (RFC 3339, exactly 6 fractional digits, ``Z``).
+* ``leaseDurationSeconds`` is an integer on the wire: it is written as
+  ``ceil(lease_duration)`` (client-go truncates), so the promise to others is never shorter
+  than configured and always longer than ``renew_deadline``.
+* The leader renews every ``retry_period``. It counts as leader (:attr:`LeaderElector.is_leader`)
+  only while its last successful write *started* less than ``renew_deadline`` ago; if no
+  renewal succeeds by then, or the lease turns out to be held by another, it steps down
+  (``on_stopped_leading``, :attr:`~LeaderElector.leadership_lost`) and tries to re-acquire.
+  Because ``renew_deadline < lease_duration`` and others measure expiry from a point after
+  that write, two candidates with the same clock rate never both count as leader.
+* On cancellation with ``release_on_cancel`` the leader first stops leading, then writes
+  ``holderIdentity: ""`` and ``leaseDurationSeconds: 1`` so a standby takes over at once.
+
+Limits: as in client-go this is not fencing. Work a leader started keeps running until the
+code reacts to :attr:`~LeaderElector.leadership_lost`; a process paused longer than
+``lease_duration - renew_deadline`` between checking :attr:`~LeaderElector.is_leader` and
+acting on it can still act late. Identities must be unique among live candidates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+import aiohttp
+from kubernetes_asyncio import client as k8s
+
+from aioinformer._coordination.background import BackgroundRunner
+from aioinformer._core.errors import AioinformerError, ApiStatusError, ConfigError
+
+__all__ = ["LeaderElector", "LeadershipScope", "LeaseClient", "LeaseRecord", "micro_time"]
+
+log = logging.getLogger("aioinformer.leader")
+
+JITTER = 1.2
+"""client-go's JitterFactor: waits while acquiring last retry_period * (1 + 1.2 * rand)."""
+
+FAILURES: tuple[type[BaseException], ...] = (
+    AioinformerError,
+    aiohttp.ClientError,
+    OSError,
+    TimeoutError,
+    ValueError,
+)
+"""What one failed acquire/renew/release attempt may raise: logged, then retried."""
+
+
+def micro_time() -> str:
+    """Now as a metav1.MicroTime: RFC 3339, exactly 6 fractional digits, ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
+    """Raise :class:`ConfigError` unless lease_duration > renew_deadline > 1.2 * retry_period
+    > 0 (client-go's rule: a leader must give up before anyone else may take over)."""
+    if not retry_period > 0:
+        raise ConfigError(f"retry_period must be > 0, got {retry_period}")
+    if not renew_deadline > JITTER * retry_period:
+        raise ConfigError(
+            f"renew_deadline ({renew_deadline}) must be > {JITTER} * retry_period ({retry_period})"
+        )
+    if not lease_duration > renew_deadline:
+        raise ConfigError(
+            f"lease_duration ({lease_duration}) must be > renew_deadline ({renew_deadline})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """The election record a Lease's spec carries (client-go's LeaderElectionRecord)."""
+
+    holder: str
+    """``holderIdentity``; empty when released."""
+    duration_s: int
+    """``leaseDurationSeconds``: how long others wait after observing a change."""
+    acquire_time: str | None
+    """``acquireTime`` (MicroTime) of the current holder."""
+    renew_time: str | None
+    """``renewTime`` (MicroTime) of the last write."""
+    transitions: int
+    """``leaseTransitions``: how many times the lease changed hands."""
+
+    @classmethod
+    def from_lease(cls, lease: dict[str, Any]) -> LeaseRecord:
+        """The record in a Lease object (missing fields read as empty/zero)."""
+        spec = lease.get("spec") or {}
+        return cls(
+            holder=spec.get("holderIdentity") or "",
+            duration_s=int(spec.get("leaseDurationSeconds") or 0),
+            acquire_time=spec.get("acquireTime"),
+            renew_time=spec.get("renewTime"),
+            transitions=int(spec.get("leaseTransitions") or 0),
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """The Lease ``spec`` for this record."""
+        return {
+            "holderIdentity": self.holder,
+            "leaseDurationSeconds": self.duration_s,
+            "acquireTime": self.acquire_time,
+            "renewTime": self.renew_time,
+            "leaseTransitions": self.transitions,
+        }
+
+
+class LeaseClient:
+    """Lease get/create/update/list in one namespace through a kubernetes_asyncio ApiClient.
+
+    Objects are plain dicts as the server sent them. A non-2xx answer raises
+    :class:`ApiStatusError` (``code`` 409 for both Conflict and AlreadyExists); ``get``
+    returns None for 404.
+    """
+
+    def __init__(self, api_client: Any, namespace: str) -> None:
+        self._api: Any = k8s.CoordinationV1Api(api_client)
+        self.namespace = namespace
+        """The namespace every call goes to."""
+
+    async def get(self, name: str) -> dict[str, Any] | None:
+        """The Lease, or None when it does not exist."""
+        call = self._api.read_namespaced_lease(name, self.namespace, _preload_content=False)
+        return await self._send("get", call, missing_ok=True)
+
+    async def list(self) -> list[dict[str, Any]]:
+        """Every Lease in the namespace."""
+        call = self._api.list_namespaced_lease(self.namespace, _preload_content=False)
+        body = await self._send("list", call)
+        return list((body or {}).get("items") or [])
+
+    async def create(self, name: str, record: LeaseRecord) -> dict[str, Any]:
+        """Create the Lease with ``record``; 409 if it exists."""
+        body = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": record.to_spec(),
+        }
+        call = self._api.create_namespaced_lease(self.namespace, body, _preload_content=False)
+        return await self._send("create", call) or {}
+
+    async def update(self, lease: dict[str, Any], record: LeaseRecord) -> dict[str, Any]:
+        """Replace ``lease``'s spec with ``record``, conditional on its resourceVersion."""
+        body = {**lease, "apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
+        body["spec"] = {**(lease.get("spec") or {}), **record.to_spec()}
+        name = lease["metadata"]["name"]
+        call = self._api.replace_namespaced_lease(
+            name, self.namespace, body, _preload_content=False
+        )
+        return await self._send("update", call) or {}
+
+    async def release(
+        self, name: str, lease: dict[str, Any] | None, identity: str, *, retry: bool = True
+    ) -> LeaseRecord:
+        """Release ``identity``'s hold: ``holderIdentity: ""``, ``leaseDurationSeconds: 1``,
+        conditional on the resourceVersion of ``lease`` (read first when None). On a conflict
+        (a reply lost to cancellation leaves ``lease`` stale) it re-reads once (``retry``)
+        and releases only if ``identity`` still holds it. Returns the record now stored."""
+        if lease is None:
+            lease = await self.get(name)
+        current = LeaseRecord.from_lease(lease or {})
+        if lease is None or current.holder != identity:
+            return current
+        now = micro_time()
+        record = LeaseRecord("", 1, now, now, current.transitions)
+        try:
+            await self.update(lease, record)
+        except ApiStatusError as exc:
+            if exc.code != 409 or not retry:
+                raise
+            return await self.release(name, None, identity, retry=False)
+        return record
+
+    async def _send(self, verb: str, call: Any, missing_ok: bool = False) -> dict[str, Any] | None:
+        resp = await call
+        try:
+            raw = await resp.read()
+        finally:
+            resp.release()
+        if 200 <= resp.status < 300:
+            data: dict[str, Any] = json.loads(raw)
+            return data
+        if resp.status == 404 and missing_ok:
+            return None
+        try:
+            status = json.loads(raw)
+        except ValueError:
+            status = {}
+        raise ApiStatusError(
+            resp.status,
+            str(status.get("reason") or resp.reason or ""),
+            str(status.get("message") or ""),
+            verb=verb,
+            resource="leases",
+            namespace=self.namespace,
+        )
+
+
+class LeadershipScope:
+    """What :meth:`LeaderElector.leadership` yields: a cancel scope tied to one term.
+
+    When leadership is lost while the ``async with`` body runs, the body is cancelled and
+    the block exits normally with :attr:`lost` True (the cancellation is absorbed, as an
+    anyio CancelScope does). A cancellation from elsewhere propagates as usual.
+    """
+
+    def __init__(self) -> None:
+        self.lost = False
+        """True when the body was cancelled because leadership was lost."""
+
+
+class _Leadership:
+    def __init__(self, elector: LeaderElector, timeout: float | None) -> None:
+        self._elector = elector
+        self._timeout = timeout
+        self._scope = LeadershipScope()
+        self._task: asyncio.Task[Any] | None = None
+        self._cancelling = 0
+
+    async def __aenter__(self) -> LeadershipScope:
+        await self._elector.wait_leader(self._timeout)
+        self._task = asyncio.current_task()
+        assert self._task is not None
+        self._cancelling = self._task.cancelling()
+        self._elector._scopes.add(self._on_lost)
+        return self._scope
+
+    def _on_lost(self) -> None:
+        self._elector._scopes.discard(self._on_lost)
+        self._scope.lost = True
+        assert self._task is not None
+        self._task.cancel()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any
+    ) -> bool:
+        self._elector._scopes.discard(self._on_lost)
+        if self._scope.lost and self._task is not None:
+            ours = self._task.uncancel() <= self._cancelling
+            return ours and exc_type is asyncio.CancelledError
+        return False
+
+
+class LeaderElector(BackgroundRunner):
+    """One candidate in a Lease-based leader election (see the module docstring).
+
+    Run :meth:`run` in a task (or use ``async with elector:``, which does), then follow
+    the state through :attr:`is_leader`, :meth:`wait_leader`, the :attr:`leading` and
+    :attr:`leadership_lost` events, the callbacks, or :meth:`leadership`::
+
+        elector = LeaderElector(api, name="my-ctl", namespace="ops", identity=pod_name)
+        async with elector:
+            while True:
+                async with elector.leadership() as term:
+                    await run_controllers()      # cancelled when leadership is lost
+                log.warning("lost leadership: %s", term.lost)
+
+    Callbacks are plain functions called on the event loop; they must not block (start a
+    task for async work). ``on_new_leader(identity)`` is called whenever the observed
+    holder changes to a non-empty identity (this one included). An exception in a
+    callback is logged and does not disturb the election.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        name: str,
+        namespace: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        release_on_cancel: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        on_started_leading: Callable[[], object] | None = None,
+        on_stopped_leading: Callable[[], object] | None = None,
+        on_new_leader: Callable[[str], object] | None = None,
+    ) -> None:
+        check_timings(lease_duration, renew_deadline, retry_period)
+        if not name or not identity:
+            raise ConfigError("name and identity must not be empty")
+        self.name = name
+        """The Lease's name."""
+        self.namespace = namespace
+        """The Lease's namespace."""
+        self.identity = identity
+        """This candidate's ``holderIdentity``; unique among live candidates."""
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.release_on_cancel = release_on_cancel
+        self.on_started_leading = on_started_leading
+        self.on_stopped_leading = on_stopped_leading
+        self.on_new_leader = on_new_leader
+        self.leading = asyncio.Event()
+        """Set while this candidate leads."""
+        self.leadership_lost = asyncio.Event()
+        """Set while this candidate does not lead (initially set): await it to learn that
+        the current term ended."""
+        self.leadership_lost.set()
+        self._clock = clock
+        self._client = LeaseClient(api_client, namespace)
+        self._duration_s = max(1, math.ceil(lease_duration))
+        self._lease: dict[str, Any] | None = None  # last Lease read or written (its RV)
+        self._observed: LeaseRecord | None = None
+        self._observed_time = -math.inf
+        self._renewed = -math.inf  # clock() when the last successful write started
+        self._reported = ""
+        self._scopes: set[Callable[[], None]] = set()
+        self._running = False
+        self._task: asyncio.Task[None] | None = None
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        """True while leading and the last successful renewal started < renew_deadline ago."""
+        return self.leading.is_set() and self._clock() - self._renewed < self.renew_deadline
+
+    @property
+    def leader(self) -> str | None:
+        """The holder this candidate last observed (None when unknown or released)."""
+        return (self._observed.holder or None) if self._observed else None
+
+    @property
+    def observed_record(self) -> LeaseRecord | None:
+        """The election record last read or written by this candidate."""
+        return self._observed
+
+    async def wait_leader(self, timeout: float | None = None) -> None:
+        """Return once this candidate leads; ``TimeoutError`` after ``timeout`` seconds."""
+        async with asyncio.timeout(timeout):
+            await self.leading.wait()
+
+    async def wait_not_leader(self) -> None:
+        """Return once this candidate does not lead (at once if it does not now)."""
+        await self.leadership_lost.wait()
+
+    def leadership(self, timeout: float | None = None) -> _Leadership:
+        """``async with elector.leadership() as scope:`` waits to lead (``TimeoutError``
+        after ``timeout``), then runs the body until it ends or leadership is lost, in
+        which case the body is cancelled and ``scope.lost`` is True."""
+        return _Leadership(self, timeout)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def task_name(self) -> str:
+        """Names the background task of ``async with``."""
+        return f"leader-elector:{self.name}"
+
+    async def run(self) -> None:
+        """Acquire, lead until the lease is lost, re-acquire; forever, until cancelled.
+
+        On cancellation it stops leading first, then (with ``release_on_cancel``) releases
+        the lease, bounded by ``renew_deadline``.
+        """
+        if self._running:
+            raise RuntimeError("LeaderElector.run() is already running")
+        self._running = True
+        try:
+            while True:
+                await self._acquire()
+                self._start_leading()
+                await self._renew()
+                self._stop_leading()
+        finally:
+            self._stop_leading()
+            try:
+                if self.release_on_cancel:
+                    await self._release()
+            finally:
+                self._running = False
+
+    async def _acquire(self) -> None:
+        while True:
+            if await self._attempt(self.renew_deadline):
+                return
+            await asyncio.sleep(self.retry_period * (1 + JITTER * random.random()))
+
+    async def _renew(self) -> None:
+        """Return when leadership is lost."""
+        while True:
+            await asyncio.sleep(self.retry_period)
+            while True:
+                left = self._renewed + self.renew_deadline - self._clock()
+                if left <= 0:
+                    log.warning("lease %s/%s: renew deadline passed", self.namespace, self.name)
+                    return
+                if await self._attempt(left):
+                    break
+                if not self._holds():
+                    log.warning("lease %s/%s: taken by %s", self.namespace, self.name, self.leader)
+                    return
+                left = self._renewed + self.renew_deadline - self._clock()
+                await asyncio.sleep(max(0.0, min(self.retry_period, left)))
+
+    async def _attempt(self, timeout: float) -> bool:
+        start = self._clock()
+        try:
+            async with asyncio.timeout(timeout):
+                ok = await self._try_acquire_or_renew()
+        except FAILURES as exc:
+            contention = isinstance(exc, ApiStatusError) and exc.code == 409
+            level = logging.INFO if contention else logging.WARNING
+            log.log(level, "lease %s/%s: attempt failed: %r", self.namespace, self.name, exc)
+            ok = False
+        if ok:
+            self._renewed = start
+        holder = self._observed.holder if self._observed else ""
+        if holder != self._reported:
+            self._reported = holder
+            if holder:
+                self._call(self.on_new_leader, holder)
+        return ok
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = micro_time()
+        record = LeaseRecord(self.identity, self._duration_s, now, now, 0)
+        old = self._observed
+        # 1. fast path: the leader updates optimistically with the record it last wrote
+        if old is not None and self._lease is not None and self._holds() and self._valid():
+            mine = replace(record, acquire_time=old.acquire_time, transitions=old.transitions)
+            try:
+                self._lease = await self._client.update(self._lease, mine)
+                self._observe(mine)
+                return True
+            except FAILURES as exc:
+                log.info("lease %s/%s: optimistic renew failed: %r", self.namespace, self.name, exc)
+        # 2. read it, or create it
+        lease = await self._client.get(self.name)
+        if lease is None:
+            self._lease = await self._client.create(self.name, record)
+            self._observe(record)
+            return True
+        self._lease = lease
+        current = LeaseRecord.from_lease(lease)
+        if current != self._observed:
+            self._observe(current)
+        # 3. held by another and not expired by our clock
+        if current.holder and self._valid() and not self._holds():
+            return False
+        # 4. take it (or renew it)
+        if self._holds():
+            record = replace(
+                record, acquire_time=current.acquire_time, transitions=current.transitions
+            )
+        else:
+            record = replace(record, transitions=current.transitions + 1)
+        self._lease = await self._client.update(lease, record)
+        self._observe(record)
+        return True
+
+    async def _release(self) -> None:
+        if self._lease is None or not self._holds():
+            return
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                record = await self._client.release(self.name, self._lease, self.identity)
+            self._observe(record)
+        except FAILURES as exc:
+            log.warning("lease %s/%s: release failed: %r", self.namespace, self.name, exc)
+
+    def _observe(self, record: LeaseRecord) -> None:
+        self._observed = record
+        self._observed_time = self._clock()
+
+    def _holds(self) -> bool:
+        return self._observed is not None and self._observed.holder == self.identity
+
+    def _valid(self) -> bool:
+        duration = self._observed.duration_s if self._observed else 0
+        return self._observed_time + duration > self._clock()
+
+    def _start_leading(self) -> None:
+        log.info("lease %s/%s: %s started leading", self.namespace, self.name, self.identity)
+        self.leading.set()
+        self.leadership_lost.clear()
+        self._call(self.on_started_leading)
+
+    def _stop_leading(self) -> None:
+        if not self.leading.is_set():
+            return
+        log.info("lease %s/%s: %s stopped leading", self.namespace, self.name, self.identity)
+        self.leading.clear()
+        self.leadership_lost.set()
+        for cancel in list(self._scopes):
+            cancel()
+        self._call(self.on_stopped_leading)
+
+    @staticmethod
+    def _call(callback: Callable[..., object] | None, *args: Any) -> None:
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("leader election callback %r failed", callback)

@@ -1,0 +1,383 @@
+"""Sharding keys across replicas, one Lease per shard (leader election per shard).
+
+Keys map to ``shards`` shards by a stable hash (:func:`shard_of`: SHA-1 of the UTF-8 key,
+the same in every process, whatever ``PYTHONHASHSEED``). Shard ``i`` is guarded by the
+Lease ``<name>-shard-<i>``; every replica also keeps ``<name>-member-<identity>``, renewed
+every ``retry_period``, so each can count the live replicas: member leases that have not
+expired *by its own clock* (the election rule of :mod:`aioinformer._coordination.leader`). The API
+server's optimistic concurrency on these Leases is the only coordination.
+
+Contract:
+
+* :meth:`ShardManager.owns` is True only while this replica holds the shard's lease and its
+  last successful write of that lease *started* less than ``renew_deadline`` ago. Another
+  replica may take a shard only when its lease is released (written with an empty holder,
+  which the owner does only after it stopped owning the shard) or unchanged for
+  ``ceil(lease_duration) > renew_deadline`` seconds since that replica observed it, and
+  only with a write conditional on the resourceVersion it observed. So two live replicas
+  (same clock rate, unique identities) never both own a key.
+* Fair share: with ``m`` live members each replica aims at ``ceil(shards / m)`` shards. Below
+  it, a replica takes free or expired shards, preferring those it wins by rendezvous
+  hashing of (shard, identity) among the live members, so assignments stay stable and a
+  newcomer gets mostly "its" shards. Above it, it stops owning the surplus (least preferred
+  first) and releases it so another replica can take it at once.
+* Rebalancing: a replica that dies stops renewing; its member and shard leases expire about
+  ``ceil(lease_duration)`` after the others last saw them change, and the survivors take
+  the shards within a couple of ``retry_period`` after that. A joining replica is counted
+  within about one ``retry_period``; the others shed their surplus at their next balancing
+  round and it acquires the released shards at its own (each round is one
+  ``retry_period`` apart, plus up to 20% jitter).
+* Every replica must use the same ``name``, ``namespace`` and ``shards``; a change of
+  ``shards`` moves most keys.
+* ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
+  it changes, so a controller can requeue the keys of newly acquired shards.
+* Cancelling :meth:`ShardManager.run` drops every shard locally first, then (with
+  ``release_on_cancel``) releases the shard leases and the member lease.
+
+Every renewal is one write per held shard per ``retry_period`` (client-go's cadence), and
+every balancing round lists the Leases of the namespace: give sharded controllers a
+namespace without many unrelated Leases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import math
+import random
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aioinformer._coordination.background import BackgroundRunner
+from aioinformer._coordination.leader import (
+    FAILURES,
+    LeaseClient,
+    LeaseRecord,
+    check_timings,
+    micro_time,
+)
+from aioinformer._core.errors import ApiStatusError, ConfigError
+
+__all__ = ["ShardManager", "shard_of"]
+
+log = logging.getLogger("aioinformer.sharding")
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+ChangeCallback = Callable[[frozenset[int]], object]
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.sha1(text.encode(), usedforsecurity=False).digest()[:8], "big")
+
+
+def shard_of(key: str, shards: int) -> int:
+    """The shard of ``key`` among ``shards``: stable across processes and Python runs."""
+    return _digest(key) % shards
+
+
+@dataclass(slots=True)
+class _Held:
+    lease: dict[str, Any]  # as last written by us (carries the resourceVersion)
+    record: LeaseRecord
+    renewed: float  # clock() when the last successful write started
+    keeper: asyncio.Task[None] | None = None  # the task renewing it
+
+
+@dataclass(frozen=True, slots=True)
+class _Seen:
+    record: LeaseRecord
+    at: float  # clock() when this record was first observed
+
+
+class ShardManager(BackgroundRunner):
+    """One replica's share of ``shards`` Lease-guarded shards (see the module docstring).
+
+    ``async with ShardManager(api, name="ctl", namespace="ops", identity=pod) as shards:``
+    runs it in a task; reconcile a key only ``if shards.owns(key)``.
+    """
+
+    def __init__(
+        self,
+        api_client: Any,
+        *,
+        name: str,
+        namespace: str,
+        identity: str,
+        shards: int = 32,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        release_on_cancel: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        on_change: ChangeCallback | Iterable[ChangeCallback] | None = None,
+    ) -> None:
+        check_timings(lease_duration, renew_deadline, retry_period)
+        if shards < 1:
+            raise ConfigError(f"shards must be >= 1, got {shards}")
+        if not _NAME.match(name) or not _NAME.match(identity):
+            raise ConfigError(f"name {name!r} and identity {identity!r} must be DNS-1123 names")
+        if len(f"{name}-member-{identity}") > 253 or len(f"{name}-shard-{shards - 1}") > 253:
+            raise ConfigError("name and identity too long for Lease names (253 characters)")
+        self.name = name
+        """Prefix of the Lease names."""
+        self.namespace = namespace
+        """Namespace of the Leases."""
+        self.identity = identity
+        """This replica's ``holderIdentity``; unique among live replicas."""
+        self.shards = shards
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.release_on_cancel = release_on_cancel
+        self.on_change: list[ChangeCallback] = (
+            [] if on_change is None else [on_change] if callable(on_change) else list(on_change)
+        )
+        """Callbacks called with the new owned set whenever it changes (append to add)."""
+        self.member_lease = f"{name}-member-{identity}"
+        """The name of this replica's membership Lease."""
+        self._clock = clock
+        self._client = LeaseClient(api_client, namespace)
+        self._duration_s = max(1, math.ceil(lease_duration))
+        self._held: dict[int, _Held] = {}
+        self._seen: dict[str, _Seen] = {}
+        self._member: dict[str, Any] | None = None
+        self._member_acquired: str | None = None
+        self._members: frozenset[str] = frozenset({identity})
+        self._published: frozenset[int] = frozenset()
+        self._tg: asyncio.TaskGroup | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def shard_name(self, shard: int) -> str:
+        """The name of shard ``shard``'s Lease."""
+        return f"{self.name}-shard-{shard}"
+
+    def shard_for(self, key: str) -> int:
+        """The shard ``key`` belongs to (:func:`shard_of`)."""
+        return shard_of(key, self.shards)
+
+    def owns(self, key: str) -> bool:
+        """True while this replica holds ``key``'s shard and renewed it in time."""
+        held = self._held.get(shard_of(key, self.shards))
+        return held is not None and self._clock() - held.renewed < self.renew_deadline
+
+    def owned_shards(self) -> frozenset[int]:
+        """The shards :meth:`owns` is True for, right now."""
+        now = self._clock()
+        return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
+
+    @property
+    def members(self) -> frozenset[str]:
+        """The live replicas (identities) as of the last balancing round, this one included."""
+        return self._members
+
+    @property
+    def target(self) -> int:
+        """This replica's fair share: ceil(shards / live members)."""
+        return math.ceil(self.shards / len(self._members))
+
+    # -- running -------------------------------------------------------------------------------
+
+    def task_name(self) -> str:
+        """Names the background task of ``async with``."""
+        return f"shards:{self.name}:{self.identity}"
+
+    async def run(self) -> None:
+        """Renew, balance and report ownership until cancelled (see the module docstring)."""
+        if self._tg is not None:
+            raise RuntimeError("ShardManager.run() is already running")
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._tg = tg
+                tg.create_task(self._member_loop())
+                tg.create_task(self._balance_loop())
+        finally:
+            self._tg = None
+            held: list[tuple[str, dict[str, Any] | None]] = [
+                (self.shard_name(s), h.lease) for s, h in self._held.items()
+            ]
+            self._held.clear()
+            self._publish()
+            if self.release_on_cancel:
+                held.append((self.member_lease, self._member))
+                async with asyncio.TaskGroup() as tg:
+                    for name, lease in held:
+                        tg.create_task(self._release(name, lease))
+
+    # -- holding: one keeper task per held shard, its only writer ------------------------------
+
+    async def _keep(self, shard: int, held: _Held) -> None:
+        """Renew one held shard every retry_period until a renewal misses the deadline or
+        finds the lease changed hands (then stop owning it), or until cancelled."""
+        while True:
+            await asyncio.sleep(self.retry_period)
+            if not await self._renew(shard, held):
+                break
+        if self._held.get(shard) is held:
+            del self._held[shard]
+            self._publish()
+
+    async def _renew(self, shard: int, held: _Held) -> bool:
+        while (left := held.renewed + self.renew_deadline - self._clock()) > 0:
+            start = self._clock()
+            record = replace(held.record, renew_time=micro_time())
+            try:
+                async with asyncio.timeout(left):
+                    held.lease = await self._client.update(held.lease, record)
+                held.record, held.renewed = record, start
+                return True
+            except FAILURES as exc:
+                log.warning("shard %s: renew failed: %r", self.shard_name(shard), exc)
+                if isinstance(exc, ApiStatusError) and exc.code == 409:
+                    return False
+            left = held.renewed + self.renew_deadline - self._clock()
+            await asyncio.sleep(max(0.0, min(self.retry_period, left)))
+        return False
+
+    async def _member_loop(self) -> None:
+        while True:
+            now = micro_time()
+            self._member_acquired = self._member_acquired or now
+            record = LeaseRecord(self.identity, self._duration_s, self._member_acquired, now, 0)
+            try:
+                async with asyncio.timeout(self.renew_deadline):
+                    lease = self._member or await self._client.get(self.member_lease)
+                    if lease is None:
+                        self._member = await self._client.create(self.member_lease, record)
+                    else:
+                        self._member = await self._client.update(lease, record)
+            except FAILURES as exc:
+                log.warning("member lease %s: renew failed: %r", self.member_lease, exc)
+                self._member = None
+            await asyncio.sleep(self.retry_period)
+
+    async def _release(self, name: str, lease: dict[str, Any] | None) -> None:
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                await self._client.release(name, lease, self.identity)
+        except FAILURES as exc:
+            log.warning("lease %s: release failed: %r", name, exc)
+
+    # -- balancing: the only writer of shards not held -----------------------------------------
+
+    async def _balance_loop(self) -> None:
+        while True:
+            # first wait: the member leases of replicas starting together become visible
+            await asyncio.sleep(self.retry_period * (1 + 0.2 * random.random()))
+            await self._balance()
+
+    async def _balance(self) -> None:
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                leases = await self._client.list()
+        except FAILURES as exc:
+            log.warning("shards %s: list failed: %r", self.name, exc)
+            return
+        listed = self._observe_all(leases)
+        live = {
+            s.record.holder
+            for n, s in self._seen.items()
+            if n == f"{self.name}-member-{s.record.holder}" and self._valid(n)
+        }
+        self._members = frozenset(live | {self.identity})
+        target = self.target
+        surplus = sorted(self._held, key=self._preference)[: max(0, len(self._held) - target)]
+        releases: list[tuple[str, dict[str, Any]]] = []
+        for s in surplus:
+            held = self._held.pop(s)
+            if held.keeper is not None:
+                held.keeper.cancel()
+            releases.append((self.shard_name(s), held.lease))
+        self._publish()  # stop owning the surplus before anyone can take it
+        free = [s for s in range(self.shards) if s not in self._held and self._free(s, listed)]
+        free.sort(key=self._preference, reverse=True)
+        take = [s for s in free if s not in surplus][: max(0, target - len(self._held))]
+        for s in free:  # ours on the server but not held here (a lost reply): release it
+            name = self.shard_name(s)
+            mine = name in listed and self._seen[name].record.holder == self.identity
+            if mine and s not in take and s not in surplus:
+                releases.append((name, listed[name]))
+        async with asyncio.TaskGroup() as tg:
+            for name, lease in releases:
+                tg.create_task(self._release(name, lease))
+            for s in take:
+                tg.create_task(self._acquire(s, listed.get(self.shard_name(s))))
+
+    def _observe_all(self, leases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        now = self._clock()
+        listed: dict[str, dict[str, Any]] = {}
+        for lease in leases:
+            name = lease.get("metadata", {}).get("name", "")
+            if name.startswith(f"{self.name}-"):
+                listed[name] = lease
+                record = LeaseRecord.from_lease(lease)
+                seen = self._seen.get(name)
+                if seen is None or seen.record != record:
+                    self._seen[name] = _Seen(record, now)
+        for name in set(self._seen) - set(listed):
+            del self._seen[name]
+        return listed
+
+    def _valid(self, name: str) -> bool:
+        seen = self._seen.get(name)
+        return (
+            seen is not None
+            and bool(seen.record.holder)
+            and self._clock() < seen.at + seen.record.duration_s
+        )
+
+    def _free(self, shard: int, listed: dict[str, dict[str, Any]]) -> bool:
+        name = self.shard_name(shard)
+        if name not in listed:
+            return True
+        holder = self._seen[name].record.holder
+        return holder in ("", self.identity) or not self._valid(name)
+
+    def _preference(self, shard: int) -> tuple[bool, int]:
+        mine = _digest(f"{shard}/{self.identity}")
+        wins = all(mine >= _digest(f"{shard}/{m}") for m in self._members)
+        return wins, mine
+
+    async def _acquire(self, shard: int, lease: dict[str, Any] | None) -> None:
+        name = self.shard_name(shard)
+        start = self._clock()
+        now = micro_time()
+        record = LeaseRecord(self.identity, self._duration_s, now, now, 0)
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                if lease is None:
+                    written = await self._client.create(name, record)
+                else:
+                    old = LeaseRecord.from_lease(lease)
+                    if old.holder == self.identity:
+                        record = replace(
+                            record, acquire_time=old.acquire_time, transitions=old.transitions
+                        )
+                    else:
+                        record = replace(record, transitions=old.transitions + 1)
+                    written = await self._client.update(lease, record)
+        except FAILURES as exc:
+            log.info("shard %s: not acquired: %r", name, exc)
+            return
+        held = self._held[shard] = _Held(written, record, start)
+        assert self._tg is not None
+        held.keeper = self._tg.create_task(self._keep(shard, held))
+        self._publish()
+
+    def _publish(self) -> None:
+        owned = self.owned_shards()
+        if owned == self._published:
+            return
+        self._published = owned
+        log.info("shards %s: %s owns %d shards", self.name, self.identity, len(owned))
+        for callback in list(self.on_change):
+            try:
+                callback(owned)
+            except Exception:
+                log.exception("shard on_change callback %r failed", callback)

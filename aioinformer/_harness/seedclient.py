@@ -1,0 +1,240 @@
+"""The informer process of the seed scenario (one per configuration; see :mod:`._seed`).
+
+Run as ``python -m aioinformer._harness.seedclient`` with ``AIOINFORMER_SEED_TOKEN`` in
+the environment (never on the command line). It talks JSON lines with the parent:
+
+1. stdin: the configuration (``url``, ``store``, ``read``, ``readers``, ``owners``,
+   ``chunk``, ``batch_size``, ``sample_interval``, ``examples_dir`` or null, ...).
+   It starts a Manager with one shared pods informer (and the example operators, if
+   asked), waits for the sync and prints ``{"synced": seconds, "objects": n}``.
+2. stdin: ``{"start": seconds}``: runs the K readers (and drives the operators) for that
+   long, printing ``{"progress": {...}}`` lines, then ``{"loaded": true}``.
+3. stdin: ``{"drain_to": rv}``: stops the readers, waits until the informer has published
+   ``rv``, lets the operators settle, prints the result object and exits.
+
+The result holds raw measurements (publish times, receive times, reader latencies,
+samples, operator counters, RSS); the parent turns them into the figures (:func:`._seed.summarise`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from aioinformer._cache.fifo import Delta, DeltaFIFO, Item
+from aioinformer._cache.informer import Informer, InformerStats
+from aioinformer._core.errors import FreshnessTimeout
+from aioinformer._harness.procstats import cpu_seconds, rss_bytes
+from aioinformer._harness.seed import TOKEN_ENV
+from aioinformer._harness.seedops import SeedOperators
+from aioinformer._harness.simproc import parent_messages
+from aioinformer._harness.workload import statefulset_uid
+from aioinformer._runtime.manager import Manager
+
+__all__: list[str] = []
+
+
+def emit(obj: dict[str, Any]) -> None:
+    sys.stdout.buffer.write(orjson.dumps(obj, option=orjson.OPT_SERIALIZE_NUMPY) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+def owner_uids(owners: int, namespaces: int, prefix: str = "sts") -> list[str]:
+    """The controller uids of the populated owners (see ``_simchild.Driver.populate``)."""
+    return [
+        statefulset_uid(f"{prefix}-ns-{o % max(1, namespaces)}", f"{prefix}-{o}")
+        for o in range(owners)
+    ]
+
+
+class Readers:
+    """K controller-like readers fetching one random owner's pods, back to back."""
+
+    def __init__(self, informer: Informer, mode: str, uids: list[str], chunk: int) -> None:
+        self.informer, self.mode, self.uids, self.chunk = informer, mode, uids, chunk
+        self.latencies: list[float] = []
+        self.found = 0
+
+    async def run_one(self, seed: int) -> None:
+        rnd = random.Random(seed)
+        informer, latencies = self.informer, self.latencies
+        while True:
+            uid = rnd.choice(self.uids)
+            t0 = time.perf_counter()
+            async with informer.read() as view:
+                if self.mode == "index":
+                    pods = view.by_index("controller", uid)
+                else:  # what a lister without an index does: look at every pod
+                    pods = []
+                    async for obj in view.iter_chunks(chunk=self.chunk):
+                        ref = obj.controller_ref
+                        if ref is not None and ref.uid == uid:
+                            pods.append(obj)
+            latencies.append(time.perf_counter() - t0)
+            self.found += len(pods)
+            await asyncio.sleep(0)
+
+
+RECEIPTS: list[tuple[int, float]] = []
+"""(resourceVersion, receive time) of every delta the pods informer's watcher queued."""
+
+
+class ReceiptFIFO(DeltaFIFO):
+    """The pods informer's DeltaFIFO, also noting each delta's RV and receive time in
+    :data:`RECEIPTS`: staleness splits into the wire (sim commit -> watcher) and the
+    informer (watcher -> published snapshot). One tuple per event."""
+
+    __slots__ = ()
+
+    def put_nowait(self, item: Item) -> None:
+        if type(item) is Delta:
+            RECEIPTS.append((item.obj.rv, item.received))
+        super().put_nowait(item)
+
+    def put_many(self, items: Sequence[Item]) -> None:  # what the watcher calls per read
+        RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is Delta)
+        super().put_many(items)
+
+
+class InformerProcess:
+    """One configuration's informer process: its manager, readers and measurements."""
+
+    def __init__(self, api: Any, cfg: dict[str, Any]) -> None:
+        self.api, self.cfg = api, cfg
+        self.manager = Manager(api, store=cfg["store"])
+        self.pods = self.manager.informer("v1", "pods")
+        self.ops: SeedOperators | None = None
+        if cfg.get("examples_dir"):
+            self.ops = SeedOperators(
+                self.manager, cfg["examples_dir"], cfg["tag"], cfg["podsets"], cfg["replicas"]
+            )
+        self.publishes: list[tuple[float, int]] = []
+        self.pods._fifo.__class__ = ReceiptFIFO  # same layout: a DeltaFIFO that takes notes
+        self.pods.on_publish(lambda _seq, rv: self.publishes.append((time.monotonic(), rv)))
+        self.samples: list[list[float]] = []
+        uids = owner_uids(cfg["owners"], cfg["namespaces"])
+        self.readers = Readers(self.pods, cfg["read"], uids, cfg["chunk"])
+        self.running: asyncio.Task[None] | None = None
+
+    def sample(self) -> InformerStats:
+        st = self.pods.stats()
+        self.samples.append([time.monotonic(), st.fifo_depth, st.staleness, st.applied_total])
+        return st
+
+    async def sync(self) -> dict[str, Any]:
+        """Install the operators' CRDs, start the manager, wait for the pods' sync."""
+        if self.ops is not None:
+            await self.ops.install(self.api)
+        self.running = asyncio.create_task(self.manager.run(), name="seed-manager")
+        t0 = time.perf_counter()
+        while not self.pods.has_synced:
+            if self.running.done():
+                self.running.result()  # raises what stopped it
+            await asyncio.sleep(0.01)
+        synced = time.perf_counter() - t0
+        gc.collect()
+        return {"synced": synced, "objects": self.pods.stats().objects}
+
+    async def load(self, seconds: float) -> None:
+        """Readers (and the operators' workload) for ``seconds``, sampling as it goes."""
+        cfg, readers = self.cfg, self.readers
+        self.tasks = [asyncio.create_task(readers.run_one(i)) for i in range(cfg["readers"])]
+        self.t_start = time.monotonic()
+        self.applied0 = self.pods.stats().applied_total
+        self.cpu0 = cpu_seconds()
+        driving = (
+            None if self.ops is None else asyncio.create_task(self.ops.drive(self.api, seconds))
+        )
+        while (now := time.monotonic()) < self.t_start + seconds:
+            st = self.sample()
+            progress = {
+                "t": now - self.t_start,
+                "fifo": st.fifo_depth,
+                "staleness": st.staleness,
+                "reads": len(readers.latencies),
+                "applied": st.applied_total - self.applied0,
+            }
+            emit({"progress": progress})
+            await asyncio.sleep(cfg["sample_interval"])
+        self.t_end = time.monotonic()
+        self.applied1 = self.pods.stats().applied_total
+        if driving is not None:
+            await driving
+
+    async def drain(self, target: int) -> dict[str, Any]:
+        """Stop the readers, wait until RV ``target`` is published, settle the operators;
+        the raw measurements."""
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        give_up = time.monotonic() + self.cfg["drain_timeout"]
+        while time.monotonic() < give_up:
+            self.sample()
+            try:
+                await self.pods.wait_fresh(target, timeout=self.cfg["sample_interval"])
+                break
+            except FreshnessTimeout:
+                continue
+        self.sample()
+        figures: dict[str, Any] = {}
+        if self.ops is not None:
+            figures["operators_converged"] = await self.ops.settle(
+                self.api, self.cfg["settle_timeout"]
+            )
+            figures.update(await self.ops.figures(self.api))
+        stats = self.pods.stats()
+        return {
+            **figures,
+            "drained": stats.resource_version >= target,
+            "t_start": self.t_start,
+            "t_end": self.t_end,
+            "publishes": self.publishes,
+            "receipts": RECEIPTS,
+            "samples": self.samples,
+            "latencies": self.readers.latencies,
+            "applied": self.applied1 - self.applied0,
+            "objects": stats.objects,
+            "rss_bytes": rss_bytes(),
+            "cpu_seconds": cpu_seconds() - self.cpu0,
+        }
+
+    async def stop(self) -> None:
+        if self.running is not None:
+            self.running.cancel()
+            await asyncio.gather(self.running, return_exceptions=True)
+
+
+async def main() -> None:
+    logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
+    receive = await parent_messages()
+
+    from kubernetes_asyncio import client
+
+    cfg = await receive()
+    conf = client.Configuration()
+    conf.host = cfg["url"]
+    conf.api_key = {"BearerToken": os.environ[TOKEN_ENV]}
+    conf.api_key_prefix = {"BearerToken": "Bearer"}
+    async with client.ApiClient(configuration=conf) as api:
+        proc = InformerProcess(api, cfg)
+        try:
+            emit(await proc.sync())
+            await proc.load(float((await receive())["start"]))
+            emit({"loaded": True})
+            result = await proc.drain(int((await receive())["drain_to"]))
+        finally:
+            await proc.stop()
+    emit({"result": result})
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

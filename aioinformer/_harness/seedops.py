@@ -1,0 +1,214 @@
+"""The example operators inside the seed scenario's informer process (see :mod:`._seed`).
+
+The PodSet (StatefulSet-like, fixed pod names) and NodeAgent (DaemonSet-like, generated
+names) operators from a checkout's ``examples/`` run on the informer process's manager, so
+they read the same shared pods informer as the readers, under the same load. Each runs
+twice, with its freshness protection (namespace ``TAG-on``) and without (``TAG-off``).
+
+Their workload during the load phase: ``podsets`` PodSets of ``replicas`` pods and one
+NodeAgent per namespace are created at the start; every object is touched (an annotation
+patch: a burst of reconciles, as informer resyncs and unrelated updates cause) every 0.2 s;
+halfway, the PodSets scale to twice their replicas and the NodeAgents are deleted and
+re-created (a new uid: every agent pod is replaced). Counted:
+
+* ``conflicts_409``: 409 AlreadyExists answers to the operator's creates (a PodSet
+  recreating a pod its stale cache had not seen);
+* ``extra_pods``: pods that existed beyond what the owner asked for: for a NodeAgent, a
+  second live pod of the same agent on one node (seen on the shared informer's event
+  stream, so even short-lived duplicates count); for a PodSet, pods beyond ``replicas``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections import defaultdict
+from typing import Any
+
+from aioinformer._cache.informer import Informer
+from aioinformer._core.objects import KubeObject
+from aioinformer._runtime.manager import Manager
+
+__all__ = ["SeedOperators"]
+
+TOUCH_INTERVAL = 0.2
+
+
+class SeedOperators:
+    """Build on ``manager`` before it runs; :meth:`install` before too; then
+    :meth:`drive` for the load phase, :meth:`settle` and :meth:`figures` after it."""
+
+    def __init__(
+        self, manager: Manager, examples_dir: str, tag: str, podsets: int, replicas: int
+    ) -> None:
+        if examples_dir not in sys.path:
+            sys.path.insert(0, examples_dir)
+        import _common  # type: ignore[import-not-found]
+        import nodeagent  # type: ignore[import-not-found]
+        import podset  # type: ignore[import-not-found]
+
+        self._common, self._podset, self._nodeagent = _common, podset, nodeagent
+        self.manager, self.tag = manager, tag
+        self.podsets, self.replicas = podsets, replicas
+        self.ops: dict[str, Any] = {}
+        for protect in (True, False):
+            ns = self.namespace(protect)
+            label = "protected" if protect else "unprotected"
+            self.ops[f"podset/{label}"] = podset.build(manager, protect=protect, namespace=ns)
+            self.ops[f"nodeagent/{label}"] = nodeagent.build(manager, protect=protect, namespace=ns)
+        pods: Informer = self.ops["podset/protected"].pods
+        self._live: dict[tuple[str, str], set[str]] = defaultdict(set)  # (agent uid, node)
+        self._extra: dict[str, int] = defaultdict(int)
+        for protect in (True, False):
+            pods.add_handler(
+                on_add=self._added,
+                on_delete=self._deleted,
+                name=f"seed-extra-pods/{self.namespace(protect)}",
+                namespace=self.namespace(protect),
+            )
+
+    def namespace(self, protect: bool) -> str:
+        return f"{self.tag}-{'on' if protect else 'off'}"
+
+    # -- counting duplicates ------------------------------------------------------------------
+
+    def _agent_key(self, pod: KubeObject) -> tuple[str, str] | None:
+        ref = pod.controller_ref
+        if ref is None or ref.kind != "NodeAgent":
+            return None
+        return ref.uid, str(pod.field("spec.nodeName") or "")
+
+    def _added(self, pod: KubeObject) -> None:
+        if (key := self._agent_key(pod)) is None or pod.deletion_timestamp is not None:
+            return
+        live = self._live[key]
+        if live:
+            self._extra[f"nodeagent/{self._label(pod.namespace)}"] += 1
+        live.add(pod.uid)
+
+    def _deleted(self, pod: KubeObject) -> None:
+        if (key := self._agent_key(pod)) is not None:
+            self._live[key].discard(pod.uid)
+
+    def _label(self, namespace: str) -> str:
+        return "protected" if namespace == self.namespace(True) else "unprotected"
+
+    # -- the workload ---------------------------------------------------------------------------
+
+    async def install(self, api: Any) -> None:
+        """The CRDs and the two namespaces (before the manager starts its informers)."""
+        from kubernetes_asyncio import client
+
+        common = self._common
+        await common.install_crd(api, common.load_crd("podset"))
+        await common.install_crd(api, common.load_crd("nodeagent"))
+        core = client.CoreV1Api(api)
+        for protect in (True, False):
+            body = client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace(protect)))
+            await common.create_ignoring_conflict(core.create_namespace(body))
+
+    async def drive(self, api: Any, seconds: float) -> None:
+        """Create, touch, scale and re-create the operators' objects for ``seconds``."""
+        from kubernetes_asyncio import client
+
+        custom = client.CustomObjectsApi(api)
+        group, version = self._common.GROUP, self._common.VERSION
+        podset_names = [f"ps-{i}" for i in range(self.podsets)]
+        namespaces = [self.namespace(p) for p in (True, False)]
+        for ns in namespaces:
+            for name in podset_names:
+                body = self._podset.podset_body(name, self.replicas, ns)
+                await custom.create_namespaced_custom_object(group, version, ns, "podsets", body)
+            body = self._nodeagent.nodeagent_body("agent", ns)
+            await custom.create_namespaced_custom_object(group, version, ns, "nodeagents", body)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        halfway_done = False
+        touch = 0
+        while (now := loop.time()) < start + seconds:
+            touch += 1
+            patch = {"metadata": {"annotations": {"seed/touch": str(touch)}}}
+            if not halfway_done and now >= start + seconds / 2:
+                halfway_done = True
+                await self._halfway(custom, namespaces, podset_names)
+            for ns in namespaces:
+                for name in podset_names:
+                    await self._patch(custom, ns, "podsets", name, patch)
+                await self._patch(custom, ns, "nodeagents", "agent", patch)
+            await asyncio.sleep(TOUCH_INTERVAL)
+
+    async def _halfway(self, custom: Any, namespaces: list[str], podset_names: list[str]) -> None:
+        group, version = self._common.GROUP, self._common.VERSION
+        scale = {"spec": {"replicas": 2 * self.replicas}}
+        for ns in namespaces:
+            for name in podset_names:
+                await self._patch(custom, ns, "podsets", name, scale)
+            with contextlib.suppress(Exception):
+                await custom.delete_namespaced_custom_object(
+                    group, version, ns, "nodeagents", "agent"
+                )
+            body = self._nodeagent.nodeagent_body("agent", ns)
+            for _ in range(50):  # the delete may take a moment to be observable
+                try:
+                    await custom.create_namespaced_custom_object(
+                        group, version, ns, "nodeagents", body
+                    )
+                    break
+                except Exception:
+                    await asyncio.sleep(0.05)
+
+    async def _patch(self, custom: Any, ns: str, plural: str, name: str, body: Any) -> None:
+        from kubernetes_asyncio.client.exceptions import ApiException
+
+        try:
+            await custom.patch_namespaced_custom_object(
+                self._common.GROUP,
+                self._common.VERSION,
+                ns,
+                plural,
+                name,
+                body,
+                _content_type="application/merge-patch+json",
+            )
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+
+    async def settle(self, api: Any, timeout: float) -> bool:
+        """Wait until the protected operators' objects have converged; whether they did."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        ns = self.namespace(True)
+        while loop.time() < deadline:
+            checks = [self._podset.progress(api, ns, f"ps-{i}") for i in range(self.podsets)]
+            checks.append(self._nodeagent.progress(api, ns, "agent"))
+            if all(p.done for p in await asyncio.gather(*checks)):
+                return True
+            await asyncio.sleep(0.25)
+        return False
+
+    async def figures(self, api: Any) -> dict[str, dict[str, int]]:
+        """``conflicts_409`` and ``extra_pods`` per operator (``podset/protected`` ...)."""
+        from kubernetes_asyncio import client
+
+        core = client.CoreV1Api(api)
+        conflicts = {name: op.counters.conflicts for name, op in self.ops.items()}
+        extra = {name: 0 for name in self.ops}
+        for name, count in self._extra.items():
+            extra[name] = count
+        custom = client.CustomObjectsApi(api)
+        group, version = self._common.GROUP, self._common.VERSION
+        for protect in (True, False):
+            ns, label = self.namespace(protect), "protected" if protect else "unprotected"
+            listed = core.list_namespaced_pod(ns, _preload_content=False)
+            pods = await self._common.list_objects(listed)
+            for i in range(self.podsets):
+                ps = self._common.as_object(
+                    await custom.get_namespaced_custom_object(
+                        group, version, ns, "podsets", f"ps-{i}"
+                    )
+                )
+                owned = [p for p in pods if self._common.controlled_by(p, ps.uid)]
+                extra[f"podset/{label}"] += max(0, len(owned) - int(ps.field("spec.replicas")))
+        return {"conflicts_409": conflicts, "extra_pods": extra}

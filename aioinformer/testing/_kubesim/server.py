@@ -1,0 +1,756 @@
+"""KubeSim's HTTP layer: routing, authentication, content negotiation, faults.
+
+Parses a Kubernetes REST request, checks the bearer token and the user's permissions,
+applies any injected fault, calls one :class:`._rest.Api` verb and encodes the answer the
+way kube-apiserver v1.28 does (``tests/conformance``). Every failure is a ``Status`` body
+with the recorded code and message; no request ever gets a traceback or a hung connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
+from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
+from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from aioinformer.testing._kubesim.selectors import (
+    FieldSelector,
+    LabelSelector,
+    SelectorError,
+    check_field_labels,
+    supported_field_labels,
+)
+from aioinformer.testing._kubesim.status import ApiError, status_body
+from aioinformer.testing._kubesim.watchstream import WatchSpec, serve_watch
+
+__all__ = ["SimOptions", "SimServer", "User"]
+
+log = logging.getLogger("aioinformer.testing.kubesim")
+
+_NOT_ACCEPTABLE = (
+    "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, "
+    "application/vnd.kubernetes.protobuf, application/json;stream=watch, "
+    "application/vnd.kubernetes.protobuf;stream=watch"
+)
+_PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_LIST_CHUNK = 1 << 20
+
+
+@dataclass
+class User:
+    """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
+
+    ``rules`` holds (verb, group, plural) triples where any part may be ``"*"``; the
+    admin user has ``("*", "*", "*")``.
+    """
+
+    name: str
+    rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
+
+    def allows(self, verb: str, group: str, plural: str) -> bool:
+        return any(
+            v in ("*", verb) and g in ("*", group) and p in ("*", plural) for v, g, p in self.rules
+        )
+
+
+@dataclass
+class SimOptions:
+    """Server behaviour switches (see :class:`aioinformer.testing.KubeSim`)."""
+
+    auth: bool = True
+    watch_list: bool = False  # the WatchList feature gate (off by default in v1.28)
+    bookmark_interval: float = 60.0
+    too_large_rv_wait: float = 3.0
+    tokens: dict[str, User] = field(default_factory=dict)
+
+
+@dataclass
+class _Route:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def _json_response(
+    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    body = data if isinstance(data, bytes) else orjson.dumps(data)
+    hdrs = {"Cache-Control": "no-cache, private"}
+    if headers:
+        hdrs.update(headers)
+    return web.Response(body=body, status=status, content_type="application/json", headers=hdrs)
+
+
+def _error_response(err: ApiError) -> web.Response:
+    return _json_response(err.body, err.code, err.headers)
+
+
+def _verb_of(method: str, has_name: bool, watch: bool) -> str:
+    if method == "GET":
+        return "get" if has_name else ("watch" if watch else "list")
+    return {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if has_name else "deletecollection",
+    }.get(method, method.lower())
+
+
+class SimServer:
+    """The aiohttp application of one KubeSim."""
+
+    def __init__(
+        self, api: Api, mvcc: Mvcc, registry: ResourceRegistry, faults: Faults, options: SimOptions
+    ) -> None:
+        self.api = api
+        self.mvcc = mvcc
+        self.registry = registry
+        self.faults = faults
+        self.options = options
+        self.requests_served = 0
+        self.open_watches = 0
+        self.server_address = "127.0.0.1:0"
+        faults.wake = self.wake_watches
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    def wake_watches(self) -> None:
+        """Wake every watch stream (after a fault changed)."""
+        for ts in self.mvcc.types.values():
+            ts.wake()
+
+    # -- entry point ------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests_served += 1
+        path = request.path.rstrip("/") or "/"
+        try:
+            user = self._authenticate(request)
+            delay = self.faults.latency_for(path)
+            if delay:
+                await asyncio.sleep(delay)
+            if path in _PUBLIC_PATHS or not path.startswith(("/api", "/apis")):
+                return self._non_resource(request, path, user)
+            route = self._parse_resource_path(path)
+            if route is None:
+                return self._discovery(request, path, user)
+            watch = request.query.get("watch", "") in ("1", "true", "True")
+            verb = _verb_of(request.method, route.name is not None, watch)
+            if not user.allows(verb, route.rt.group, route.rt.plural):
+                raise ApiError.forbidden(
+                    user.name, verb, route.rt.plural, route.rt.group, route.namespace
+                )
+            fault = self.faults.take_request_fault(path, verb)
+            if fault is not None:
+                if fault.body is not None:
+                    ctype = {"Content-Type": fault.content_type}
+                    return web.Response(status=fault.status, body=fault.body, headers=ctype)
+                raise self._fault_error(fault.status, fault.retry_after)
+            return await self._resource(request, route, verb, user)
+        except ApiError as err:
+            return _error_response(err)
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as exc:  # a bug in the sim must still answer like a server
+            log.exception("KubeSim internal error on %s %s", request.method, path)
+            return _error_response(ApiError.internal(f"KubeSim internal error: {exc!r}"))
+
+    @staticmethod
+    def _fault_error(status: int, retry_after: int) -> ApiError:
+        if status == 429:
+            return ApiError.too_many_requests(retry_after)
+        if status == 504:
+            err = ApiError.timeout()
+            err.headers["Retry-After"] = str(retry_after)
+            return err
+        if status == 503:
+            return ApiError(
+                503,
+                status_body(
+                    503,
+                    "the server is currently unable to handle the request",
+                    "ServiceUnavailable",
+                ),
+                {"Retry-After": str(retry_after)},
+            )
+        return ApiError.internal("Internal error occurred: injected fault")
+
+    # -- authentication ----------------------------------------------------------------------
+
+    def _authenticate(self, request: web.Request) -> User:
+        if not self.options.auth:
+            return User("admin")
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return User("system:anonymous", rules=())
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() == "bearer":
+            for known, user in self.options.tokens.items():
+                if secrets.compare_digest(known.encode(), token.strip().encode()):
+                    return user
+        raise ApiError.unauthorized()
+
+    # -- non-resource paths and discovery ------------------------------------------------------
+
+    def _non_resource(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
+        if path == "/version":
+            return _json_response(version_info())
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        raise ApiError.page_not_found()
+
+    def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
+        if request.method != "GET":
+            raise ApiError.method_not_allowed()
+        if user.name == "system:anonymous":
+            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
+        parts = path.strip("/").split("/")
+        accept = request.headers.get("Accept", "")
+        doc: dict[str, Any] | None = None
+        if parts == ["api"]:
+            if "as=APIGroupDiscoveryList" in accept:
+                doc = self.registry.aggregated_discovery(core=True)
+            else:
+                doc = self.registry.api_versions(self.server_address)
+        elif parts == ["apis"]:
+            if "as=APIGroupDiscoveryList" in accept:
+                doc = self.registry.aggregated_discovery(core=False)
+            else:
+                doc = self.registry.api_group_list()
+        elif len(parts) == 2 and parts[0] == "api":
+            doc = self.registry.api_resource_list("", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = self.registry.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = self.registry.api_resource_list(parts[1], parts[2])
+        if doc is None:
+            raise ApiError.page_not_found()
+        headers: dict[str, str] = {}
+        if "as=APIGroupDiscoveryList" in accept and parts in (["api"], ["apis"]):
+            resp = _json_response(doc)
+            resp.content_type = "application/json"
+            resp.headers["Content-Type"] = (
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+            )
+            return resp
+        return _json_response(doc, headers=headers)
+
+    def _parse_resource_path(self, path: str) -> _Route | None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        lookup = self.registry.lookup
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rt = lookup(group, version, rest[2])
+            if rt is not None and rt.namespaced:
+                if len(rest) > 5:
+                    raise ApiError.page_not_found()
+                return _Route(
+                    rt,
+                    rest[1],
+                    rest[3] if len(rest) > 3 else None,
+                    rest[4] if len(rest) > 4 else None,
+                )
+        rt = lookup(group, version, rest[0])
+        if rt is None or len(rest) > 3:
+            raise ApiError.page_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        if rt.namespaced and name is not None:
+            raise ApiError.page_not_found()
+        return _Route(rt, None, name, rest[2] if len(rest) > 2 else None)
+
+    # -- resources ----------------------------------------------------------------------------
+
+    async def _resource(
+        self, request: web.Request, route: _Route, verb: str, user: User
+    ) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        media = self._negotiate(request.headers.get("Accept", ""))
+        manager = _manager(request)
+        if route.subresource is not None:
+            allowed = {"status"} if rt.has_status else set()
+            if rt.plural == "pods" and not rt.group:
+                allowed.add("binding")
+            if route.subresource not in allowed:
+                raise ApiError.page_not_found()
+        if verb == "watch":
+            return await self._watch(request, route, media)
+        if verb == "list":
+            return await self._list(request, route, media)
+        if verb == "get":
+            obj = self.api.get(rt, route.namespace, route.name or "")
+            return self._object_response(rt, obj, media)
+        if verb == "create":
+            body = await _json_body(request)
+            if route.subresource == "binding":
+                target = (body.get("target") or {}).get("name", "")
+                self.api.bind(route.namespace or "", route.name or "", target)
+                return _json_response(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "code": 201,
+                    },
+                    201,
+                )
+            if route.name is not None:
+                raise ApiError.method_not_allowed()
+            if rt.namespaced and route.namespace is None:
+                raise ApiError.method_not_allowed()
+            self._check_kind(rt, body)
+            obj = self.api.create(rt, route.namespace, body, manager=manager)
+            return self._object_response(rt, obj, media, 201)
+        if verb == "update":
+            body = await _json_body(request)
+            self._check_kind(rt, body)
+            obj = self.api.update(
+                rt,
+                route.namespace,
+                route.name or "",
+                body,
+                subresource=route.subresource,
+                manager=manager,
+            )
+            return self._object_response(rt, obj, media)
+        if verb == "patch":
+            ctype = request.headers.get("Content-Type", "")
+            patch = await _json_body(request, allow_list=True)
+            obj = self.api.patch(
+                rt,
+                route.namespace,
+                route.name or "",
+                ctype,
+                patch,
+                subresource=route.subresource,
+                manager=manager,
+            )
+            return self._object_response(rt, obj, media)
+        if verb == "delete":
+            opts = await _delete_options(request)
+            gone, status = self.api.delete(rt, route.namespace, route.name or "", opts)
+            if gone is not None:
+                return self._object_response(rt, gone, media)
+            return _json_response(status)
+        if verb == "deletecollection":
+            opts = await _delete_options(request)
+            lsel, fsel = self._selectors(rt, q)
+            page = self.api.delete_collection(
+                rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
+            )
+            return await self._list_response(request, rt, page, media)
+        raise ApiError.method_not_allowed()
+
+    @staticmethod
+    def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if kind and kind != rt.kind:
+            raise ApiError.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): "
+                f"kind {kind} does not match the expected kind {rt.kind}"
+            )
+        if api_version and api_version != rt.api_version:
+            raise ApiError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({rt.api_version})"
+            )
+
+    def _negotiate(self, accept: str) -> str:
+        """ "json", "partial", "partial-list", "table" or "yaml"; 406 when nothing fits."""
+        if not accept:
+            return "json"
+        for part in accept.split(","):
+            params = [p.strip() for p in part.split(";")]
+            mime = params[0].lower()
+            opts = dict(p.split("=", 1) for p in params[1:] if "=" in p)
+            if mime in ("application/json", "*/*", "application/*"):
+                as_ = opts.get("as")
+                if as_ is None:
+                    return "json"
+                if as_ == "PartialObjectMetadata":
+                    return "partial"
+                if as_ == "PartialObjectMetadataList":
+                    return "partial-list"
+                if as_ == "Table":
+                    return "table"
+                continue
+            if mime == "application/yaml":
+                return "yaml"
+        raise ApiError(406, status_body(406, _NOT_ACCEPTABLE, "NotAcceptable", {}))
+
+    def _selectors(
+        self, rt: ResourceType, q: Mapping[str, str]
+    ) -> tuple[LabelSelector | None, FieldSelector | None]:
+        try:
+            lsel = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
+            fsel = FieldSelector.parse(q["fieldSelector"]) if q.get("fieldSelector") else None
+            if fsel is not None:
+                check_field_labels(
+                    fsel,
+                    supported_field_labels(rt.plural, rt.group, namespaced=rt.namespaced),
+                    rt.kind,
+                    rt.api_version,
+                )
+        except SelectorError as exc:
+            raise ApiError.bad_request(str(exc)) from None
+        return lsel, fsel
+
+    # -- encoding ------------------------------------------------------------------------------
+
+    def _object_bytes(self, rt: ResourceType, obj: Stored, media: str) -> bytes:
+        if media in ("partial", "partial-list"):
+            meta = orjson.loads(obj.raw)["metadata"]
+            return orjson.dumps(
+                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+            )
+        if rt.custom:
+            return obj.raw
+        return (
+            b'{"kind":"'
+            + rt.kind.encode()
+            + b'","apiVersion":"'
+            + rt.api_version.encode()
+            + b'",'
+            + obj.raw[1:]
+        )
+
+    def _object_response(
+        self, rt: ResourceType, obj: Stored, media: str, status: int = 200
+    ) -> web.Response:
+        data = self._object_bytes(rt, obj, media)
+        if media == "yaml":
+            return _yaml_response(orjson.loads(data), status)
+        return _json_response(data, status)
+
+    async def _list(self, request: web.Request, route: _Route, media: str) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        if match and not rv:
+            raise ApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )
+        if rv:
+            parse_rv(rv)
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise ApiError.invalid_list_options(
+                "resourceVersionMatch",
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+            )
+        lsel, fsel = self._selectors(rt, q)
+        try:
+            limit = int(q.get("limit", "0") or 0)
+        except ValueError:
+            raise ApiError.bad_request(f"invalid limit: {q.get('limit')}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.too_large_rv_wait
+        while True:
+            try:
+                page = self.api.list(
+                    rt,
+                    route.namespace,
+                    label_selector=lsel,
+                    field_selector=fsel,
+                    resource_version=rv,
+                    match=match,
+                    limit=limit,
+                    continue_token=q.get("continue", ""),
+                )
+                break
+            except RvTooLarge as exc:
+                if loop.time() >= deadline:
+                    raise ApiError.too_large_rv(exc.requested, self.mvcc.rv) from None
+                await asyncio.sleep(0.05)
+        return await self._list_response(request, rt, page, media)
+
+    async def _list_response(
+        self, request: web.Request, rt: ResourceType, page: ListResult, media: str
+    ) -> web.StreamResponse:
+        meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token is not None:
+            meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+        if media in ("partial", "partial-list"):
+            head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
+            head += orjson.dumps(meta) + b',"items":['
+            tail = b"]}"
+        elif media == "table":
+            return _json_response(_table(rt, page, self))
+        elif rt.custom:
+            meta.setdefault("continue", "")
+            head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
+            tail = (
+                b'],"kind":"'
+                + rt.list_kind.encode()
+                + b'","metadata":'
+                + orjson.dumps(
+                    {
+                        "continue": meta["continue"],
+                        **{k: v for k, v in meta.items() if k != "continue"},
+                    },
+                    option=orjson.OPT_SORT_KEYS,
+                )
+                + b"}"
+            )
+        else:
+            head = (
+                b'{"kind":"'
+                + rt.list_kind.encode()
+                + b'","apiVersion":"'
+                + rt.api_version.encode()
+                + b'","metadata":'
+                + orjson.dumps(meta)
+                + b',"items":['
+            )
+            tail = b"]}"
+        if media == "yaml":
+            items = [orjson.loads(self._object_bytes(rt, o, "json")) for o in page.items]
+            doc = orjson.loads(head + b",".join(orjson.dumps(i) for i in items) + tail)
+            return _yaml_response(doc, 200)
+        if media in ("partial", "partial-list"):
+            raws = [self._object_bytes(rt, o, media) for o in page.items]
+        else:
+            raws = [o.raw for o in page.items]
+        resp = web.StreamResponse(
+            status=200,
+            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+        )
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        cut = self.faults.take_cut(request.path)
+        buf = bytearray(head)
+        for i, raw in enumerate(raws):
+            if i:
+                buf += b","
+            buf += raw
+            if len(buf) >= _LIST_CHUNK:
+                if cut:
+                    await resp.write(bytes(buf[: len(buf) // 2]))
+                    return _abort(request, resp)
+                await resp.write(bytes(buf))
+                buf.clear()
+        buf += tail
+        if cut:
+            await resp.write(bytes(buf[: max(1, len(buf) // 2)]))
+            return _abort(request, resp)
+        await resp.write(bytes(buf))
+        await resp.write_eof()
+        return resp
+
+    # -- watch -------------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, route: _Route, media: str) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        send_initial = q.get("sendInitialEvents")
+        if rv:
+            start_rv = parse_rv(rv)
+        else:
+            start_rv = 0
+        if send_initial is not None and not self.options.watch_list:
+            raise ApiError.invalid_list_options(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                "feature gate is enabled",
+            )
+        if match and send_initial is None:
+            raise ApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents "
+                "is provided",
+            )
+        initial = send_initial in ("true", "1", "True")
+        if send_initial is not None and initial and match != "NotOlderThan":
+            raise ApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
+                "NotOlderThan",
+            )
+        lsel, fsel = self._selectors(rt, q)
+        timeout: float | None = None
+        if q.get("timeoutSeconds"):
+            try:
+                timeout = float(int(q["timeoutSeconds"]))
+            except ValueError:
+                raise ApiError.bad_request(
+                    f"invalid timeoutSeconds: {q['timeoutSeconds']}"
+                ) from None
+        if initial or (self.options.watch_list and rv in ("", "0") and send_initial is None):
+            mode = "initial"
+        elif rv == "":
+            mode = "etcd"
+        elif rv == "0":
+            mode = "rv0"
+        else:
+            mode = "from_rv"
+        ts, _ = self.api.watch_start(rt)
+        if mode == "initial" and rv not in ("", "0"):
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.options.too_large_rv_wait
+            while self.mvcc.rv < start_rv:
+                if loop.time() >= deadline:
+                    raise ApiError.too_large_rv(start_rv, self.mvcc.rv)
+                await asyncio.sleep(0.05)
+        spec = WatchSpec(
+            rt=rt,
+            namespace=route.namespace,
+            label_selector=lsel if lsel is not None and not lsel.empty else None,
+            field_selector=fsel if fsel is not None and not fsel.empty else None,
+            mode=mode,
+            start_rv=start_rv if mode == "from_rv" else self.mvcc.rv if mode == "initial" else 0,
+            bookmarks=q.get("allowWatchBookmarks") in ("true", "1", "True"),
+            timeout=timeout,
+            metadata_only=media in ("partial", "partial-list"),
+            list_media_type=media == "partial-list",
+        )
+        self.open_watches += 1
+        try:
+            return await serve_watch(
+                request,
+                spec,
+                ts,
+                self.mvcc,
+                self.faults,
+                bookmark_interval=self.options.bookmark_interval,
+            )
+        finally:
+            self.open_watches -= 1
+
+
+def _abort(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    if request.transport is not None:
+        request.transport.close()
+    return resp
+
+
+def _manager(request: web.Request) -> str:
+    fm = request.query.get("fieldManager")
+    if fm:
+        return fm
+    ua = request.headers.get("User-Agent", "")
+    return ua.split("/", 1)[0] or "unknown"
+
+
+async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
+    raw = await request.read()
+    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0].strip()
+    if request.method != "PATCH" and ctype not in ("application/json", ""):
+        if ctype == "application/yaml":
+            try:
+                import yaml
+
+                return yaml.safe_load(raw)
+            except Exception as exc:
+                raise ApiError.bad_request(f"yaml: {exc}") from None
+        raise ApiError(
+            415,
+            status_body(
+                415,
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                "UnsupportedMediaType",
+            ),
+        )
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+    if isinstance(data, dict) or (allow_list and isinstance(data, list)):
+        return data
+    raise ApiError.bad_request(
+        "couldn't get version/kind; json parse error: json: cannot unmarshal "
+        f"{type(data).__name__} into Go value of type struct"
+    )
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if request.can_read_body:
+        raw = await request.read()
+        if raw.strip():
+            try:
+                data = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise ApiError.bad_request(f"json parse error: {exc}") from None
+            if isinstance(data, dict):
+                opts.update(data)
+    q = request.query
+    if "gracePeriodSeconds" in q:
+        try:
+            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
+        except ValueError:
+            raise ApiError.bad_request("invalid gracePeriodSeconds") from None
+    if "propagationPolicy" in q:
+        opts["propagationPolicy"] = q["propagationPolicy"]
+    return opts
+
+
+def _yaml_response(doc: Any, status: int) -> web.Response:
+    import yaml
+
+    text = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
+    return web.Response(
+        text=text,
+        status=status,
+        content_type="application/yaml",
+        headers={"Cache-Control": "no-cache, private"},
+    )
+
+
+def _table(rt: ResourceType, page: ListResult, server: SimServer) -> dict[str, Any]:
+    """A minimal meta.k8s.io/v1 Table (Name, Created At), objects as metadata."""
+    rows = []
+    for obj in page.items:
+        meta = orjson.loads(obj.raw)["metadata"]
+        rows.append(
+            {
+                "cells": [meta.get("name"), meta.get("creationTimestamp")],
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": meta,
+                },
+            }
+        )
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": str(page.resource_version)},
+        "columnDefinitions": [
+            {"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
+            {"name": "Created At", "type": "date", "format": "", "description": "", "priority": 0},
+        ],
+        "rows": rows,
+    }
+
+
+def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:
+    """The token table: the admin token plus any extra users."""
+    tokens = {admin_token: User("admin")}
+    tokens.update(dict(users))
+    return tokens
