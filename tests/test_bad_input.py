@@ -28,8 +28,8 @@ import pytest
 from aioinformer import Informer, InformerFactory
 from aioinformer._core.backoff import Backoff
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
-from tests.test_watch import ModelFifo, eventually, make_watcher, running
+from tests.cache.test_watcher import ModelFifo, eventually, make_watcher, running
+from tests.support import transcript
 
 PODSETS = "example.aioinformer.dev/v1/podsets"
 STATUS = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}

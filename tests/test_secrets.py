@@ -22,8 +22,8 @@ from kubernetes_asyncio import client, config
 from aioinformer import AioinformerError, InformerFactory, Manager, StreamError
 from aioinformer._client.listwatch import ListWatch
 from aioinformer.testing import KubeSim
+from tests.cache.test_watcher import eventually
 from tests.test_bad_input import options, pod
-from tests.test_watch import eventually
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
 

@@ -10,9 +10,9 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
-from tests.testing.test_kubesim_list import make_ns, pod
-from tests.testing.test_kubesim_watch import WatchReader, watch_params
+from tests.kubesim.test_kubesim_list import make_ns, pod
+from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
+from tests.support import transcript
 
 
 async def call(

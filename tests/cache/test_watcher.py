@@ -32,7 +32,7 @@ from aioinformer._core.errors import (
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
+from tests.support import transcript
 
 PODSETS = "example.aioinformer.dev/v1/podsets"
 

@@ -16,7 +16,7 @@ from aioinformer.testing._kubesim.selectors import (
     object_fields,
     supported_field_labels,
 )
-from tests.conftest import transcript
+from tests.support import transcript
 
 # ------------------------------------------------------------------- label selectors
 

@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
-from tests.testing.test_kubesim_list import make_ns, pod
+from tests.kubesim.test_kubesim_list import make_ns, pod
+from tests.support import transcript
 
 
 class WatchReader:

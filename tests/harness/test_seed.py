@@ -17,7 +17,7 @@ import pytest
 from aioinformer._harness.seed import CONFIGURATIONS, split_staleness, staleness_of
 from aioinformer.testing import ConfigResult
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_KEYS = {
     "podset/protected",
     "podset/unprotected",

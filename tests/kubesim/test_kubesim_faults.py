@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from tests.testing.test_kubesim_list import pod
-from tests.testing.test_kubesim_watch import WatchReader, watch_params
+from tests.kubesim.test_kubesim_list import pod
+from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 
 
 @pytest.mark.parametrize("status", [429, 500, 503, 504])

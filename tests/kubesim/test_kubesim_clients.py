@@ -12,7 +12,7 @@ from kubernetes_asyncio.client.rest import ApiException
 from kubernetes_asyncio.dynamic import DynamicClient
 
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
+from tests.support import transcript
 
 
 def v1pod(name: str) -> client.V1Pod:

@@ -20,7 +20,7 @@ from aioinformer._cache.buckets import (
 )
 from aioinformer._cache.fifo import Replace
 from aioinformer._cache.store import SnapshotStore
-from tests.test_store import pod
+from tests.cache.test_store import pod
 
 ops = st.lists(
     st.tuples(st.sampled_from(["add", "discard", "publish"]), st.integers(0, 3 * SMALL)),

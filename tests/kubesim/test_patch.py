@@ -16,7 +16,7 @@ from aioinformer.testing._kubesim.patch import (
     json_patch,
     strategic_merge_patch,
 )
-from tests.conftest import transcript
+from tests.support import transcript
 
 
 def directive_keys(value: Any) -> list[str]:

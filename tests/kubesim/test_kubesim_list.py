@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
+from tests.support import transcript
 
 POD = {
     "apiVersion": "v1",

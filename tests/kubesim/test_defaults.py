@@ -10,8 +10,8 @@ import pytest
 
 from aioinformer.testing._kubesim.defaults import apply_defaults, qos_class
 from aioinformer.testing._kubesim.validation import validate_create
-from tests.conftest import transcript
-from tests.testing.test_validation import PODS, pod, rt
+from tests.kubesim.test_validation import PODS, pod, rt
+from tests.support import transcript
 
 # -- recorded cases -----------------------------------------------------------------------------
 

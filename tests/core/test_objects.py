@@ -28,7 +28,7 @@ from aioinformer._core.objects import (
     drop_managed_fields,
 )
 from aioinformer._harness.workload import realistic_pod, statefulset_uid
-from tests.conftest import transcript
+from tests.support import transcript
 
 
 def wire(value: Any) -> bytes:

@@ -20,7 +20,7 @@ from aioinformer.testing._kubesim.resources import (
     version_info,
     version_sort_key,
 )
-from tests.conftest import transcript
+from tests.support import transcript
 
 
 def dumps(doc: Any) -> str:

@@ -14,9 +14,9 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
-from tests.conftest import transcript
-from tests.testing.test_kubesim_list import pod
-from tests.testing.test_kubesim_watch import WatchReader, watch_params
+from tests.kubesim.test_kubesim_list import pod
+from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
+from tests.support import transcript
 
 
 async def get(

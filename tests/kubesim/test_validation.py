@@ -19,7 +19,7 @@ from aioinformer.testing._kubesim.validation import (
     validate_name,
     validate_update,
 )
-from tests.conftest import transcript
+from tests.support import transcript
 
 REG = ResourceRegistry.builtin()
 
