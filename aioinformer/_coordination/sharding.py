@@ -53,14 +53,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aioinformer._coordination.background import BackgroundRunner
-from aioinformer._coordination.leader import (
-    FAILURES,
-    LeaseClient,
-    LeaseRecord,
-    check_timings,
-    micro_time,
-)
-from aioinformer._core.errors import ApiStatusError, ConfigError
+from aioinformer._coordination.leader import FAILURES, check_timings
+from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict
 
 __all__ = ["ShardManager", "shard_of"]
 
@@ -234,7 +229,7 @@ class ShardManager(BackgroundRunner):
                 return True
             except FAILURES as exc:
                 log.warning("shard %s: renew failed: %r", self.shard_name(shard), exc)
-                if isinstance(exc, ApiStatusError) and exc.code == 409:
+                if isinstance(exc, Conflict | AlreadyExists):
                     return False
             left = held.renewed + self.renew_deadline - self._clock()
             await asyncio.sleep(max(0.0, min(self.retry_period, left)))

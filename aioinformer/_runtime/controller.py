@@ -28,11 +28,12 @@ finish.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from aioinformer._cache.informer import Informer
 from aioinformer._core.errors import ClosedError, FreshnessTimeout
@@ -40,14 +41,41 @@ from aioinformer._core.objects import KubeObject
 from aioinformer._runtime.expectations import Expectations
 from aioinformer._runtime.metrics import Metrics, WorkQueueMetricsAdapter
 from aioinformer._runtime.ratelimit import RateLimiter, default_controller_rate_limiter
-from aioinformer._runtime.workqueue import WorkQueue
+from aioinformer._runtime.workqueue import WorkQueue, WorkQueueStatistics
 
-__all__ = ["Controller", "Result", "generation_changed"]
+__all__ = [
+    "Controller",
+    "ControllerStatistics",
+    "Mapper",
+    "Predicate",
+    "Result",
+    "generation_changed",
+]
 
 log = logging.getLogger("aioinformer.controller")
 
-Predicate = Callable[[KubeObject | None, KubeObject], bool]
-Mapper = Callable[[KubeObject], Iterable[str]]
+Predicate: TypeAlias = Callable[[KubeObject | None, KubeObject], bool]
+"""``predicate(old, new)``: whether an update of a primary object triggers a reconcile
+(``old`` is None for an object the controller has not seen before)."""
+Mapper: TypeAlias = Callable[[KubeObject], Iterable[str]]
+"""Maps an object of a watched informer to the keys of the primary objects to reconcile."""
+Reconciler: TypeAlias = Callable[[str], Awaitable["Result | None"]]
+"""``async def reconcile(key) -> Result | None``."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerStatistics:
+    """A point-in-time view of one controller."""
+
+    name: str
+    """The controller's name."""
+    reconciles: int
+    """Reconciles run (whatever their outcome)."""
+    stale_reads_avoided: int
+    """Reconciles held back because the cache had not seen the controller's own writes
+    (freshness) or its expected creations and deletions (expectations)."""
+    queue: WorkQueueStatistics
+    """Its work queue's depth, in-flight keys, adds and retries."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +102,44 @@ def _controller_owner(kind: str) -> Mapper:
 
 
 class Controller:
-    """Runs ``reconcile`` for the keys of ``primary`` (and of the owners of ``owns``)."""
+    """Runs ``reconcile(key)`` for the keys of ``primary`` (and of the owners of ``owns``).
+
+    Usually made with :meth:`aioinformer.Manager.controller`, which runs it.
+
+    Args:
+        name: the controller's name (in logs, metrics and its work queue).
+        reconcile: ``async def reconcile(key) -> Result | None``; ``key`` is "ns/name" (or
+            "name" for a cluster-scoped primary). Raising retries the key with backoff.
+        primary: the informer of the objects this controller reconciles.
+        primary_kind: their ``kind``; an owned object maps to its controller owner's key
+            when that ownerReference has this kind.
+        owns: informers of objects the primary creates; an event on one reconciles its
+            controller owner (and satisfies that owner's expectations).
+        watches: ``(informer, mapper)`` pairs: an event on the informer's object
+            reconciles the keys ``mapper(obj)`` returns.
+        predicates: filters on primary updates, ``predicate(old, new)``; all must hold
+            (e.g. :func:`generation_changed`).
+        concurrency: how many keys are reconciled at once (never the same key twice).
+        rate_limiter: the work queue's per-key retry delays (default: client-go's, 5 ms
+            doubling to 1000 s, and an overall 10 per second bucket).
+        freshness: read-your-writes: a reconcile of a key waits until every informer has
+            seen the writes recorded for it (:meth:`record_write`).
+        freshness_timeout: seconds that wait may take; then the key is requeued with
+            backoff instead of reconciled on a stale cache.
+        expectations: a key is not reconciled while creations or deletions recorded for it
+            are still unobserved (client-go's ControllerExpectations).
+        expectations_ttl: seconds after which an expectation is given up as lost.
+        metrics: where to record its series (default: a private registry).
+        owns_key: ``owns_key(key)``, asked before each reconcile: False skips the key
+            (sharding: another replica owns it).
+        shutdown_timeout: seconds :meth:`stop` lets running reconciles finish before it
+            cancels them.
+    """
 
     def __init__(
         self,
         name: str,
-        reconcile: Callable[[str], Awaitable[Result | None]],
+        reconcile: Reconciler,
         *,
         primary: Informer,
         primary_kind: str,
@@ -142,21 +202,27 @@ class Controller:
             # An owner and its namespaced dependents share a namespace: a namespaced
             # primary's controller needs no event of another namespace's objects
             inf.add_handler(
-                on_add=lambda o, m=mapper: self._owned_added(o, m),
-                on_update=lambda _old, new, m=mapper: self._enqueue(m(new)),
-                on_delete=lambda o, m=mapper: self._owned_deleted(o, m),
+                on_add=functools.partial(self._owned_added, mapper=mapper),
+                on_update=functools.partial(self._mapped_update, mapper=mapper),
+                on_delete=functools.partial(self._owned_deleted, mapper=mapper),
                 name=f"{self.name}/owns:{inf.name}",
                 coalesce=False,
                 namespace=primary.namespace,
             )
         for inf, fn in watches:
             inf.add_handler(
-                on_add=lambda o, f=fn: self._enqueue(f(o)),
-                on_update=lambda _old, new, f=fn: self._enqueue(f(new)),
-                on_delete=lambda o, f=fn: self._enqueue(f(o)),
+                on_add=functools.partial(self._mapped, mapper=fn),
+                on_update=functools.partial(self._mapped_update, mapper=fn),
+                on_delete=functools.partial(self._mapped, mapper=fn),
                 name=f"{self.name}/watches:{inf.name}",
                 coalesce=True,
             )
+
+    def _mapped(self, obj: KubeObject, mapper: Mapper) -> None:
+        self._enqueue(mapper(obj))
+
+    def _mapped_update(self, _old: KubeObject, new: KubeObject, mapper: Mapper) -> None:
+        self._enqueue(mapper(new))
 
     def _on_primary_delete(self, obj: KubeObject) -> None:
         self.expectations.forget(obj.key)
@@ -307,10 +373,11 @@ class Controller:
         self.stale_reads_avoided += 1
         self.metrics.stale_reads_avoided.labels(self.name, reason).inc()
 
-    def statistics(self) -> dict[str, Any]:
+    def statistics(self) -> ControllerStatistics:
         """Reconciles run, stale reads avoided, and the queue's statistics."""
-        return {
-            "reconciles": self.reconciles,
-            "stale_reads_avoided": self.stale_reads_avoided,
-            "queue": self.queue.statistics(),
-        }
+        return ControllerStatistics(
+            name=self.name,
+            reconciles=self.reconciles,
+            stale_reads_avoided=self.stale_reads_avoided,
+            queue=self.queue.statistics(),
+        )

@@ -20,14 +20,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from aioinformer._cache.factory import InformerFactory
-from aioinformer._cache.informer import Informer, StoreKind
-from aioinformer._runtime.controller import Controller, Mapper, Predicate, Result
+from aioinformer._cache.factory import FACTORY_NAMESPACE, InformerFactory, NamespaceDefault
+from aioinformer._cache.index import IndexFunc
+from aioinformer._cache.informer import Informer
+from aioinformer._cache.store import StoreKind
+from aioinformer._cache.watcher import WatchOptions
+from aioinformer._core.errors import ConfigError
+from aioinformer._core.objects import Transform
+from aioinformer._runtime.controller import Controller, Mapper, Predicate, Reconciler
 from aioinformer._runtime.metrics import Metrics
+from aioinformer._runtime.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from aioinformer._coordination.leader import LeaderElector
@@ -66,7 +73,27 @@ class Sharding:
 
 
 class Manager:
-    """Runs informers, controllers, metrics and leader election/sharding together."""
+    """Runs informers, controllers, metrics and leader election/sharding together.
+
+    Args:
+        api_client: a kubernetes_asyncio ``ApiClient``.
+        namespace: the default namespace of the informers (None: all namespaces).
+        store: the informers' store kind: "snapshot" (default) or "locked" (the
+            lock-based baseline; controllers run on it too).
+        metrics_port: serve ``/metrics`` on this port (None: no endpoint; 0: any free port,
+            see :attr:`bound_metrics_port`).
+        metrics_host: the address the metrics endpoint binds.
+        leader_election: run the controllers only while this replica leads.
+        sharding: split the keys across replicas by per-shard Leases.
+        watch_options: how the informers list, watch and recover.
+        watcher_options: the same as a mapping (older form).
+        cache_sync_timeout: seconds :meth:`run` waits for every informer's initial sync
+            before it gives up with :class:`~aioinformer.FreshnessTimeout` naming the
+            informers still waiting and their last error (controller-runtime's
+            CacheSyncTimeout, 2 min): a missing CRD or RBAC rule fails the start visibly
+            instead of blocking every controller. None: no limit.
+        clock: the informers' clock.
+    """
 
     def __init__(
         self,
@@ -78,20 +105,25 @@ class Manager:
         metrics_host: str = "127.0.0.1",
         leader_election: LeaderElection | None = None,
         sharding: Sharding | None = None,
+        watch_options: WatchOptions | None = None,
         watcher_options: Mapping[str, Any] | None = None,
         cache_sync_timeout: float | None = 120.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if leader_election is not None and sharding is not None:
+            raise ConfigError("choose leader_election or sharding, not both")
         self.api_client = api_client
         self.cache_sync_timeout = cache_sync_timeout
-        """Seconds :meth:`run` waits for every informer's initial sync before it gives up
-        with :class:`FreshnessTimeout` naming the informers still waiting and their last
-        error (controller-runtime's CacheSyncTimeout, 2 min): a missing CRD or RBAC rule
-        fails the start visibly instead of blocking every controller. None: no limit."""
         self.factory = InformerFactory(
-            api_client, namespace, store=store, watcher_options=watcher_options
+            api_client,
+            namespace,
+            store=store,
+            watch_options=watch_options,
+            watcher_options=watcher_options,
+            clock=clock,
         )
         self.metrics = Metrics()
-        self.metrics.add_informer_source(lambda: [i.stats() for i in self.factory.informers])
+        self.metrics.add_informer_source(lambda: [i.statistics() for i in self.factory.informers])
         self.metrics_port = metrics_port
         self.metrics_host = metrics_host
         self.bound_metrics_port: int | None = None
@@ -108,14 +140,39 @@ class Manager:
             self.shards = ShardManager(api_client, **asdict(sharding))
         self._running_controllers = False
 
-    def informer(self, group_version: str, plural: str, **options: Any) -> Informer:
-        """A shared informer from the manager's factory (see InformerFactory.informer)."""
-        return self.factory.informer(group_version, plural, **options)
+    def informer(
+        self,
+        group_version: str,
+        plural: str,
+        *,
+        namespace: str | Literal[NamespaceDefault.FACTORY] | None = FACTORY_NAMESPACE,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        transform: Transform | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        metadata_only: bool = False,
+        store: StoreKind | None = None,
+        streaming_list: bool = False,
+    ) -> Informer:
+        """A shared informer from the manager's factory; the parameters are
+        :meth:`InformerFactory.informer`'s."""
+        return self.factory.informer(
+            group_version,
+            plural,
+            namespace=namespace,
+            indexers=indexers,
+            transform=transform,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            metadata_only=metadata_only,
+            store=store,
+            streaming_list=streaming_list,
+        )
 
     def controller(
         self,
         name: str,
-        reconcile: Callable[[str], Awaitable[Result | None]],
+        reconcile: Reconciler,
         *,
         primary: Informer,
         primary_kind: str,
@@ -123,9 +180,16 @@ class Manager:
         watches: Sequence[tuple[Informer, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         concurrency: int = 1,
-        **options: Any,
+        rate_limiter: RateLimiter[str] | None = None,
+        freshness: bool = True,
+        freshness_timeout: float = 5.0,
+        expectations: bool = True,
+        expectations_ttl: float = 300.0,
+        shutdown_timeout: float = 30.0,
     ) -> Controller:
-        """Create a controller the manager will run (see :class:`Controller`)."""
+        """Create a controller the manager will run; the parameters are
+        :class:`Controller`'s (the manager supplies its metrics and, with sharding, the
+        key ownership check)."""
         shards = self.shards
         ctl = Controller(
             name,
@@ -136,9 +200,14 @@ class Manager:
             watches=watches,
             predicates=predicates,
             concurrency=concurrency,
+            rate_limiter=rate_limiter,
+            freshness=freshness,
+            freshness_timeout=freshness_timeout,
+            expectations=expectations,
+            expectations_ttl=expectations_ttl,
             metrics=self.metrics,
             owns_key=shards.owns if shards is not None else None,
-            **options,
+            shutdown_timeout=shutdown_timeout,
         )
         self.controllers.append(ctl)
         return ctl
@@ -198,7 +267,7 @@ class Manager:
         def requeue(_owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
             for ctl in self.controllers:
-                for obj in ctl.primary.snapshot().list():
+                for obj in ctl.primary.reader.list_now():
                     if shards.owns(obj.key):
                         ctl.queue.add(obj.key)
 
@@ -211,7 +280,7 @@ class Manager:
         self._running_controllers = True
         for ctl in self.controllers:
             ctl.restart()
-            for obj in ctl.primary.snapshot().list():
+            for obj in ctl.primary.reader.list_now():
                 ctl.queue.add(obj.key)
 
     async def _stop_controllers(self) -> None:
@@ -226,6 +295,8 @@ def run(main: Coroutine[Any, Any, T]) -> T:
     try:
         import uvloop  # an optional extra: typed as Any where it is not installed
     except ImportError:
+        uvloop = None
+    if uvloop is None:  # (outside the except block: no ImportError chained to the run's errors)
         return asyncio.run(main)
     result: T = uvloop.run(main)
     return result

@@ -13,12 +13,13 @@ from typing import Any
 import aiohttp
 import pytest
 
+from aioinformer import WatchOptions
 from aioinformer._core.errors import FreshnessTimeout
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
 
-FAST = {"min_watch_timeout": 2.0, "max_watch_timeout": 4.0}
+FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
 
 
@@ -50,7 +51,7 @@ class Activity:
 
 
 def build(api: Any, activity: Activity, replica: str, **options: Any) -> Manager:
-    m = Manager(api, watcher_options=FAST, **options)
+    m = Manager(api, watch_options=FAST, **options)
     cms = m.informer("v1", "configmaps", namespace="default")
     m.controller("cm", activity.reconciler(replica), primary=cms, primary_kind="ConfigMap")
     return m
@@ -125,7 +126,7 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
         sim.create("configmaps", cm("owner"), ns)
     activity = Activity()
     async with sim.api_client() as api:
-        m = Manager(api, watcher_options=FAST)
+        m = Manager(api, watch_options=FAST)
         secrets = m.informer("v1", "secrets")
         assert secrets.namespace is None
         for ns in ("a", "b"):
@@ -148,7 +149,7 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
             await eventually(lambda: activity.done[before:].count(("a", "a/owner")) >= 1)
             await secrets.wait_for_rv(sim.resource_version, timeout=5)
             await asyncio.sleep(0.2)  # time for a wrong enqueue to show (none may)
-            handled = {h.name: h.handled_total for h in secrets.stats().handlers}
+            handled = {h.name: h.handled_total for h in secrets.statistics().handlers}
     assert all(replica == key.split("/")[0] for replica, key in activity.done)
     # the secret in "a" never even reached cm-b's queue: owned objects share their
     # owner's namespace, so a namespaced controller subscribes to its namespace only
@@ -161,7 +162,7 @@ async def test_a_missing_crd_fails_the_start_after_cache_sync_timeout(sim: KubeS
     controller; no controller ever ran."""
     activity = Activity()
     async with sim.api_client() as api:
-        m = Manager(api, watcher_options=FAST, cache_sync_timeout=1.0)
+        m = Manager(api, watch_options=FAST, cache_sync_timeout=1.0)
         widgets = m.informer("example.invalid/v1", "widgets")
         m.controller("widgets", activity.reconciler("x"), primary=widgets, primary_kind="Widget")
         with pytest.raises(FreshnessTimeout) as err:
