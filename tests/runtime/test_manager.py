@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from aioinformer import WatchOptions
-from aioinformer._core.errors import FreshnessTimeout
+from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
@@ -116,6 +116,32 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
         first, 'aioinformer_reconcile_total{controller="cm",result="success"}'
     )
     assert value(second, 'aioinformer_informer_objects{informer="configmaps[default]"}') == 6
+
+
+async def test_controllers_run_on_the_lock_based_store(sim: KubeSim) -> None:
+    """Manager(store="locked") (the baseline) runs controllers as the snapshot store does:
+    the start requeues every cached key, events reconcile; reads go through read()."""
+    for i in range(3):
+        sim.create("configmaps", cm(f"c{i}"), "default")
+    seen: list[tuple[str, str | None]] = []
+    async with sim.api_client() as api:
+        m = Manager(api, store="locked", watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        assert cms.statistics().store == "locked"
+
+        async def reconcile(key: str) -> Result | None:
+            async with cms.read() as view:
+                obj = view.get(key)
+            seen.append((key, None if obj is None else obj.labels.get("v")))
+            return None
+
+        m.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
+        async with running(m):
+            await eventually(lambda: {k for k, _ in seen} >= {f"default/c{i}" for i in range(3)})
+            sim.patch("configmaps", "c1", {"metadata": {"labels": {"v": "2"}}}, "default")
+            await eventually(lambda: ("default/c1", "2") in seen)
+    with pytest.raises(ConfigError, match="store='locked'"):
+        cms.snapshot()
 
 
 async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: KubeSim) -> None:

@@ -1,0 +1,54 @@
+"""Command line: ``python -m aioinformer COMMAND``.
+
+Commands: ``demo`` (the seed scenario on an embedded KubeSim), ``sim`` (serve KubeSim
+until interrupted), ``dump`` (sync an informer and print its objects), ``top`` (live
+informer statistics), ``soak`` (seeded fault mixes, a summary).
+
+A command whose optional dependencies are not installed says which extra to install, in
+one line, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+__all__ = ["main"]
+
+_EXTRA_OF = {"rich": "cli", "matplotlib": "demo", "cryptography": "kubesim", "yaml": "kubesim"}
+"""The extra that brings each optional top-level module."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run one command; returns the process exit code."""
+    try:
+        return _main(argv)
+    except ModuleNotFoundError as exc:
+        extra = _EXTRA_OF.get((exc.name or "").partition(".")[0])
+        if extra is None:
+            raise
+        print(
+            f"python -m aioinformer: this command needs {exc.name!r}, which comes with the "
+            f"{extra!r} extra: pip install 'aioinformer[{extra}]'",
+            file=sys.stderr,
+        )
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
+    from aioinformer._cli import demo, inspect, sim, soak
+
+    parser = argparse.ArgumentParser(prog="python -m aioinformer", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    demo.add_demo_parser(sub)
+    sim.add_sim_parser(sub)
+    inspect.add_parsers(sub)
+    soak.add_soak_parser(sub)
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return demo.run_demo(args)
+    if args.command == "sim":
+        return sim.run_sim(args)
+    if args.command == "soak":
+        return soak.run_soak(args)
+    return inspect.run(args)
