@@ -40,6 +40,15 @@ from aioinformer._cache.store import StoreKind as StoreKind
 from aioinformer._cache.store import StoreReader as StoreReader
 from aioinformer._cache.store import StoreView as StoreView
 from aioinformer._cache.watcher import WatchOptions as WatchOptions
+from aioinformer._client.client import Client as Client
+from aioinformer._client.client import ObjectLike as ObjectLike
+from aioinformer._client.client import Operation as Operation
+from aioinformer._client.client import PatchType as PatchType
+from aioinformer._client.client import WriteHook as WriteHook
+from aioinformer._client.client import WriteRequest as WriteRequest
+from aioinformer._client.client import merge_diff as merge_diff
+from aioinformer._client.discovery import ApiResource as ApiResource
+from aioinformer._client.discovery import Discovery as Discovery
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
@@ -71,6 +80,11 @@ from aioinformer._core.objects import OwnerReference as OwnerReference
 from aioinformer._core.objects import Transform as Transform
 from aioinformer._core.objects import decode_object as decode_object
 from aioinformer._core.objects import drop_managed_fields as drop_managed_fields
+from aioinformer._core.owners import owner_reference as owner_reference
+from aioinformer._core.owners import set_owner as set_owner
+from aioinformer._runtime.context import Reconciling as Reconciling
+from aioinformer._runtime.context import current_reconcile as current_reconcile
+from aioinformer._runtime.context import install_log_context as install_log_context
 from aioinformer._runtime.controller import Controller as Controller
 from aioinformer._runtime.controller import ControllerStatistics as ControllerStatistics
 from aioinformer._runtime.controller import Mapper as Mapper
@@ -78,7 +92,10 @@ from aioinformer._runtime.controller import Predicate as Predicate
 from aioinformer._runtime.controller import Reconciler as Reconciler
 from aioinformer._runtime.controller import Result as Result
 from aioinformer._runtime.controller import generation_changed as generation_changed
+from aioinformer._runtime.events import EventRecorder as EventRecorder
+from aioinformer._runtime.events import EventType as EventType
 from aioinformer._runtime.expectations import Expectations as Expectations
+from aioinformer._runtime.finalizers import finalizer as finalizer
 from aioinformer._runtime.manager import LeaderElection as LeaderElection
 from aioinformer._runtime.manager import Manager as Manager
 from aioinformer._runtime.manager import Sharding as Sharding
@@ -102,18 +119,23 @@ __all__ = [
     "AioinformerError",
     "AlreadyExists",
     "ApiError",
+    "ApiResource",
     "BadRequest",
     "BucketRateLimiter",
     "Cause",
     "Change",
     "ChangeType",
+    "Client",
     "ClosedError",
     "ConfigError",
     "Conflict",
     "Controller",
     "ControllerStatistics",
     "DecodeError",
+    "Discovery",
+    "EventRecorder",
     "EventStream",
+    "EventType",
     "Expectations",
     "Expired",
     "Forbidden",
@@ -135,11 +157,15 @@ __all__ = [
     "Metrics",
     "NotFound",
     "NotOwner",
+    "ObjectLike",
     "ObjectMeta",
+    "Operation",
     "OwnerReference",
+    "PatchType",
     "Predicate",
     "RateLimiter",
     "Reconciler",
+    "Reconciling",
     "Result",
     "ServerError",
     "ServerTimeout",
@@ -160,16 +186,24 @@ __all__ = [
     "WorkQueue",
     "WorkQueueStatistics",
     "WouldBlock",
+    "WriteHook",
+    "WriteRequest",
     "__version__",
     "by_controller_uid",
     "by_field",
     "by_label",
     "by_namespace",
+    "current_reconcile",
     "decode_object",
     "default_controller_rate_limiter",
     "drop_managed_fields",
+    "finalizer",
     "generation_changed",
+    "install_log_context",
+    "merge_diff",
+    "owner_reference",
     "run",
+    "set_owner",
 ]
 
 # Tracebacks and reprs show the public names (httpx does the same).

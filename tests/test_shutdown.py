@@ -198,7 +198,7 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
             await task
     assert finished == [("default/quick", True)]  # it finished, its informer still running
     assert cancelled == ["default/stuck"]
-    assert "cancelling reconciles still running after 1.0s" in caplog.text
+    assert "cm: cancelling 1 running reconciles (stopping, shutdown_timeout 1s)" in caplog.text
 
 
 async def test_one_failing_informer_does_not_stop_the_others(

@@ -53,6 +53,7 @@ from aioinformer._cache.index import IndexFunc
 from aioinformer._cache.snapshot_store import Snapshot
 from aioinformer._cache.store import StoreKind, StoreReader, StoreView, open_store
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
+from aioinformer._client.discovery import ApiResource
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject, Transform
 
@@ -158,6 +159,19 @@ class Informer:
             raise ConfigError(f"staleness_bound must be positive, not {staleness_bound}")
         self.name = name
         self._namespace: str | None = getattr(list_watch, "namespace", None) or None
+        self.group: str = getattr(list_watch, "group", "")
+        """The API group of the resource ("" for core)."""
+        self.version: str = getattr(list_watch, "version", "")
+        """The API version of the resource ("v1")."""
+        self.plural: str = getattr(list_watch, "plural", "") or list_watch.resource
+        """The resource's plural name ("pods")."""
+        self.selective: bool = bool(
+            getattr(list_watch, "label_selector", None)
+            or getattr(list_watch, "field_selector", None)
+        )
+        """Whether a label or field selector leaves some of the resource's objects out."""
+        self.api_resource: ApiResource | None = None
+        """What discovery says the resource is (set when a manager or factory resolved it)."""
         self.store_kind: StoreKind = store
         self._clock = clock
         self._fifo = RealFIFO(clock=clock)
@@ -192,6 +206,16 @@ class Informer:
         """The namespace this informer watches; None when it watches all namespaces (or
         a cluster-scoped resource)."""
         return self._namespace
+
+    @property
+    def kind(self) -> str | None:
+        """The kind of the cached objects: from discovery, else from the first object
+        cached; None before either."""
+        if self.api_resource is not None:
+            return self.api_resource.kind
+        for obj in self._reader.list_now()[:1]:
+            return obj.kind
+        return None
 
     @property
     def reader(self) -> StoreReader:

@@ -301,6 +301,10 @@ class LockedReader:
         async with self._writer._lock.reader_lock:
             yield self._writer._view
 
+    def get_now(self, key: str) -> KubeObject | None:
+        """The object under ``key``, read without the lock (see the module docstring)."""
+        return self._writer._objects.get(key)
+
     def list_now(self, namespace: str | None = None) -> builtins.list[KubeObject]:
         """A copy of every object (or of those in ``namespace``), taken without the lock
         (see the module docstring)."""

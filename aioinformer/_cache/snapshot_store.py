@@ -439,6 +439,10 @@ class SnapshotReader:
         same reader API as the locked baseline's."""
         yield self._writer._current
 
+    def get_now(self, key: str) -> KubeObject | None:
+        """The object under ``key`` in the latest snapshot."""
+        return self._writer._current.get(key)
+
     def list_now(self, namespace: str | None = None) -> builtins.list[KubeObject]:
         """Every object (or those in ``namespace``) of the latest snapshot."""
         return self._writer._current.list(namespace)

@@ -64,8 +64,8 @@ class StoreReader(Protocol):
     ``read()`` works for both stores (the baseline holds its read lock for the body);
     ``snapshot()`` only where ``supports_snapshots`` (the baseline raises
     :class:`~aioinformer.ConfigError`). ``resource_version``, ``seq`` and ``len()`` describe
-    the last published state and never wait; ``list_now()`` copies its objects without
-    waiting.
+    the last published state and never wait; ``list_now()`` and ``get_now()`` read its
+    objects without waiting.
     """
 
     @property
@@ -73,6 +73,7 @@ class StoreReader(Protocol):
     def snapshot(self) -> Snapshot: ...
     def read(self) -> AbstractAsyncContextManager[StoreView]: ...
     def list_now(self, namespace: str | None = None) -> builtins.list[KubeObject]: ...
+    def get_now(self, key: str) -> KubeObject | None: ...
     @property
     def resource_version(self) -> int: ...
     @property

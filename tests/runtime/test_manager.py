@@ -182,20 +182,46 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
     assert handled["cm-a/owns:secrets"] >= 1 and handled["cm-b/owns:secrets"] == 0
 
 
-async def test_a_missing_crd_fails_the_start_after_cache_sync_timeout(sim: KubeSim) -> None:
-    """An informer that cannot sync (its CRD is not installed) stops the manager after
-    ``cache_sync_timeout`` with an error naming it and why, instead of blocking every
-    controller; no controller ever ran."""
+async def test_a_missing_crd_fails_the_start_with_what_is_served(sim: KubeSim) -> None:
+    """An informer of a resource the server does not serve (its CRD is not installed, a
+    wrong version or plural) stops the manager at the start, after ``discovery_timeout``,
+    with one clear error saying what the server serves; no controller ever ran."""
     activity = Activity()
     async with sim.api_client() as api:
+        for group_version, plural, expected in (
+            ("example.invalid/v1", "widgets", "is its CustomResourceDefinition installed?"),
+            ("apps/v2", "deployments", "apps serves v1, not v2"),
+            ("v1", "pod", "no resource 'pod' in v1: did you mean 'pods'?"),
+        ):
+            m = Manager(api, watch_options=FAST, discovery_timeout=0.5)
+            widgets = m.informer(group_version, plural)
+            m.controller("widgets", activity.reconciler("x"), primary=widgets)
+            with pytest.raises(ConfigError) as err:
+                await asyncio.wait_for(m.run(), 30)
+            assert expected in str(err.value)
+            assert all(not c._workers for c in m.controllers)
+    assert activity.done == []
+
+
+async def test_an_informer_that_cannot_sync_fails_the_start_after_cache_sync_timeout(
+    sim: KubeSim,
+) -> None:
+    """A served resource the credentials may not list (RBAC) stops the manager after
+    ``cache_sync_timeout`` with an error naming the informer and its last error."""
+    activity = Activity()
+    token = sim.add_user("nobody", rules=[("get", "*", "*")])
+    cfg = sim.client_configuration()
+    cfg.api_key = {"BearerToken": token}
+    from kubernetes_asyncio import client
+
+    async with client.ApiClient(configuration=cfg) as api:
         m = Manager(api, watch_options=FAST, cache_sync_timeout=1.0)
-        widgets = m.informer("example.invalid/v1", "widgets")
-        m.controller("widgets", activity.reconciler("x"), primary=widgets, primary_kind="Widget")
+        cms = m.informer("v1", "configmaps", namespace="default")
+        m.controller("cms", activity.reconciler("x"), primary=cms)
         with pytest.raises(FreshnessTimeout) as err:
             await asyncio.wait_for(m.run(), 30)
     message = str(err.value)
-    assert "not synced after 1.0s" in message and "widgets" in message
-    assert "404" in message and "CRD" in message
+    assert "not synced after 1.0s" in message and "configmaps" in message and "403" in message
     assert activity.done == [] and all(not c._workers for c in m.controllers)
 
 
