@@ -379,6 +379,19 @@ class Informer:
         await self._wait(check, timeout, lambda: "predicate")
         return holder[-1]
 
+    async def wait_gone(
+        self, key: str, uid: str | None = None, timeout: float | None = None
+    ) -> None:
+        """Wait until the store no longer holds the object ``key`` (with ``uid``: or holds
+        another object under that key): a deletion has been seen. Both store kinds."""
+        reader = self._reader
+
+        def gone() -> bool:
+            obj = reader.get_now(key)
+            return obj is None or (uid is not None and obj.uid != uid)
+
+        await self._wait(gone, timeout, lambda: f"{key} to be deleted")
+
     async def query(
         self,
         index: str,

@@ -486,7 +486,9 @@ class Client:
 
     async def remove_finalizer(self, obj: ObjectLike, finalizer: str) -> KubeObject | None:
         """``obj`` without ``finalizer`` (removed if there), conflict-safe as
-        :meth:`ensure_finalizer`; None when the removal let the object go."""
+        :meth:`ensure_finalizer`: the object as the server answered (for a deleting object
+        whose last finalizer this was, its final state: it is gone right after); None when
+        it was gone already."""
         return await self._finalizers(obj, finalizer, add=False)
 
     async def _finalizers(self, obj: ObjectLike, finalizer: str, *, add: bool) -> KubeObject | None:

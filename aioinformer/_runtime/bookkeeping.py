@@ -18,7 +18,8 @@ Installed on :attr:`aioinformer.Manager.client`. For a write made inside a recon
   has the object's new resourceVersion recorded against the key (the next reconcile of the
   key waits until they saw it), and the write returns only when they did, bounded by the
   controller's ``freshness_timeout`` (then it returns anyway; the next reconcile still
-  waits): a reconcile that writes and then reads the cache sees its own write.
+  waits): a reconcile that writes and then reads the cache sees its own write. A delete
+  that removed the object at once returns when those informers no longer hold it.
 
 A write made outside any reconcile passes through untouched. Controllers built with
 ``freshness=False`` / ``expectations=False`` skip that part (the demo's unprotected
@@ -83,19 +84,25 @@ class ControllerWrites:
         return booked
 
     async def after(self, request: WriteRequest, result: KubeObject | None, token: object) -> None:
-        if not isinstance(token, _Booked) or result is None:
+        if not isinstance(token, _Booked):
             return
         ctl, key = token.running.controller, token.running.key
         if not ctl.freshness:
             return
-        watching = [inf for inf in self._informers() if _sees(inf, request, result)]
-        for inf in watching:
-            ctl.record_write(key, inf, result.rv)
-        for inf in watching:
-            try:
+        namespace = result.namespace if result is not None else (request.namespace or "")
+        watching = [inf for inf in self._informers() if _sees(inf, request, namespace)]
+        try:
+            if result is None:  # deleted at once: its deletion's RV is not known, its absence is
+                dependent = f"{namespace}/{request.name}" if namespace else str(request.name)
+                for inf in watching:
+                    await inf.wait_gone(dependent, request.uid, timeout=ctl.freshness_timeout)
+                return
+            for inf in watching:
+                ctl.record_write(key, inf, result.rv)
+            for inf in watching:
                 await inf.wait_fresh(result.rv, timeout=ctl.freshness_timeout)
-            except (FreshnessTimeout, ClosedError):
-                log.debug("%s: %s has not seen rv %s yet", ctl.name, inf.name, result.rv)
+        except (FreshnessTimeout, ClosedError) as exc:
+            log.debug("%s: %s: the cache has not seen the write yet: %s", ctl.name, key, exc)
 
     def failed(self, request: WriteRequest, error: BaseException, token: object) -> None:
         if not isinstance(token, _Booked):
@@ -109,11 +116,11 @@ class ControllerWrites:
             log.info("%s: %s: %s exists already", ctl.name, key, request.name)
 
 
-def _sees(inf: Informer, request: WriteRequest, obj: KubeObject) -> bool:
-    """Whether ``inf`` follows the object ``request`` wrote."""
+def _sees(inf: Informer, request: WriteRequest, namespace: str) -> bool:
+    """Whether ``inf`` follows the object ``request`` wrote (in ``namespace``)."""
     res = request.resource
     if (inf.group, inf.version, inf.plural) != (res.group, res.version, res.plural):
         return False
     if inf.selective:
         return False
-    return inf.namespace is None or inf.namespace == obj.namespace
+    return inf.namespace is None or inf.namespace == namespace
