@@ -26,6 +26,7 @@ __all__ = [
     "from_fields_v1",
     "item_key",
     "item_value",
+    "iteration_order",
     "path_string",
     "recursive_difference",
     "to_fields_v1",
@@ -158,3 +159,24 @@ def _scalar(v: Any) -> str:
 def path_string(path: Path) -> str:
     """The path as the apiserver prints it: ``.spec.template.spec.containers[name="c1"]``."""
     return "".join(_element_string(el) for el in path)
+
+
+def iteration_order(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` in the apiserver's iteration order: at each level the members (in element
+    order) before the paths below (one child after another, in element order)."""
+    tree: dict[str, Any] = {}
+    for p in paths:
+        node = tree
+        for el in p:
+            node = node.setdefault(el, {})
+        node["."] = p
+    out: list[Path] = []
+    _iterate(tree, out)
+    return out
+
+
+def _iterate(node: dict[str, Any], out: list[Path]) -> None:
+    children = sorted((k for k in node if k != "."), key=_sort_key)
+    out.extend(node[k]["."] for k in children if "." in node[k])
+    for k in children:
+        _iterate(node[k], out)

@@ -14,6 +14,7 @@ apiserver never tracks (name, namespace, uid, resourceVersion, generation,
 creationTimestamp, managedFields, apiVersion, kind) and the other half of a
 status-subresource kind (status for the main resource, everything else for ``/status``) are
 left out. At most 10 Update entries are kept; older ones merge into ``ancient-changes``.
+A ``/scale`` writer's entry (subresource ``scale``, owning ``spec.replicas``) has no time.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ MAX_UPDATE_MANAGERS = 10
 ANCIENT = "ancient-changes"
 
 
-@dataclass
+@dataclass(eq=False)
 class Entry:
     """One managedFields entry; ``time`` is ``None`` until the manager changes the object."""
 
@@ -225,7 +226,8 @@ def track_update(
         else:
             entries.append(mine)
         mine.fields |= changed
-        mine.time = now_rfc3339()
+        # a /scale writer's entry is rebuilt from the Scale object's, which has no time
+        mine.time = None if subresource == "scale" else now_rfc3339()
     return encode_entries(cap_updates(entries))
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim.apply import check_patch_options, is_apply, server_side_apply
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
@@ -335,6 +336,18 @@ class SimServer:
             return self._object_response(rt, obj, media)
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "")
+            check_patch_options(ctype, q)
+            if is_apply(ctype):
+                obj, created = server_side_apply(
+                    self.api,
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    await request.read(),
+                    q,
+                    subresource=route.subresource,
+                )
+                return self._object_response(rt, obj, media, 201 if created else 200)
             patch = await _json_body(request, allow_list=True)
             obj = self.api.patch(
                 rt,
