@@ -199,12 +199,17 @@ def track_update(
     new: Mapping[str, Any],
     manager: str,
     subresource: str = "",
+    requested: Any = None,
     *,
     request: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """The managedFields of ``new`` after ``manager`` wrote it over ``old`` (``None``: a
-    create, where ``request`` is the body sent, for what admission adds)."""
-    entries = decode_entries(old.get("metadata") or {}) if old is not None else []
+    create, where ``request`` is the body sent, for what admission adds). ``requested``
+    (the managedFields a main-resource write carried; for a create, the body's) replaces
+    the stored entries when it differs from them: ``[{}]`` clears them, as upstream."""
+    if old is None and request is not None:
+        requested = (request.get("metadata") or {}).get("managedFields")
+    entries = _starting_entries(old, requested if subresource == "" else None)
     lhs = _tracked_part(old if old is not None else zero_object(rt), rt, subresource)
     c = compare(lhs, _tracked_part(new, rt, subresource), t)
     changed = outside_subresource(c.added | c.modified, rt, subresource) - STRIPPED
@@ -229,6 +234,17 @@ def track_update(
         # a /scale writer's entry is rebuilt from the Scale object's, which has no time
         mine.time = None if subresource == "scale" else now_rfc3339()
     return encode_entries(cap_updates(entries))
+
+
+def _starting_entries(old: Mapping[str, Any] | None, requested: Any) -> list[Entry]:
+    stored = (old.get("metadata") or {}).get("managedFields") if old is not None else None
+    if isinstance(requested, list) and requested and requested != stored:
+        if requested == [{}]:
+            return []
+        entries = decode_entries({"managedFields": requested})
+        if entries:
+            return entries
+    return decode_entries({"managedFields": stored}) if stored else []
 
 
 def cap_updates(entries: list[Entry]) -> list[Entry]:

@@ -450,6 +450,7 @@ class Api:
             old = cur.decode()
         old_meta = old["metadata"]
         name = old_meta["name"]
+        requested: Any = None
         if subresource == "status":
             # everything but the status from the stored state: only the top level and the
             # metadata are changed below (``_reorder`` makes both anew), so they are shared
@@ -467,7 +468,9 @@ class Api:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            # metadata the client cannot change through an update
+            # metadata the client cannot change through an update (managedFields it may
+            # replace: the field manager starts from them)
+            requested = new_meta.get("managedFields")
             new_meta["name"] = name
             if rt.namespaced:
                 new_meta["namespace"] = old_meta.get("namespace")
@@ -497,10 +500,10 @@ class Api:
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         new = _reorder(new, rt)
         if managed_fields is None:
-            if _same(old, new):
+            if _same(old, new) and requested in (None, [], old_meta.get("managedFields")):
                 return cur
             managed_fields = track_update(
-                type_for(rt, self.mvcc), rt, old, new, manager, subresource or ""
+                type_for(rt, self.mvcc), rt, old, new, manager, subresource or "", requested
             )
         elif _same(old, new) and managed_fields == (old_meta.get("managedFields") or []):
             return cur
