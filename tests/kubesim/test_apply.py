@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -245,3 +248,177 @@ async def test_bad_apply_bodies_get_400_not_500(recorder: aiohttp.ClientSession)
         async with recorder.patch(path, params={"fieldManager": "m"}, data=body, headers=hdr) as r:
             assert r.status == 400, body
             assert text in (await r.json())["message"]
+
+
+# -- real clients -------------------------------------------------------------------------
+
+KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+DEPLOYMENT = """apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {name}
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: {name}}}
+  template:
+    metadata:
+      labels: {{app: {name}}}
+    spec:
+      containers:
+      - name: c1
+        image: {image}
+        ports:
+        - containerPort: 80
+"""
+
+
+def kubectl(version: str) -> Path:
+    path = KUBECTL_DIR / f"kubectl.{version}"
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"kubectl {version} is not installed at {path}")
+    return path
+
+
+async def run(*argv: str | Path) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *map(str, argv), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return proc.returncode or 0, out.decode()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tls_sim() -> AsyncIterator[KubeSim]:
+    async with KubeSim(tls=True) as sim:
+        yield sim
+
+
+@pytest.mark.parametrize("version", ["1.28", "1.32", "1.33"])
+async def test_kubectl_server_side_apply(tls_sim: KubeSim, version: str, tmp_path: Path) -> None:
+    k = kubectl(version)
+    cfg = tls_sim.write_kubeconfig(tmp_path / "kubeconfig")
+    name = "ssa" + version.replace(".", "")
+    base = [k, "--kubeconfig", cfg, "-n", "default", "--validate=false"]
+    v1 = tmp_path / "v1.yaml"
+    v1.write_text(DEPLOYMENT.format(name=name, replicas=2, image="nginx:1.25"))
+    v2 = tmp_path / "v2.yaml"
+    v2.write_text(DEPLOYMENT.format(name=name, replicas=3, image="nginx:1.25"))
+    rc, out = await run(*base, "apply", "--server-side", "-f", v1)
+    assert (rc, out.strip()) == (0, f"deployment.apps/{name} serverside-applied"), out
+    rv = tls_sim.get("deployments", name, "default")["metadata"]["resourceVersion"]
+    rc, out = await run(*base, "apply", "--server-side", "-f", v1)  # re-apply: no write
+    assert rc == 0, out
+    assert tls_sim.get("deployments", name, "default")["metadata"]["resourceVersion"] == rv
+    rc, out = await run(*base, "apply", "--server-side", "-f", v2, "--field-manager=other")
+    assert rc == 1
+    assert 'Apply failed with 1 conflict: conflict with "kubectl": .spec.replicas' in out
+    assert tls_sim.get("deployments", name, "default")["metadata"]["resourceVersion"] == rv
+    rc, out = await run(
+        *base, "apply", "--server-side", "-f", v2, "--field-manager=other", "--force-conflicts"
+    )
+    assert rc == 0, out
+    obj = tls_sim.get("deployments", name, "default")
+    assert obj["spec"]["replicas"] == 3
+    owners = {
+        (e["manager"], e["operation"]): e["fieldsV1"] for e in obj["metadata"]["managedFields"]
+    }
+    assert "f:replicas" in owners[("other", "Apply")]["f:spec"]
+    assert "f:replicas" not in owners[("kubectl", "Apply")]["f:spec"]
+
+
+@pytest.mark.parametrize("version", ["1.28", "1.33"])
+async def test_kubectl_client_side_then_server_side_apply(
+    tls_sim: KubeSim, version: str, tmp_path: Path
+) -> None:
+    """The upgrade path: kubectl apply, then kubectl apply --server-side of a changed image:
+    no conflict, and client-side ownership is handed over to the kubectl applier."""
+    k = kubectl(version)
+    cfg = tls_sim.write_kubeconfig(tmp_path / "kubeconfig")
+    name = "csa" + version.replace(".", "")
+    base = [k, "--kubeconfig", cfg, "-n", "default", "--validate=false"]
+    v1 = tmp_path / "v1.yaml"
+    v1.write_text(DEPLOYMENT.format(name=name, replicas=2, image="nginx:1.25"))
+    v2 = tmp_path / "v2.yaml"
+    v2.write_text(DEPLOYMENT.format(name=name, replicas=2, image="nginx:1.26"))
+    rc, out = await run(*base, "apply", "-f", v1)
+    assert (rc, out.strip()) == (0, f"deployment.apps/{name} created"), out
+    managers = [
+        e["manager"]
+        for e in tls_sim.get("deployments", name, "default")["metadata"]["managedFields"]
+    ]
+    assert managers == ["kubectl-client-side-apply"]
+    rc, out = await run(*base, "apply", "--server-side", "-f", v2)
+    assert (rc, out.strip()) == (0, f"deployment.apps/{name} serverside-applied"), out
+    obj = tls_sim.get("deployments", name, "default")
+    assert obj["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.26"
+    entries = {(e["manager"], e["operation"]) for e in obj["metadata"]["managedFields"]}
+    assert entries == {("kubectl-last-applied", "Apply"), ("kubectl", "Apply")}
+    last = json.loads(
+        obj["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+    )
+    assert last["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.26"
+
+
+async def test_official_client_server_side_apply(ssa_sim: KubeSim) -> None:
+    """kubernetes (the official client): patch with the apply content type, a conflict as
+    ApiException 409, force, and the dynamic client's server_side_apply."""
+    from kubernetes import client as kclient
+    from kubernetes import dynamic
+    from kubernetes.client.rest import ApiException
+
+    conf = kclient.Configuration()
+    conf.host = ssa_sim.url
+    conf.api_key = {"authorization": f"Bearer {ssa_sim.token}"}
+    api = kclient.ApiClient(conf)
+    core = kclient.CoreV1Api(api)
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "official"},
+        "data": {"a": "1"},
+    }
+
+    def apply(manager: str, data: dict[str, str], force: bool | None = None) -> Any:
+        doc = {**body, "data": data}
+        kw: dict[str, Any] = {
+            "field_manager": manager,
+            "_content_type": "application/apply-patch+yaml",
+        }
+        if force is not None:
+            kw["force"] = force
+        return core.patch_namespaced_config_map("official", "rec-ssa-a", doc, **kw)
+
+    try:
+        first = await asyncio.to_thread(apply, "py-a", {"a": "1"})
+        assert first.data == {"a": "1"}
+        assert [(e.manager, e.operation) for e in first.metadata.managed_fields] == [
+            ("py-a", "Apply")
+        ]
+        with pytest.raises(ApiException) as err:
+            await asyncio.to_thread(apply, "py-b", {"a": "2"})
+        assert err.value.status == 409
+        assert json.loads(err.value.body)["message"] == (
+            'Apply failed with 1 conflict: conflict with "py-a": .data.a'
+        )
+        forced = await asyncio.to_thread(apply, "py-b", {"a": "2"}, True)
+        assert forced.data == {"a": "2"}
+
+        def dyn() -> Any:
+            client = dynamic.DynamicClient(api)
+            cms = client.resources.get(api_version="v1", kind="ConfigMap")
+            doc = {**body, "data": {"a": "2", "b": "3"}}
+            return cms.server_side_apply(body=doc, namespace="rec-ssa-a", field_manager="py-c")
+
+        out = (await asyncio.to_thread(dyn)).to_dict()
+        assert out["data"] == {"a": "2", "b": "3"}
+        owners = {e["manager"]: e["fieldsV1"] for e in out["metadata"]["managedFields"]}
+        assert owners["py-c"] == {"f:data": {"f:a": {}, "f:b": {}}}  # shares a with py-b
+        assert owners["py-b"] == {"f:data": {"f:a": {}}}
+    finally:
+        await asyncio.to_thread(api.close)
