@@ -422,3 +422,66 @@ async def test_official_client_server_side_apply(ssa_sim: KubeSim) -> None:
         assert owners["py-b"] == {"f:data": {"f:a": {}}}
     finally:
         await asyncio.to_thread(api.close)
+
+
+async def test_crd_list_types_drive_merges_and_conflicts(
+    ssa_sim: KubeSim, recorder: aiohttp.ClientSession
+) -> None:
+    """A structural CRD schema: a list-map keyed by id merges per item, a set merges by
+    value, and the conflict path names the item."""
+    item = {"type": "object", "properties": {"id": {"type": "string"}, "v": {"type": "integer"}}}
+    spec = {
+        "type": "object",
+        "properties": {
+            "items": {
+                "type": "array",
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["id"],
+                "items": item,
+            },
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+        },
+    }
+    crd = json.loads(json.dumps(PODSET_CRD))
+    crd["metadata"]["name"] = "widgets.example.aioinformer.dev"
+    crd["spec"]["names"] = {"plural": "widgets", "singular": "widget", "kind": "Widget"}
+    crd["spec"]["versions"][0]["schema"] = {
+        "openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}
+    }
+    ssa_sim.create("customresourcedefinitions", crd)
+    await ssa_sim.wait_served("widgets")
+    path = "/apis/example.aioinformer.dev/v1/namespaces/rec-ssa-a/widgets/w"
+    hdr = {"Content-Type": "application/apply-patch+yaml"}
+
+    def doc(items: list[dict[str, Any]], tags: list[str]) -> str:
+        return json.dumps(
+            {
+                "apiVersion": "example.aioinformer.dev/v1",
+                "kind": "Widget",
+                "metadata": {"name": "w"},
+                "spec": {"items": items, "tags": tags},
+            }
+        )
+
+    async with recorder.patch(
+        path, params={"fieldManager": "a"}, data=doc([{"id": "x", "v": 1}], ["t1"]), headers=hdr
+    ) as r:
+        assert r.status == 201
+    async with recorder.patch(
+        path, params={"fieldManager": "b"}, data=doc([{"id": "y", "v": 2}], ["t2"]), headers=hdr
+    ) as r:
+        assert r.status == 200
+        body = await r.json()
+    assert body["spec"] == {
+        "items": [{"id": "x", "v": 1}, {"id": "y", "v": 2}],
+        "tags": ["t1", "t2"],
+    }
+    async with recorder.patch(
+        path, params={"fieldManager": "b"}, data=doc([{"id": "x", "v": 9}], []), headers=hdr
+    ) as r:
+        assert r.status == 409
+        status = await r.json()
+    assert (
+        status["message"]
+        == 'Apply failed with 1 conflict: conflict with "a": .spec.items[id="x"].v'
+    )
