@@ -239,6 +239,13 @@ async def test_kubectl_creates_with_protobuf_and_reads_and_watches(
         assert watch.stdout is not None
         first = await asyncio.wait_for(watch.stdout.readline(), 20)
         assert first.decode().strip() == f"configmap/cm{tag}"
+        # kubectl GETs, prints, then watches from RV 0: change the object only once the
+        # watch is open (an earlier change would only be in the watch's initial state)
+        for _ in range(200):
+            if tls_sim.open_watches:
+                break
+            await asyncio.sleep(0.05)
+        assert tls_sim.open_watches, "kubectl get -w never opened its watch"
         tls_sim.patch("configmaps", f"cm{tag}", {"data": {"a": "c"}}, namespace="pb")
         second = await asyncio.wait_for(watch.stdout.readline(), 20)
         assert second.decode().strip() == f"configmap/cm{tag}"
