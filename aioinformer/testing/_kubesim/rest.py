@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from aioinformer.testing._kubesim.defaults import apply_defaults
-from aioinformer.testing._kubesim.managed import update_managed_fields
+from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
 from aioinformer.testing._kubesim.patch import (
     PatchError,
@@ -41,6 +41,7 @@ from aioinformer.testing._kubesim.resources import (
     resource_types_from_crd,
     validate_crd,
 )
+from aioinformer.testing._kubesim.schemas import type_for
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector, object_fields
 from aioinformer.testing._kubesim.status import ApiError, success_status
 from aioinformer.testing._kubesim.timefmt import now_rfc3339
@@ -66,6 +67,8 @@ EXPIRED_CONTINUE_MESSAGE = (
     "the time the first chunk was returned and now may show up in the list."
 )
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+#: ``metadata.managedFields`` in wire form.
+ManagedFields = list[dict[str, Any]]
 
 
 class RvTooLarge(Exception):
@@ -289,8 +292,10 @@ class Api:
         *,
         manager: str = "kubesim",
         keep_status: bool = False,
+        managed_fields: ManagedFields | None = None,
     ) -> Stored:
-        """POST: validate, default, stamp metadata and commit; 409 if the name is taken."""
+        """POST: validate, default, stamp metadata and commit; 409 if the name is taken.
+        ``managed_fields`` replaces the Update entry the write would record (apply)."""
         obj = _clone(body)
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
@@ -332,7 +337,11 @@ class Api:
         if uses_generation(rt):
             meta["generation"] = 1
         obj = _reorder(obj, rt)
-        update_managed_fields(obj, body, manager, rt.api_version, None)
+        if managed_fields is None:
+            managed_fields = track_update(
+                type_for(rt, self.mvcc), rt, None, obj, manager, request=body
+            )
+        _put_managed(obj["metadata"], managed_fields)
         stored = self._stored(rt, obj, self.mvcc.next_rv())
         ts.commit(stored.key, stored)
         if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
@@ -373,7 +382,7 @@ class Api:
                 "metadata.resourceVersion",
             )
             raise self._invalid(rt, name, [cause])
-        return self._write(rt, cur, new, subresource, manager, body)
+        return self._write(rt, cur, new, subresource, manager)
 
     def patch(
         self,
@@ -418,9 +427,8 @@ class Api:
         )
         if patch_rv and str(patch_rv) != str(cur.rv):
             raise ApiError.conflict(rt.plural, rt.group, name)
-        managed = patch if isinstance(patch, dict) else new
         # the merges copy their target, so ``obj`` is still the stored state: no decode again
-        return self._write(rt, cur, new, subresource, manager, managed, old=obj)
+        return self._write(rt, cur, new, subresource, manager, old=obj)
 
     def _write(
         self,
@@ -429,17 +437,20 @@ class Api:
         new: dict[str, Any],
         subresource: str | None,
         manager: str,
-        managed_body: Mapping[str, Any],
         *,
         old: dict[str, Any] | None = None,
+        managed_fields: ManagedFields | None = None,
     ) -> Stored:
         """The common tail of update and patch: keep what the client may not change,
         validate, bump generation on spec changes, skip no-ops, handle the last finalizer.
-        ``old`` is ``cur`` decoded, if the caller has it (read, never changed, here)."""
+        ``old`` is ``cur`` decoded, if the caller has it (read, never changed, here).
+        ``managed_fields`` replaces the Update tracking (apply; then a change of
+        managedFields alone is a write)."""
         if old is None:
             old = cur.decode()
         old_meta = old["metadata"]
         name = old_meta["name"]
+        requested: Any = None
         if subresource == "status":
             # everything but the status from the stored state: only the top level and the
             # metadata are changed below (``_reorder`` makes both anew), so they are shared
@@ -457,7 +468,9 @@ class Api:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            # metadata the client cannot change through an update
+            # metadata the client cannot change through an update (managedFields it may
+            # replace: the field manager starts from them)
+            requested = new_meta.get("managedFields")
             new_meta["name"] = name
             if rt.namespaced:
                 new_meta["namespace"] = old_meta.get("namespace")
@@ -486,9 +499,15 @@ class Api:
         if subresource != "status" and uses_generation(rt) and spec_changed(rt, old, new):
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         new = _reorder(new, rt)
-        if _same(old, new):
+        if managed_fields is None:
+            if _same(old, new) and requested in (None, [], old_meta.get("managedFields")):
+                return cur
+            managed_fields = track_update(
+                type_for(rt, self.mvcc), rt, old, new, manager, subresource or "", requested
+            )
+        elif _same(old, new) and managed_fields == (old_meta.get("managedFields") or []):
             return cur
-        update_managed_fields(new, managed_body, manager, rt.api_version, subresource)
+        _put_managed(new["metadata"], managed_fields)
         if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
             # the last finalizer went: the object goes, and DELETED shows its last stored state
             self.store(rt).commit(cur.key, None)
@@ -737,6 +756,13 @@ def _clone(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _IGNORED_IN_COMPARE = ("resourceVersion", "managedFields")
+
+
+def _put_managed(meta: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
 
 
 def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:
