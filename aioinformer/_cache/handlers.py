@@ -4,7 +4,7 @@ The store writer applies a batch and calls :meth:`Dispatcher.dispatch` with its 
 list; ``dispatch`` never awaits or blocks, it appends to one queue per subscription. Each
 subscription drains its queue in its own task (:meth:`Dispatcher.add_handler`, sync or async
 ``on_add(obj)``, ``on_update(old, new)``, ``on_delete(obj)``) or through an async iterator
-(:meth:`Dispatcher.events`), so a handler that sleeps for minutes delays only itself, never
+(:meth:`Dispatcher.events`), so a handler that awaits for minutes delays only itself, never
 the writer nor another subscriber (client-go's processorListener). Per subscription:
 
 * **Order.** Exact subscribers get every change in dispatch order. Coalescing ones get each
@@ -47,8 +47,10 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   objects in that namespace (a namespace never changes, so nothing else is ever owed to
   it). The others are never queued: a namespaced controller on a cluster-wide informer
   does not pay, per event of the other namespaces, for a notification and a handler call.
-* **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms; a
-  sync handler still runs on the loop, and one that blocks, blocks everything.
+* **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms. A
+  slow *async* handler delays only its own subscription; a *sync* handler runs on the loop,
+  and one that blocks, blocks everything (``Informer.add_handler(..., in_thread=True)`` runs
+  sync handlers in a thread instead).
 * **Shutdown.** :meth:`Dispatcher.aclose` drops what is queued, cancels running handlers,
   awaits every task and ends every stream; idempotent. Nothing is drained: notifications
   are hints over state the final snapshot holds, and a stuck handler must not hang shutdown.

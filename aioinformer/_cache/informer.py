@@ -23,17 +23,18 @@ Contracts:
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, reads that ask for freshness (``wait_for_rv``,
   ``query(min_rv=...)``, ``wait_fresh``) also wait while the staleness exceeds the bound.
-* Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow handler
-  delays only itself. Each change reaches each subscriber exactly once: nothing can run
-  between a batch's apply and its dispatch.
+* Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow async
+  handler delays only itself (a blocking sync one blocks the loop). Each change reaches
+  each subscriber exactly once: nothing can run between a batch's apply and its dispatch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
@@ -110,6 +111,19 @@ class InformerStatistics:
     """The most recent failed list or watch (``WatcherStatistics.last_error``); "" if none."""
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
+
+
+def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:
+    """``fn`` (a sync handler) as a coroutine function running it in a thread."""
+    if fn is None:
+        return None
+    if inspect.iscoroutinefunction(fn):
+        raise ConfigError(f"in_thread is for sync handlers; {fn!r} is a coroutine function")
+
+    async def run_in_thread(*args: object) -> None:
+        await asyncio.to_thread(fn, *args)
+
+    return run_in_thread
 
 
 class _Rate:
@@ -484,12 +498,20 @@ class Informer:
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         namespace: str | None = None,
+        in_thread: bool = False,
     ) -> Subscription:
         """Subscribe handlers (sync or async): ``on_add(obj)``, ``on_update(old, new)``,
         ``on_delete(obj)``. Each subscription has its own queue and task; a late one first
         receives ADDED for every cached object. ``max_queue`` caps an exact subscriber's
         backlog (None: unbounded); ``namespace`` restricts it to the objects of one
-        namespace, the others never queued (see :mod:`aioinformer._cache.handlers`)."""
+        namespace, the others never queued (see :mod:`aioinformer._cache.handlers`).
+
+        A sync handler runs on the event loop: it must not block (a blocking one stalls the
+        whole process; the manager's watchdog names it). With ``in_thread`` sync handlers
+        run in the default thread pool instead, one call at a time per subscription, in
+        order: they may block, and must not touch the loop's objects."""
+        if in_thread:
+            on_add, on_update, on_delete = (_threaded(f) for f in (on_add, on_update, on_delete))
         return self._dispatcher.add_handler(
             on_add,
             on_update,

@@ -1,8 +1,9 @@
 """Command line: ``python -m aioinformer COMMAND``.
 
-Commands: ``demo`` (the seed scenario on an embedded KubeSim), ``sim`` (serve KubeSim
-until interrupted), ``dump`` (sync an informer and print its objects), ``top`` (live
-informer statistics), ``soak`` (seeded fault mixes, a summary).
+Commands: ``run`` (run an operator), ``rbac`` (the RBAC rules an operator needs),
+``demo`` (the seed scenario on an embedded KubeSim), ``sim`` (serve KubeSim until
+interrupted), ``dump`` (sync an informer and print its objects), ``top`` (live informer
+statistics), ``soak`` (seeded fault mixes, a summary).
 
 A command whose optional dependencies are not installed says which extra to install, in
 one line, and exits with status 2.
@@ -36,15 +37,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    from aioinformer._cli import demo, inspect, sim, soak
+    from aioinformer._cli import demo, inspect, rbac, run, sim, soak
 
     parser = argparse.ArgumentParser(prog="python -m aioinformer", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run.add_run_parser(sub)
+    rbac.add_rbac_parser(sub)
     demo.add_demo_parser(sub)
     sim.add_sim_parser(sub)
     inspect.add_parsers(sub)
     soak.add_soak_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return run.run_operator(args)
+    if args.command == "rbac":
+        return rbac.run_rbac(args)
     if args.command == "demo":
         return demo.run_demo(args)
     if args.command == "sim":

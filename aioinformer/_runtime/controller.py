@@ -141,6 +141,10 @@ class Controller:
             sharding); the key is skipped and the write refused.
         reconcile_timeout: seconds one reconcile may run before it is cancelled (an error,
             retried with backoff); None: no limit.
+        resync_period: every so many seconds, every cached primary object is reconciled
+            again (client-go's resync, controller-runtime's SyncPeriod), so drift the
+            events do not show is corrected; None: never. Per object, a reconcile returns
+            ``Result(requeue_after=...)``.
         shutdown_timeout: seconds :meth:`stop` may take: running reconciles may finish
             until shortly before, then they are cancelled.
         owns_key: the older name of ``may_act``.
@@ -165,6 +169,7 @@ class Controller:
         metrics: Metrics | None = None,
         may_act: Callable[[str], bool] | None = None,
         reconcile_timeout: float | None = None,
+        resync_period: float | None = None,
         shutdown_timeout: float = 30.0,
         owns_key: Callable[[str], bool] | None = None,
     ) -> None:
@@ -172,6 +177,9 @@ class Controller:
             raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
         if shutdown_timeout < 0 or (reconcile_timeout is not None and reconcile_timeout <= 0):
             raise ConfigError("shutdown_timeout must be >= 0 and reconcile_timeout > 0")
+        if resync_period is not None and resync_period <= 0:
+            raise ConfigError(f"resync_period must be positive, not {resync_period}")
+        self.resync_period = resync_period
         self.name = name
         self.shutdown_timeout = shutdown_timeout
         self.reconcile_timeout = reconcile_timeout
@@ -299,6 +307,11 @@ class Controller:
             self.expectations.deletion_observed(owner, obj.key)
             self.queue.add(owner)
 
+    @property
+    def owns(self) -> list[Informer]:
+        """The informers of the objects this controller controls."""
+        return list(self._owns)
+
     # -- what the manager's client asks ---------------------------------------------------------
 
     def may_act(self, key: str) -> bool:
@@ -367,6 +380,15 @@ class Controller:
             self._workers.append(
                 asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
             )
+        if self.resync_period is not None:
+            self._workers.append(asyncio.create_task(self._resync(), name=f"{self.name}-resync"))
+
+    async def _resync(self) -> None:
+        assert self.resync_period is not None
+        while True:
+            await asyncio.sleep(self.resync_period)
+            for obj in self.primary.reader.list_now():
+                self.queue.add(obj.key)
 
     @property
     def running(self) -> bool:

@@ -43,6 +43,8 @@ from aioinformer._core.objects import Transform
 from aioinformer._runtime.bookkeeping import ControllerWrites
 from aioinformer._runtime.controller import Controller, Mapper, Predicate, Reconciler
 from aioinformer._runtime.events import EventRecorder
+from aioinformer._runtime.health import Health
+from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics
 from aioinformer._runtime.ratelimit import RateLimiter
 
@@ -105,6 +107,8 @@ class Manager:
         field_manager: the ``fieldManager`` of the client's writes.
         discovery_timeout: seconds :meth:`run` waits for a resource that is not served
             yet (a CRD just created) before it gives up.
+        blocked_loop_threshold: seconds the event loop may be blocked before a WARNING
+            names the task that blocks it (and ``/healthz`` fails while it lasts).
         clock: the informers' clock.
     """
 
@@ -123,6 +127,7 @@ class Manager:
         cache_sync_timeout: float | None = 120.0,
         field_manager: str = "aioinformer",
         discovery_timeout: float = 10.0,
+        blocked_loop_threshold: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if leader_election is not None and sharding is not None:
@@ -150,6 +155,13 @@ class Manager:
         :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client."""
         self.metrics = Metrics()
         self.metrics.add_informer_source(lambda: [i.statistics() for i in self.factory.informers])
+        self.watchdog = LoopWatchdog(threshold=blocked_loop_threshold)
+        """Warns (naming the task) when the event loop is blocked, while :meth:`run` runs."""
+        self.health = Health()
+        """``/healthz`` and ``/readyz`` on the metrics port: add checks with
+        ``health.add_liveness_check`` / ``add_readiness_check``."""
+        self.health.add_liveness_check("loop", self._loop_check)
+        self.health.add_readiness_check("informers", self._informers_check)
         self.metrics_port = metrics_port
         self.metrics_host = metrics_host
         self.bound_metrics_port: int | None = None
@@ -166,6 +178,8 @@ class Manager:
             self.shards = ShardManager(api_client, **asdict(sharding))
         self._running_controllers = False
         self._recorders: list[EventRecorder] = []
+        self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
+        """What :meth:`require_permission` declared: (group, resource, verbs, namespace)."""
 
     def informer(
         self,
@@ -213,6 +227,7 @@ class Manager:
         expectations: bool = True,
         expectations_ttl: float = 300.0,
         reconcile_timeout: float | None = None,
+        resync_period: float | None = None,
         shutdown_timeout: float = 30.0,
     ) -> Controller:
         """Create a controller the manager will run; the parameters are
@@ -235,10 +250,24 @@ class Manager:
             metrics=self.metrics,
             may_act=self._may_act,
             reconcile_timeout=reconcile_timeout,
+            resync_period=resync_period,
             shutdown_timeout=shutdown_timeout,
         )
         self.controllers.append(ctl)
         return ctl
+
+    def require_permission(
+        self, group: str, resource: str, verbs: Sequence[str], namespace: str | None = None
+    ) -> None:
+        """Declare an RBAC permission the operator needs beyond what its informers,
+        controllers and event recorders show (e.g. writes made with another client), for
+        ``python -m aioinformer rbac``; ``namespace`` None: in every namespace."""
+        self.required_permissions.append((group, resource, tuple(verbs), namespace))
+
+    @property
+    def event_recorders(self) -> list[EventRecorder]:
+        """The recorders :meth:`event_recorder` made."""
+        return list(self._recorders)
 
     def event_recorder(self, component: str) -> EventRecorder:
         """An :class:`~aioinformer.EventRecorder` writing through :attr:`client` as
@@ -261,8 +290,11 @@ class Manager:
         runner = None
         if self.metrics_port is not None:
             runner, self.bound_metrics_port = await self.metrics.serve(
-                self.metrics_host, self.metrics_port
+                self.metrics_host, self.metrics_port, self.health.routes
             )
+            log.info("serving /metrics, /healthz, /readyz on %s:%d", self.metrics_host,
+                     self.bound_metrics_port)  # fmt: skip
+        self.watchdog.start()
         try:
             await self.resolve()
             async with self.factory:
@@ -276,6 +308,7 @@ class Manager:
         finally:
             for recorder in self._recorders:
                 await recorder.aclose()
+            self.watchdog.stop()
             if runner is not None:
                 await runner.cleanup()
 
@@ -291,6 +324,17 @@ class Manager:
         for ctl in self.controllers:
             if ctl.primary.api_resource is not None:
                 ctl.resolved(ctl.primary.api_resource)
+
+    # -- health ----------------------------------------------------------------------------------
+
+    def _loop_check(self) -> str | None:
+        if self.watchdog.blocked_since is not None:
+            return f"the event loop is blocked ({self.watchdog.lag:.1f} s)"
+        return None
+
+    def _informers_check(self) -> str | None:
+        waiting = [i.name for i in self.factory.informers if not i.has_synced]
+        return f"not synced: {', '.join(waiting)}" if waiting else None
 
     # -- who may act -----------------------------------------------------------------------------
 

@@ -166,9 +166,14 @@ class Metrics:
         """The registry in the Prometheus text format."""
         return generate_latest(self.registry)
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, int]:
-        """Serve ``/metrics`` on ``host:port``; returns the runner (to clean up) and the
-        bound port."""
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        routes: Callable[[web.Application], None] | None = None,
+    ) -> tuple[web.AppRunner, int]:
+        """Serve ``/metrics`` on ``host:port`` (and what ``routes`` adds to the app);
+        returns the runner (to clean up) and the bound port."""
 
         async def handle(_request: web.Request) -> web.Response:
             return web.Response(
@@ -177,6 +182,8 @@ class Metrics:
 
         app = web.Application()
         app.router.add_get("/metrics", handle)
+        if routes is not None:
+            routes(app)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)

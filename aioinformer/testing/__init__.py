@@ -4,7 +4,9 @@ seeded fault mixes.
 ``aioinformer.testing`` is public API: users test their own controllers against KubeSim
 as controller-runtime users do with envtest, with no cluster, container or binary, and run
 them through :class:`FaultMix` (random writes under random network and server faults, then
-a check that every cache and every controller converged exactly).
+a check that every cache and every controller converged exactly). The pytest plugin
+(loaded by pytest on its own) gives the fixtures ``kubesim``, ``kube_api``, ``kube_client``
+and ``manager``; :func:`eventually` and :func:`install_crd` are the helpers tests need.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from aioinformer.testing._faultmix import FaultMixResult as FaultMixResult
 from aioinformer.testing._faultmix import FaultStep as FaultStep
 from aioinformer.testing._faultmix import Operator as Operator
 from aioinformer.testing._faultmix import example_operators as example_operators
+from aioinformer.testing._helpers import eventually as eventually
+from aioinformer.testing._helpers import install_crd as install_crd
 from aioinformer.testing._kubesim.faults import Faults as Faults
 from aioinformer.testing._kubesim.kubesim import KubeSim as KubeSim
 from aioinformer.testing._kubesim.server import User as User
@@ -28,5 +32,7 @@ __all__ = [
     "KubeSim",
     "Operator",
     "User",
+    "eventually",
     "example_operators",
+    "install_crd",
 ]

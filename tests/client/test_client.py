@@ -214,3 +214,27 @@ async def test_write_hooks_see_every_write_and_may_refuse_it(sim: KubeSim, clien
         await client.create(cm("refused"))
     with pytest.raises(NotFound):
         await client.get("v1", "ConfigMap", "refused", "default")  # never sent
+
+
+async def test_server_side_apply_owns_fields_and_reports_conflicts(
+    sim: KubeSim, client: Client
+) -> None:
+    wanted = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ssa", "namespace": "default"},
+        "data": {"key": "a"},
+    }
+    made = await client.apply(wanted)
+    assert made.field("data") == {"key": "a"}
+    managers = {e["manager"]: e["operation"] for e in made.to_dict()["metadata"]["managedFields"]}
+    assert managers == {"tests": "Apply"}
+    again = await client.apply(wanted)
+    assert again.rv == made.rv  # nothing changed: no write
+    other = {**wanted, "data": {"key": "b"}}
+    with pytest.raises(Conflict) as conflict:
+        await client.apply(other, field_manager="someone-else")
+    assert conflict.value.causes[0].reason == "FieldManagerConflict"
+    assert conflict.value.causes[0].field == ".data.key"
+    forced = await client.apply(other, field_manager="someone-else", force=True)
+    assert forced.field("data.key") == "b"
