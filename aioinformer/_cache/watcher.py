@@ -462,11 +462,11 @@ class Watcher:
                         continue
                 delay = self._failure_delay(exc.retry_after)
                 level = logging.ERROR if exc.code in _LOUD_ERRORS else logging.WARNING
-                log.log(level, "%s: %s; retrying in %.1f s", self.name, exc, delay)
+                log.log(level, "%s: %s; retrying in %.1f s", self.name, str(exc), delay)
             except IdleStreamError as exc:
                 self._stats.stream_errors += 1
                 self._note(exc)
-                log.warning("%s: %s; watching again", self.name, exc)
+                log.warning("%s: %s; watching again", self.name, str(exc))
                 continue
             except ClosedError:
                 raise  # the FIFO was closed: the stop signal
@@ -475,7 +475,9 @@ class Watcher:
                 self._note(exc)
                 delay = self._failure_delay(None)
                 trace = not isinstance(exc, TransportError | DecodeError)
-                log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay, exc_info=trace)
+                # (the text, not the exception: a kept record must not pin its frames)
+                text = str(exc)
+                log.warning("%s: %s; retrying in %.1f s", self.name, text, delay, exc_info=trace)
             if delay > 0:
                 await asyncio.sleep(delay)
 
@@ -483,7 +485,7 @@ class Watcher:
         self._count(exc.code)
         what = "resourceVersion" if self._rv is not None else "list continue token"
         delay = self._relist_delay(exc.retry_after)
-        log.info("%s: %s expired (%s); relisting in %.1f s", self.name, what, exc, delay)
+        log.info("%s: %s expired (%s); relisting in %.1f s", self.name, what, str(exc), delay)
         return delay
 
     def _on_history_reset(self, why: str) -> float:

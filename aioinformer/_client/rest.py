@@ -189,6 +189,7 @@ class RestClient:
             async for chunk in resp.content.iter_any():
                 size += len(chunk)
                 if max_body is not None and size > max_body:
+                    chunks.clear()  # (not kept alive by the error's traceback)
                     raise TransportError(
                         f"{about.where()}: the response body is longer than {max_body} bytes, "
                         "the limit (max_body_bytes)",
