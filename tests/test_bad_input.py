@@ -197,16 +197,17 @@ async def test_line_of_3_mib(caplog: pytest.LogCaptureFixture, limit: str) -> No
     blob = "x" * (3 * 1024 * 1024)
     if limit == "under":
         async with watching_pods(caplog) as case:
-            current = case.sim.get("pods", "a", "default")
+            # b, the last write: its RV is the watch's (an older one would be a regression)
+            current = case.sim.get("pods", "b", "default")
             big = {**current, "metadata": {**current["metadata"], "annotations": {"b": blob}}}
             await case.inject(orjson.dumps({"type": "MODIFIED", "object": big}))
-            await eventually(lambda: case.inf.snapshot().get("default/a") is not None, "a")
+            await eventually(lambda: case.inf.snapshot().get("default/b") is not None, "b")
             await eventually(
-                lambda: "b" in case.inf.snapshot().get("default/a").annotations,  # type: ignore[union-attr]
+                lambda: "b" in case.inf.snapshot().get("default/b").annotations,  # type: ignore[union-attr]
                 "the 3 MiB event",
             )
             assert case.inf.statistics().decode_errors == 0
-            assert case.inf.snapshot().get("default/a").annotations["b"] == blob  # type: ignore[union-attr]
+            assert case.inf.snapshot().get("default/b").annotations["b"] == blob  # type: ignore[union-attr]
             await case.assert_keeps_running()
         return
     caplog.set_level(logging.INFO, logger="aioinformer")

@@ -206,6 +206,7 @@ class InformerFactory:
             max_list_bytes=options.max_list_bytes,
             header_timeout=options.header_timeout,
             list_timeout=options.list_timeout,
+            watch_deadline_margin=options.watch_deadline_margin,
         )
         inf = Informer(
             lw,

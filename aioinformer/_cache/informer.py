@@ -18,7 +18,13 @@ Contracts:
 * resourceVersions compare as integers. ``wait_for_rv(rv)`` returns a snapshot whose RV is
   at least ``rv``; ``query(index, value, min_rv=...)`` combines freshness and an index;
   ``wait_until(predicate)`` re-evaluates after every publish. The store's RV is the RV of
-  the last event, bookmark or relist applied.
+  the last event, bookmark or relist applied (not the largest ever seen), so it follows the
+  server when the server's resourceVersions go backwards (see :meth:`Informer.wait_for_rv`).
+* The writer never dies of one item: a batch the store fails to apply is applied again one
+  item at a time, and an item that fails alone is skipped, counted (``apply_errors``) and
+  logged with its key, once a harmless probe (a bookmark at the current RV) shows the store
+  itself still works; a store that fails even that is broken, and the informer stops
+  (the factory logs it).
 * ``staleness`` is how long the oldest delta the watcher has received but the store has not
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, reads that ask for freshness (``wait_for_rv``,
@@ -33,12 +39,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
-from aioinformer._cache.deltas import Item, Replace
+from aioinformer._cache.deltas import Bookmark, Delta, Item, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
@@ -109,6 +116,14 @@ class InformerStatistics:
     """HTTP status (or watch ERROR event code) -> times seen, 410s included."""
     last_error: str = ""
     """The most recent failed list or watch (``WatcherStatistics.last_error``); "" if none."""
+    history_resets: int = 0
+    """Times the server's resourceVersion went backwards (each one relisted at RV "")."""
+    requests: int = 0
+    """List pages, watches and history checks the watcher sent."""
+    throttled: int = 0
+    """Requests that waited for the request ceiling (``WatchOptions.request_rate``)."""
+    apply_errors: int = 0
+    """Items the store failed to apply (skipped; the writer went on)."""
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
 
@@ -211,6 +226,7 @@ class Informer:
         self._applying_since: float | None = None
         self._publish_listeners: list[Callable[[int, int], None]] = []
         self._listener_errors = 0
+        self._apply_errors = 0
 
     def __repr__(self) -> str:
         return f"<Informer {self.name} store={self.store_kind} rv={self._reader.resource_version}>"
@@ -269,8 +285,7 @@ class Informer:
                     # for its readers), 4. hand its changes to the subscribers: no await
                     # in between, so each subscriber gets each change exactly once
                     async with writer.writing():
-                        changes = writer.apply(batch, changes=dispatcher.has_subscribers)
-                        dispatcher.dispatch(changes)
+                        self._apply(batch)
                     self._applying_since = None
                     # 5. sync state, publish listeners, freshness waiters
                     self._published(batch)
@@ -279,6 +294,45 @@ class Informer:
             self._fifo.close()
             self._wake_waiters()
             await dispatcher.aclose()
+
+    def _apply(self, batch: Sequence[Item]) -> None:
+        """Apply ``batch`` and hand its changes to the subscribers (no await): item by item
+        when the whole batch fails, skipping the items the store cannot apply."""
+        writer, dispatcher = self._writer, self._dispatcher
+        try:
+            dispatcher.dispatch(writer.apply(batch, changes=dispatcher.has_subscribers))
+            return
+        except MemoryError:
+            raise
+        except Exception:
+            if len(batch) == 1:
+                self._skip_item(batch[0])
+                return
+        for item in batch:
+            try:
+                dispatcher.dispatch(writer.apply((item,), changes=dispatcher.has_subscribers))
+            except MemoryError:
+                raise
+            except Exception:
+                self._skip_item(item)
+
+    def _skip_item(self, item: Item) -> None:
+        """``item`` failed alone: skip it (counted, logged with its key) if the store still
+        applies a harmless bookmark at its own RV; otherwise the store itself is broken and
+        the exception propagates (the informer stops)."""
+        error = sys.exc_info()[1]
+        self._writer.apply((Bookmark(self._reader.resource_version, item.received),))
+        n = self._apply_errors = self._apply_errors + 1
+        what = item.obj.key if isinstance(item, Delta) else type(item).__name__
+        if n <= 10 or n % 1000 == 0:
+            log.error(
+                "%s: the store failed to apply %s (%r); skipped [%d so far]",
+                self.name,
+                what,
+                error,
+                n,
+                exc_info=error,
+            )
 
     def _published(self, batch: Sequence[Item]) -> None:
         """After each published batch: note the sync, count, tell the publish listeners
@@ -359,8 +413,9 @@ class Informer:
     async def wait_fresh(
         self, min_rv: int | str | None = None, timeout: float | None = None
     ) -> None:
-        """Wait until the store has seen ``min_rv`` (RVs compare as integers) and, with a
-        staleness bound, until the store lags the FIFO by no more than the bound."""
+        """Wait until the store's resourceVersion is at least ``min_rv`` (RVs compare as
+        integers) and, with a staleness bound, until the store lags the FIFO by no more than
+        the bound. What that promises is said at :meth:`wait_for_rv`."""
         target = int(min_rv) if min_rv is not None else 0
         reader = self._reader
         await self._wait(
@@ -370,7 +425,18 @@ class Informer:
         )
 
     async def wait_for_rv(self, rv: int | str, timeout: float | None = None) -> Snapshot:
-        """A snapshot whose resource_version is at least ``rv`` (snapshot store only)."""
+        """A snapshot whose resource_version is at least ``rv`` (snapshot store only).
+
+        The promise: the snapshot returned reflects the server's state as of resourceVersion
+        ``rv`` or later *in the history the store follows now*: every write the server had
+        committed by ``rv`` is in it (read-your-writes for the RV a write returned). The
+        store's RV is the RV of the last item applied, so when the server's history is reset
+        (an etcd restore, a new server at the same address: its resourceVersions start
+        again lower) the relist brings the store's RV down with it, and a wait for ``rv``
+        waits until the new history reaches ``rv``. An ``rv`` from before the reset is then
+        satisfied by the new history's number, which says nothing about the old write: a
+        restore may have lost it. Across a reset, wait for RVs the new server returned.
+        """
         self._require_snapshots("wait_for_rv")
         await self.wait_fresh(rv, timeout)
         return self.snapshot()
@@ -574,5 +640,9 @@ class Informer:
             stream_errors=ws.stream_errors,
             errors_by_code=ws.errors_by_code,
             last_error=ws.last_error,
+            history_resets=ws.history_resets,
+            requests=ws.requests,
+            throttled=ws.throttled,
+            apply_errors=self._apply_errors,
             handlers=tuple(self._dispatcher.statistics()),
         )

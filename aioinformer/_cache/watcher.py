@@ -8,31 +8,54 @@ ped, or the FIFO is closed. Recovery:
   ONE :class:`Replace` at the list RV; or, with ``streaming_list``, a watch with
   ``sendInitialEvents=true`` whose initial events are buffered until the bookmark annotated
   ``k8s.io/initial-events-end``, pushed as ONE Replace at its RV, the stream then going on
-  as a watch. A 422 (WatchList gate off) falls back to list+watch for good, logged once.
+  as a watch. A 422 (WatchList gate off), or no end bookmark within
+  ``initial_events_timeout`` (a server that ignores ``sendInitialEvents``), falls back to
+  list+watch for good, logged once.
+* **Paged lists**: a continue token that expires before the list is done (a list slower
+  than the server's compaction) is followed at once by one unpaged list (client-go's
+  ``FullListIfExpired``); only if that fails too does the watcher back off. A continue token
+  sent twice, more than ``max_list_pages`` pages, or pages over ``max_list_bytes`` together
+  fail the list (no server can make a list loop or grow without bound).
 * **Watch** from the last RV with bookmarks and ``timeoutSeconds`` drawn from
   [``min_watch_timeout``, ``max_watch_timeout``]: ADDED/MODIFIED/DELETED become
   :class:`Delta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
   The items made from one read of the stream go to the FIFO together, in order, when the
   read is done (an ERROR event among them still lets those before it through).
 * **Resume without relisting** after a clean close, a dropped or cut stream, or a silent
-  one (the watchdog aborts a stream with no byte for ``idle_timeout`` s). A clean close or
-  the watchdog re-watch at once, failures after the backoff; a watch closed within 1 s
-  without a valid event (bad lines do not count) is a failure (as in client-go), so no
-  server or proxy behaviour makes a tight loop.
+  one (the watchdog aborts a stream with no byte for ``idle_timeout`` s; the client ends a
+  watch its server keeps open past its ``timeoutSeconds``). A clean close or the watchdog
+  re-watch at once, failures after the backoff; a watch closed cleanly within 1 s of its
+  start is a failure whatever it carried, so no server or proxy behaviour makes a tight loop.
 * **Relist on 410** (HTTP 410, or the ERROR event with code 410 that kube-apiserver really
   sends, conformance 08a) at RV "": consistent, never older than the cache (client-go lists
-  at the last RV, cheaper for etcd but possibly served by a lagging cache). A list 410 (an
-  expired continue token) restarts the list. Consecutive 410s wait for the backoff.
+  at the last RV, cheaper for etcd but possibly served by a lagging cache). The first relist
+  in a row is immediate, the next ones wait for the backoff.
+* **The server's resourceVersion going backwards** (an etcd restore, a new server at the
+  same address) is a reset of its history: an event or bookmark below the watch's position,
+  a list below the last RV seen, a watch that saw nothing while a one-item list shows the
+  server below the watch's RV (conformance 05d: such a watch gets no event at all), or
+  ``too_large_rv_retries`` watches in a row answered 504 ResourceVersionTooLarge all lead
+  to a relist at RV "" (logged once at WARNING, counted in ``history_resets``), whose
+  Replace swaps the whole cache at once at the new, lower RV.
 * **Other errors** (HTTP statuses, ERROR events with other codes) are logged (401/403/404
   as errors naming verb, resource, namespace and permission), counted in
   ``stats.errors_by_code`` (``stats.last_error`` keeps the latest failure) and retried
-  after the backoff (0.8 s doubling to 30 s, jittered,
-  reset after 2 minutes healthy), or after ``Retry-After`` if longer.
-* **Bad lines** (malformed, unknown type, no metadata/name/integer RV, over the length
-  limit) are logged briefly, counted in ``stats.decode_errors`` and skipped.
+  after the backoff (0.8 s doubling to 30 s, jittered), or after ``Retry-After`` if longer.
+* **One backoff, reset only by progress**: every retry delay comes from the watcher's
+  :class:`~aioinformer._core.backoff.Backoff`, which starts again from its first delay only
+  after ``backoff_reset_after`` seconds of real progress (valid events, bookmarks or a
+  completed list, with no failure in between), never on one event.
+* **A ceiling on requests**: every request (list page, watch, history check) first takes a
+  token from a bucket of ``request_burst`` tokens refilled at ``request_rate`` per second.
+* **Bad items** (a line or list item that is malformed, of an unknown type, without
+  metadata/name, with a resourceVersion that is not a uint64, nested too deeply to decode,
+  or over the length limit) are logged briefly with the object's key when it can be read,
+  counted in ``stats.decode_errors`` and skipped; the stream and the sync go on.
 * **Transform** errors (an exception, or a result that is neither a KubeObject nor None)
   are logged and counted; the object is skipped (a deletion is
   queued untransformed).
+* **Secrets**: ``last_error`` and the log lines are cleaned of every known credential
+  (:func:`~aioinformer._core.redact.redact_known`), whatever the server sent.
 * **Cancellation** closes the HTTP response and propagates; :meth:`Watcher.stop` makes
   :meth:`Watcher.run` return normally.
 """
@@ -54,6 +77,7 @@ from aioinformer._client.listwatch import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_LIST_TIMEOUT,
     DEFAULT_MAX_LIST_BYTES,
+    WATCH_DEADLINE_MARGIN,
     IdleStreamError,
 )
 from aioinformer._core.backoff import Backoff
@@ -66,7 +90,16 @@ from aioinformer._core.errors import (
     TransportError,
     in_namespace,
 )
-from aioinformer._core.objects import KubeObject, Transform, decode_event
+from aioinformer._core.jsonscan import peek_key
+from aioinformer._core.objects import (
+    BadItem,
+    KubeObject,
+    Transform,
+    decode_event,
+    parse_resource_version,
+)
+from aioinformer._core.redact import REDACTED, redact_known
+from aioinformer._core.throttle import TokenBucket
 
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
@@ -93,6 +126,15 @@ _DELTA_TYPES = {
 _MAX_RETRY_AFTER = 300.0  # a bogus Retry-After must not park a watcher for hours
 _SHORT_WATCH = 1.0
 _LOUD_ERRORS = frozenset({401, 403, 404})
+_MAX_ERROR_TEXT = 2000  # last_error keeps this much of a message
+
+
+class _HistoryReset(Exception):
+    """The server's resourceVersions went backwards: relist from RV "" (internal)."""
+
+
+class _NoInitialEventsEnd(Exception):
+    """A streaming list without its end bookmark in time (internal)."""
 
 
 class ListerWatcher(Protocol):
@@ -105,7 +147,9 @@ class ListerWatcher(Protocol):
     async def list_page(
         self, resource_version: str, limit: int, continue_: str | None
     ) -> tuple[list[KubeObject], str, str | None]:
-        """One page: ``(items, list resourceVersion, continue token or None)``."""
+        """One page: ``(items, list resourceVersion, continue token or None)``. Items left
+        out as undecodable may be listed in ``items.bad`` (:class:`BadItem` s), and the
+        body's size given as ``items.nbytes`` (see :class:`~aioinformer._core.objects.ItemList`)."""
         ...
 
     def watch(
@@ -145,7 +189,11 @@ class WatcherStatistics:
     lists: int = 0
     """Initial syncs completed (a Replace pushed), by list or streaming list."""
     relists: int = 0
-    """Syncs completed after the first one (after a 410, or a CRD coming back)."""
+    """Syncs completed after the first one (after a 410, a reset of the server's history,
+    or a CRD coming back)."""
+    history_resets: int = 0
+    """Times the server's resourceVersion went backwards (a restore, a new server): each
+    made the watcher relist at RV ""."""
     watch_restarts: int = 0
     """Watches started from a previous watch's RV (after a close, a drop, a stall, an error)."""
     events_total: int = 0
@@ -153,12 +201,17 @@ class WatcherStatistics:
     bookmarks: int = 0
     """BOOKMARK events received."""
     decode_errors: int = 0
-    """Lines skipped: not a valid event or object, or longer than the line limit."""
+    """Lines and list items skipped: not a valid event or object, or longer than the line
+    limit."""
     transform_errors: int = 0
     """Objects the transform raised on."""
     stream_errors: int = 0
     """Failures without an HTTP status: connection errors, cut or stalled streams, bodies
     that are not JSON."""
+    requests: int = 0
+    """Requests sent: list pages, watches and history checks."""
+    throttled: int = 0
+    """Requests that waited for the request ceiling (``request_rate``)."""
     errors_by_code: dict[int, int] = field(default_factory=dict)
     """HTTP status (or ERROR event code) -> times seen."""
     last_error: str = ""
@@ -198,9 +251,27 @@ class WatchOptions:
     list_timeout: float = DEFAULT_LIST_TIMEOUT
     """Seconds one list page may take in all."""
     max_list_bytes: int = DEFAULT_MAX_LIST_BYTES
-    """The largest list page body accepted (decompressed)."""
+    """The largest list accepted (decompressed): each page body, and all the pages of one
+    list together."""
+    max_list_pages: int = 10_000
+    """The most pages one list may have (a server that pages for ever fails the list)."""
     max_line_bytes: int = 16 * 1024 * 1024
     """The longest watch line accepted; longer ones are skipped (counted)."""
+    watch_deadline_margin: float = WATCH_DEADLINE_MARGIN
+    """Seconds past its ``timeoutSeconds`` after which the client ends a watch the server
+    keeps open."""
+    initial_events_timeout: float = 60.0
+    """Seconds a streaming list may wait for its initial-events-end bookmark before the
+    watcher falls back to list+watch (raise it for collections that take longer to stream)."""
+    too_large_rv_retries: int = 3
+    """Watches in a row answered 504 "Too large resource version" after which the watcher
+    takes the server's history as reset and relists at RV ""."""
+    request_rate: float = 20.0
+    """The ceiling on requests per second (list pages, watches, history checks), on
+    average, whatever the server does."""
+    request_burst: int = 200
+    """Requests that may go at once before ``request_rate`` applies (the pages of a big
+    list)."""
     backoff_initial: float = 0.8
     """The first retry delay after a failure, in seconds (doubling, jittered)."""
     backoff_maximum: float = 30.0
@@ -215,11 +286,27 @@ class WatchOptions:
             raise ConfigError(f"page_size must be >= 0, not {self.page_size}")
         if not 1 <= self.min_watch_timeout <= self.max_watch_timeout:
             raise ConfigError("need 1 <= min_watch_timeout <= max_watch_timeout")
-        for name in ("idle_timeout", "header_timeout", "list_timeout"):
-            if getattr(self, name) <= 0:
+        for name in (
+            "idle_timeout",
+            "header_timeout",
+            "list_timeout",
+            "watch_deadline_margin",
+            "initial_events_timeout",
+            "request_rate",
+        ):
+            if not getattr(self, name) > 0:
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
-        if self.max_list_bytes < 1 or self.max_line_bytes < 1:
-            raise ConfigError("max_list_bytes and max_line_bytes must be positive")
+        for name in ("max_list_bytes", "max_line_bytes", "max_list_pages", "request_burst"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, not {getattr(self, name)}")
+        if self.too_large_rv_retries < 1:
+            raise ConfigError(
+                f"too_large_rv_retries must be at least 1, not {self.too_large_rv_retries}"
+            )
+
+    def new_bucket(self) -> TokenBucket:
+        """A fresh request ceiling with these settings (each watcher owns its own)."""
+        return TokenBucket(self.request_rate, self.request_burst)
 
     def new_backoff(self) -> Backoff:
         """A fresh :class:`~aioinformer._core.backoff.Backoff` with these settings (each
@@ -274,10 +361,14 @@ class Watcher:
         ns = list_watch.namespace
         self.name = name or (f"{list_watch.resource}[{ns}]" if ns else list_watch.resource)
         self._stats = WatcherStatistics(backoff_current=self.backoff.current)
-        self._rv: str | None = None  # None: a (re)list is needed
+        self._bucket = options.new_bucket()
+        self._rv: str | None = None  # the watch position; None: a (re)list is needed
+        self._seen = -1  # the last resourceVersion pushed, as an int (-1: none yet)
         self._after_list = False
-        self._healthy_since: float | None = None
-        self._expired_in_a_row = 0
+        self._healthy_since: float | None = None  # start of the current run of progress
+        self._relists_in_a_row = 0  # 410s and history resets since the last healthy run
+        self._too_large_in_a_row = 0  # watches answered 504 ResourceVersionTooLarge
+        self._resetting = False  # a history reset was detected; the relist is under way
         self._settled = asyncio.Event()  # synced, or run() ended
         self._task: asyncio.Task[Any] | None = None
         self._stop_requested = False
@@ -296,7 +387,11 @@ class Watcher:
 
     def statistics(self) -> WatcherStatistics:
         """A copy of the counters (see :class:`WatcherStatistics`)."""
-        return dataclasses.replace(self._stats, errors_by_code=dict(self._stats.errors_by_code))
+        return dataclasses.replace(
+            self._stats,
+            errors_by_code=dict(self._stats.errors_by_code),
+            throttled=self._bucket.waits,
+        )
 
     async def wait_for_sync(self) -> None:
         """Wait until the first Replace has been pushed; :class:`ClosedError` if the watcher
@@ -347,19 +442,31 @@ class Watcher:
                     else:
                         self._stats.watch_restarts += 1
                     await self._watch(self._rv)
-                continue  # a clean close: resume at once
+                continue  # a clean close of a long enough watch: resume at once
+            except _HistoryReset as exc:
+                delay = self._on_history_reset(str(exc))
             except Expired as exc:
                 delay = self._on_expired(exc)
             except StatusError as exc:
                 self._count(exc.code)
                 self._note(exc)
+                if exc.verb == "watch" and _too_large(exc):
+                    self._too_large_in_a_row += 1
+                    if self._too_large_in_a_row >= self.options.too_large_rv_retries:
+                        n, self._too_large_in_a_row = self._too_large_in_a_row, 0
+                        delay = self._on_history_reset(
+                            f"{n} watches in a row from resourceVersion {self._rv} were "
+                            f"answered that it is too large ({exc.server_message})"
+                        )
+                        await asyncio.sleep(delay)
+                        continue
                 delay = self._failure_delay(exc.retry_after)
                 level = logging.ERROR if exc.code in _LOUD_ERRORS else logging.WARNING
-                log.log(level, "%s: %s; retrying in %.1f s", self.name, exc, delay)
+                log.log(level, "%s: %s; retrying in %.1f s", self.name, str(exc), delay)
             except IdleStreamError as exc:
                 self._stats.stream_errors += 1
                 self._note(exc)
-                log.warning("%s: %s; watching again", self.name, exc)
+                log.warning("%s: %s; watching again", self.name, str(exc))
                 continue
             except ClosedError:
                 raise  # the FIFO was closed: the stop signal
@@ -368,36 +475,80 @@ class Watcher:
                 self._note(exc)
                 delay = self._failure_delay(None)
                 trace = not isinstance(exc, TransportError | DecodeError)
-                log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay, exc_info=trace)
+                # (the text, not the exception: a kept record must not pin its frames)
+                text = str(exc)
+                log.warning("%s: %s; retrying in %.1f s", self.name, text, delay, exc_info=trace)
             if delay > 0:
                 await asyncio.sleep(delay)
 
     def _on_expired(self, exc: Expired) -> float:
         self._count(exc.code)
-        self._expired_in_a_row += 1
         what = "resourceVersion" if self._rv is not None else "list continue token"
-        self._rv = None
-        delay = 0.0 if self._expired_in_a_row == 1 else self._failure_delay(exc.retry_after)
-        log.info("%s: %s expired (%s); relisting in %.1f s", self.name, what, exc, delay)
+        delay = self._relist_delay(exc.retry_after)
+        log.info("%s: %s expired (%s); relisting in %.1f s", self.name, what, str(exc), delay)
         return delay
 
+    def _on_history_reset(self, why: str) -> float:
+        """The server's history went backwards: relist from RV "" (logged once)."""
+        self._stats.history_resets += 1
+        self._resetting = True
+        delay = self._relist_delay(None)
+        log.warning(
+            "%s: the server's resourceVersion went backwards: %s; its history was reset (an "
+            "etcd restore, or a new server at the same address): relisting in %.1f s, the "
+            "cache will be replaced as a whole",
+            self.name,
+            why,
+            delay,
+        )
+        return delay
+
+    def _relist_delay(self, retry_after: float | None) -> float:
+        """Ask for a relist: at once the first time since the last healthy run, after the
+        backoff when relists follow each other without progress."""
+        self._rv = None
+        self._end_healthy_run()  # (a long healthy run first forgets the relists before it)
+        self._relists_in_a_row += 1
+        if self._relists_in_a_row == 1:
+            return 0.0
+        return self._failure_delay(retry_after)
+
     def _failure_delay(self, retry_after: float | None) -> float:
-        if self._healthy_since is not None:
-            self.backoff.note_healthy(self._clock() - self._healthy_since)
-            self._healthy_since = None
+        """The one place a retry delay comes from: the backoff (at least ``Retry-After``)."""
+        self._end_healthy_run()
         delay = self.backoff.next_delay()
         if retry_after is not None:
             delay = max(delay, min(retry_after, _MAX_RETRY_AFTER))
         self._stats.backoff_current = self.backoff.current
         return delay
 
-    def _note(self, exc: Exception) -> None:
-        self._stats.last_error = f"{type(exc).__name__}: {exc}"
+    def _progress(self, now: float) -> None:
+        """Real progress (a valid event or bookmark, a completed list) was made."""
+        if self._healthy_since is None:
+            self._healthy_since = now
+
+    def _end_healthy_run(self) -> None:
+        """A failure or a relist ends the run of progress; a run of at least
+        ``backoff_reset_after`` seconds resets the backoff and the relists in a row."""
+        since, self._healthy_since = self._healthy_since, None
+        if since is not None and self._clock() - since >= self.backoff.reset_after:
+            self.backoff.reset()
+            self._relists_in_a_row = 0
+            self._stats.backoff_current = self.backoff.current
+
+    def _note(self, exc: BaseException) -> None:
+        text = redact_known(f"{type(exc).__name__}: {exc}")
+        self._stats.last_error = text[:_MAX_ERROR_TEXT]
         self._stats.last_error_at = self._clock()
 
     def _count(self, code: int) -> None:
         by_code = self._stats.errors_by_code
         by_code[code] = by_code.get(code, 0) + 1
+
+    async def _request(self) -> None:
+        """Before every request: count it, and wait for the request ceiling."""
+        self._stats.requests += 1
+        await self._bucket.acquire()
 
     # -- list ---------------------------------------------------------------------------------
 
@@ -415,39 +566,100 @@ class Watcher:
                     self.name,
                     exc,
                 )
+            except _NoInitialEventsEnd as exc:
+                self.streaming_list = False
+                log.warning("%s: %s; using list+watch", self.name, exc)
+        items, list_rv = await self._list()
+        try:
+            rv = parse_resource_version(list_rv)
+        except DecodeError as exc:
+            raise DecodeError(f"{self._where('list')}: list {exc}") from None
+        if self._transform is not None:
+            items = [t for o in items if (t := self._apply(o)) is not None]
+        if 0 <= rv < self._seen and not self._resetting:
+            self._stats.history_resets += 1
+            log.warning(
+                "%s: the server's resourceVersion went backwards: the list is at %d, the "
+                "cache was at %d; its history was reset (an etcd restore, or a new server at "
+                "the same address): the cache is replaced as a whole",
+                self.name,
+                rv,
+                self._seen,
+            )
+        self._replace(items, list_rv, rv)
+        self._after_list = True
+
+    async def _list(self) -> tuple[list[KubeObject], str]:
+        """One whole list, page by page: ``(items, list resourceVersion)``."""
+        options = self.options
         items: list[KubeObject] = []
         list_rv = ""
         continue_: str | None = None
+        seen: set[str] = set()
+        pages = size = 0
+        limit = self.page_size
         while True:
-            page, page_rv, continue_ = await self._lw.list_page("", self.page_size, continue_)
+            await self._request()
+            try:
+                page, page_rv, next_ = await self._lw.list_page("", limit, continue_)
+            except Expired as exc:
+                if continue_ is None:
+                    raise
+                # the list took longer than the server keeps its snapshots (compaction):
+                # one list without paging, as client-go's pager does (FullListIfExpired)
+                self._count(exc.code)
+                log.info(
+                    "%s: the list's continue token expired after %d pages (%s); listing "
+                    "everything in one request",
+                    self.name,
+                    pages,
+                    exc,
+                )
+                items, list_rv, continue_, pages, size, limit = [], "", None, 0, 0, 0
+                seen.clear()
+                continue
+            pages += 1
+            size += getattr(page, "nbytes", 0)
+            for bad in getattr(page, "bad", ()):
+                self._bad_item(bad)
             list_rv = list_rv or page_rv
             items.extend(page)
-            if continue_ is None:
-                break
-        if not (list_rv.isdigit() and list_rv.isascii()):
-            raise DecodeError(f"{self._where('list')}: resourceVersion {list_rv[:32]!r}")
-        if self._transform is not None:
-            items = [t for o in items if (t := self._apply(o)) is not None]
-        self._replace(items, list_rv)
-        self._after_list = True
+            if next_ is None:
+                return items, list_rv
+            if next_ in seen:
+                raise self._transport_error(
+                    "list",
+                    f"the server sent the same continue token twice (after {pages} pages): "
+                    "a paging loop",
+                )
+            if pages >= options.max_list_pages:
+                raise self._transport_error(
+                    "list", f"more than {options.max_list_pages} pages (max_list_pages)"
+                )
+            if size > options.max_list_bytes:
+                raise self._transport_error(
+                    "list",
+                    f"{pages} pages of {size} bytes together, over the limit of "
+                    f"{options.max_list_bytes} (max_list_bytes)",
+                )
+            seen.add(next_)
+            continue_ = next_
 
-    def _replace(self, objects: list[KubeObject], rv: str) -> None:
+    def _replace(self, objects: list[KubeObject], rv_text: str, rv: int) -> None:
         now = self._clock()
-        self._fifo.put_nowait(Replace(objects, int(rv), now))
+        self._fifo.put_nowait(Replace(objects, rv, now))
         stats = self._stats
         stats.lists += 1
         if stats.has_synced:
             stats.relists += 1
-        self._advance(rv)
-        if self._healthy_since is None:
-            self._healthy_since = now
+        self._rv = stats.last_rv = rv_text
+        self._seen = rv
+        self._resetting = False
+        self._progress(now)
         if not stats.has_synced:
             stats.has_synced = True
             self._settled.set()
         log.debug("%s: synced %d objects at resourceVersion %s", self.name, len(objects), rv)
-
-    def _advance(self, rv: str) -> None:
-        self._rv = self._stats.last_rv = rv
 
     # -- watch --------------------------------------------------------------------------------
 
@@ -455,10 +667,11 @@ class Watcher:
         """One watch request, until the server closes it cleanly (errors raise)."""
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
         started = self._clock()
-        received = False
         valid_before = self._stats.events_total + self._stats.bookmarks
         skipped_before = self._stats.decode_errors
         buffer: dict[str, KubeObject] | None = {} if initial else None
+        position = -1 if initial else parse_resource_version(rv)
+        await self._request()
         reads = self._lw.watch(
             rv,
             timeout,
@@ -471,85 +684,119 @@ class Watcher:
         # and what it produces goes to the FIFO once per read (see _queue)
         stats, transform = self._stats, self._transform
         delta_types, decode = _DELTA_TYPES, decode_event
-        async with contextlib.aclosing(reads):
-            async for lines in reads:
-                now = stats.last_event_at = self._clock()  # one read, one receive time
-                if not received:
-                    received = True
-                    if self._healthy_since is None:
-                        self._healthy_since = now
-                queued: list[Item] = []
-                put = queued.append
-                last: KubeObject | None = None  # the last object queued, to advance to
-                events = 0
-                try:
-                    for line in lines:
-                        try:
-                            etype, obj, status = decode(line)
-                        except DecodeError as exc:
-                            self._bad_line(line, str(exc))
-                            continue
-                        if obj is None:
-                            raise self._lw.error_from_status(status or {}, "watch")
-                        dtype = delta_types.get(etype)
-                        if dtype is None:  # BOOKMARK
-                            stats.bookmarks += 1
-                            if buffer is None:
-                                put(Bookmark(obj.rv, now))
-                                last = obj
-                            elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
-                                rv = obj.metadata.resource_version
-                                self._replace(list(buffer.values()), rv)  # (nothing queued)
-                                buffer = None
-                            continue
-                        events += 1
-                        if buffer is not None:
-                            if dtype is DeltaType.DELETED:
-                                buffer.pop(obj.key, None)
-                            elif (t := self._apply(obj) if transform else obj) is not None:
-                                buffer[obj.key] = t
-                            continue
-                        if transform is not None:
-                            t = self._apply(obj)
-                            if t is not None:
-                                put(Delta(dtype, t, now))
-                            elif dtype is DeltaType.DELETED:
+        limit = asyncio.timeout(self.options.initial_events_timeout if initial else None)
+        try:
+            async with limit, contextlib.aclosing(reads):
+                async for lines in reads:
+                    now = stats.last_event_at = self._clock()  # one read, one receive time
+                    queued: list[Item] = []
+                    put = queued.append
+                    last: KubeObject | None = None  # the last object queued, to advance to
+                    events = 0
+                    try:
+                        for line in lines:
+                            try:
+                                etype, obj, status = decode(line)
+                            except MemoryError:
+                                raise
+                            except Exception as exc:  # DecodeError: any bad line is skipped
+                                self._bad_line(line, exc)
+                                continue
+                            if obj is None:
+                                raise self._lw.error_from_status(status or {}, "watch")
+                            if obj.rv < position:  # (never while initial events are read)
+                                raise _HistoryReset(
+                                    f"an event at {obj.rv} came on a watch at {position}"
+                                )
+                            dtype = delta_types.get(etype)
+                            if dtype is None:  # BOOKMARK
+                                stats.bookmarks += 1
+                                if buffer is None:
+                                    put(Bookmark(obj.rv, now))
+                                    last = obj
+                                    position = obj.rv
+                                elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
+                                    limit.reschedule(None)
+                                    objects = list(buffer.values())
+                                    self._replace(objects, obj.metadata.resource_version, obj.rv)
+                                    buffer = None  # (nothing queued before it)
+                                    position = obj.rv
+                                continue
+                            events += 1
+                            if buffer is not None:
+                                if dtype is DeltaType.DELETED:
+                                    buffer.pop(obj.key, None)
+                                elif (t := self._apply(obj) if transform else obj) is not None:
+                                    buffer[obj.key] = t
+                                continue
+                            position = obj.rv
+                            if transform is not None:
+                                t = self._apply(obj)
+                                if t is not None:
+                                    put(Delta(dtype, t, now))
+                                elif dtype is DeltaType.DELETED:
+                                    put(Delta(dtype, obj, now))
+                            else:
                                 put(Delta(dtype, obj, now))
-                        else:
-                            put(Delta(dtype, obj, now))
-                        last = obj
-                finally:  # an ERROR event raises: what came before it still counts
-                    self._queue(queued, last, events)
+                            last = obj
+                    finally:  # an ERROR event raises: what came before it still counts
+                        self._queue(queued, last, events, now)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            raise _NoInitialEventsEnd(
+                f"{self._where('watch')}: the streaming list sent no {_INITIAL_EVENTS_END} "
+                f"bookmark within {self.options.initial_events_timeout:g} s (does the server "
+                "ignore sendInitialEvents?)"
+            ) from None
         if buffer is not None:
-            raise self._stream_error(
-                f"the streaming list ended before its {_INITIAL_EVENTS_END} bookmark"
+            raise self._transport_error(
+                "watch", f"the streaming list ended before its {_INITIAL_EVENTS_END} bookmark"
             )
-        # bad lines only (e.g. an HTML page labelled JSON) do not make a watch worth
-        # resuming at once: that would let a broken proxy drive a tight loop
-        valid = stats.events_total + stats.bookmarks > valid_before
-        if not valid and self._clock() - started < _SHORT_WATCH:
+        valid = stats.events_total + stats.bookmarks - valid_before
+        if not valid and not initial:
+            await self._check_history(rv)
+        if self._clock() - started < _SHORT_WATCH:
+            # a watch the server (or a proxy) ends at once is not worth resuming at once:
+            # that would let it drive a tight loop, whatever the watch carried
             skipped = stats.decode_errors - skipped_before
             but = f", {skipped} bad lines skipped" if skipped else ""
-            raise self._stream_error(
-                f"very short watch (closed within {_SHORT_WATCH:g} s without a valid event{but})"
+            raise self._transport_error(
+                "watch",
+                f"very short watch (closed within {_SHORT_WATCH:g} s, {valid} valid events{but})",
             )
 
-    def _queue(self, items: list[Item], last: KubeObject | None, events: int) -> None:
+    async def _check_history(self, rv: str) -> None:
+        """After a watch that saw nothing: a one-item list tells the server's current
+        resourceVersion; below the watch's, the server's history was reset (a watch from a
+        resourceVersion the server has not reached gets no event at all, conformance 05d)."""
+        await self._request()
+        _, list_rv, _ = await self._lw.list_page("", 1, None)
+        try:
+            current = parse_resource_version(list_rv)
+        except DecodeError as exc:
+            raise DecodeError(f"{self._where('list')}: list {exc}") from None
+        if current < parse_resource_version(rv):
+            raise _HistoryReset(f"a watch from {rv} saw nothing, and the server is at {current}")
+
+    def _queue(self, items: list[Item], last: KubeObject | None, events: int, now: float) -> None:
         """Put the items made from one read into the FIFO and advance the watch position to
         ``last`` (the object of the last event or bookmark among them)."""
         if events:
             self._stats.events_total += events
-            self._expired_in_a_row = 0
+            self._too_large_in_a_row = 0
         if items:
             self._fifo.put_many(items)
         if last is not None:
-            self._advance(last.metadata.resource_version)
+            self._rv = self._stats.last_rv = last.metadata.resource_version
+            self._seen = last.rv
+            self._progress(now)
 
-    def _stream_error(self, message: str) -> TransportError:
+    def _transport_error(self, verb: str, message: str) -> TransportError:
         lw = self._lw
         return TransportError(
-            f"{self._where('watch')}: {message}",
-            verb="watch",
+            f"{self._where(verb)}: {message}",
+            verb=verb,
             resource=lw.resource,
             namespace=lw.namespace,
         )
@@ -560,23 +807,55 @@ class Watcher:
     def _apply(self, obj: KubeObject) -> KubeObject | None:
         assert self._transform is not None
         try:
-            result = self._transform(obj)
-            if result is None or isinstance(result, KubeObject):
-                return result
-            raise TypeError(f"the transform returned a {type(result).__name__}, not a KubeObject")
+            result: Any = self._transform(obj)  # (typed, but user code: checked)
+            if result is None:
+                return None
+            if not isinstance(result, KubeObject):
+                raise TypeError(
+                    f"the transform returned a {type(result).__name__}, not a KubeObject"
+                )
+            if type(result.key) is not str or type(result.rv) is not int:  # the store's keys
+                raise TypeError("the transform returned a KubeObject whose key or rv was changed")
+            return result
         except Exception:
             n = self._stats.transform_errors = self._stats.transform_errors + 1
             if n <= 10 or n % 1000 == 0:
                 log.exception("%s: the transform raised on %s; skipped", self.name, obj.key)
             return None
 
-    def _bad_line(self, line: bytes, why: str) -> None:
-        self._skipped(f"{why}; {len(line)} bytes, starting {line[:64]!r}")
+    def _bad_line(self, line: bytes, exc: Exception) -> None:
+        def describe() -> str:
+            key = peek_key(line, event=True)
+            of = f"; object {key}" if key else ""
+            return f"{exc}{of}; {len(line)} bytes, starting {_shown(line)}"
+
+        self._skipped("watch line", describe)
+
+    def _bad_item(self, bad: BadItem) -> None:
+        self._skipped("list item", lambda: f"{bad.key or 'key unknown'}: {bad.reason}")
 
     def _oversized(self, size: int) -> None:
-        self._skipped(f"a line of {size} bytes, over the line limit")
+        self._skipped("watch line", lambda: f"a line of {size} bytes, over the line limit")
 
-    def _skipped(self, what: str) -> None:
+    def _skipped(self, what: str, describe: Callable[[], str]) -> None:
         n = self._stats.decode_errors = self._stats.decode_errors + 1
         if n <= 10 or n % 1000 == 0:  # a flood of bad lines must not flood the log
-            log.warning("%s: skipped a bad watch line (%s) [%d so far]", self.name, what, n)
+            log.warning("%s: skipped a bad %s (%s) [%d so far]", self.name, what, describe(), n)
+
+
+def _too_large(exc: StatusError) -> bool:
+    """Whether ``exc`` says the requested resourceVersion is ahead of the server
+    (conformance 05a: 504 reason Timeout, cause ResourceVersionTooLarge)."""
+    if any(c.reason == "ResourceVersionTooLarge" for c in exc.causes):
+        return True
+    return "too large resource version" in exc.server_message.lower()
+
+
+def _shown(data: bytes, n: int = 64) -> str:
+    """The repr of the first ``n`` bytes of ``data``, cleaned of secrets before the cut (a
+    cut through a secret would leave a piece that no longer matches)."""
+    plain = repr(data[:n])
+    clean = redact_known(repr(data[: n + 4096]))
+    if clean.startswith(plain[:-1]):
+        return plain
+    return clean[: max(len(plain) - 1, clean.find(REDACTED) + len(REDACTED))] + "...'"

@@ -8,9 +8,12 @@ event), which is what this library exists to avoid.
 Contract:
 
 * :meth:`ListWatch.list_page` returns one page of a list as decoded objects, the list's
-  resourceVersion and the continue token (None on the last page). A page body longer than
-  ``max_list_bytes`` (after decompression) is a :class:`TransportError` (reading stops at
-  the limit), and so is a list whose answer does not finish within ``list_timeout``.
+  resourceVersion and the continue token (None on the last page). An item that cannot be
+  decoded is left out and reported in the page's ``bad`` (the other items are kept); the
+  page's ``nbytes`` is its body's size. A page body longer than ``max_list_bytes`` (after
+  decompression: a compressed bomb is stopped there too) is a :class:`TransportError`
+  (reading stops at the limit), and so is a list whose answer does not finish within
+  ``list_timeout``.
 * :meth:`ListWatch.watch` yields the raw event lines (without the newline) of one watch
   request, until the server closes the stream cleanly. Lines may be arbitrarily long up to
   ``max_line_bytes`` (16 MiB by default; aiohttp's ``readline`` limit does not apply, the
@@ -19,8 +22,9 @@ Contract:
 * **No wait is unbounded.** From the request's start, the response headers must come within
   ``header_timeout``; then the stream may stay silent no longer than ``idle_timeout``
   (:class:`IdleStreamError`); and a watch that outlives its own ``timeoutSeconds`` by
-  :data:`WATCH_DEADLINE_MARGIN` is ended by the client (:class:`WatchDeadlineError`), so a
-  server or proxy that trickles bytes cannot hold a watch open for ever.
+  ``watch_deadline_margin`` (:data:`WATCH_DEADLINE_MARGIN` by default) is ended by the
+  client (:class:`WatchDeadlineError`), so a server or proxy that trickles bytes cannot
+  hold a watch open for ever.
 * Errors name verb, resource and namespace: an HTTP error status is the most specific
   :class:`~aioinformer.StatusError` (410 is :class:`~aioinformer.Expired`), a 200 whose
   Content-Type is not JSON is :class:`DecodeError`; a connection failure, a stream cut
@@ -42,7 +46,7 @@ import aiohttp
 
 from aioinformer._client.rest import JSON, NETWORK_ERRORS, Request, RestClient
 from aioinformer._core.errors import DecodeError, StatusError, TransportError, in_namespace
-from aioinformer._core.objects import KubeObject, decode_list
+from aioinformer._core.objects import ItemList, decode_list
 
 __all__ = ["IdleStreamError", "ListWatch", "WatchDeadlineError"]
 
@@ -64,8 +68,8 @@ class IdleStreamError(TransportError):
 
 
 class WatchDeadlineError(TransportError):
-    """The watch outlived its ``timeoutSeconds`` by :data:`WATCH_DEADLINE_MARGIN`: the
-    server never closed it, so the client did."""
+    """The watch outlived its ``timeoutSeconds`` by the deadline margin: the server never
+    closed it, so the client did."""
 
 
 class ListWatch:
@@ -100,6 +104,7 @@ class ListWatch:
         max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         list_timeout: float = DEFAULT_LIST_TIMEOUT,
+        watch_deadline_margin: float = WATCH_DEADLINE_MARGIN,
     ) -> None:
         group, _, version = group_version.rpartition("/")
         self.rest = client if isinstance(client, RestClient) else RestClient(client)
@@ -119,6 +124,8 @@ class ListWatch:
         """Largest list page body accepted (decompressed); a longer one fails the list."""
         self.header_timeout = header_timeout
         self.list_timeout = list_timeout
+        self.watch_deadline_margin = watch_deadline_margin
+        """Seconds past its ``timeoutSeconds`` after which the client ends a watch."""
         self.resource = f"{plural}.{group}" if group else plural
         """``plural`` or ``plural.group``, as in RBAC rules and error messages."""
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -171,8 +178,10 @@ class ListWatch:
         if "json" not in ctype.lower():
             resp.close()
             raise DecodeError(
-                f"{self._where(verb)}: the server answered 200 with Content-Type "
-                f"{ctype!r}, not JSON (a proxy or a login page in the way?)"
+                self.rest.redact(
+                    f"{self._where(verb)}: the server answered 200 with Content-Type "
+                    f"{ctype!r}, not JSON (a proxy or a login page in the way?)"
+                )
             )
         return resp
 
@@ -183,11 +192,12 @@ class ListWatch:
 
     async def list_page(
         self, resource_version: str, limit: int, continue_: str | None
-    ) -> tuple[list[KubeObject], str, str | None]:
+    ) -> tuple[ItemList, str, str | None]:
         """One page of the list: ``(items, list_resource_version, continue_token)``.
 
         ``resource_version`` "" asks for a consistent (quorum) read; it is not sent with a
-        continue token (the token carries it). ``limit`` 0 means no paging.
+        continue token (the token carries it). ``limit`` 0 means no paging. ``items.bad``
+        holds the items left out (undecodable), ``items.nbytes`` the body's size.
         """
         query = self._query()
         if continue_:
@@ -210,9 +220,10 @@ class ListWatch:
                 "list", f"the list did not complete within {self.list_timeout:g} s"
             ) from None
         try:
-            items, rv, cont = decode_list(body)
+            items, rv, cont = decode_list(body, skip_bad=True)
         except DecodeError as exc:
-            raise DecodeError(f"{self._where('list')}: {exc}") from exc
+            raise DecodeError(self.rest.redact(f"{self._where('list')}: {exc}")) from None
+        items.nbytes = len(body)
         return items, rv, cont or None
 
     async def watch(
@@ -233,7 +244,7 @@ class ListWatch:
         the iterating task closes the response. ``send_initial_events`` makes it a
         streaming list (``resourceVersionMatch=NotOlderThan``). ``idle_timeout``: raise
         :class:`IdleStreamError` when no byte arrives for that many seconds. A watch still
-        open :data:`WATCH_DEADLINE_MARGIN` seconds after ``timeout_seconds`` raises
+        open ``watch_deadline_margin`` seconds after ``timeout_seconds`` raises
         :class:`WatchDeadlineError`. ``on_oversized`` receives the size of each line
         skipped for exceeding ``max_line_bytes``.
         """
@@ -246,7 +257,8 @@ class ListWatch:
         if send_initial_events:
             query += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_seconds + WATCH_DEADLINE_MARGIN
+        margin = self.watch_deadline_margin
+        deadline = loop.time() + timeout_seconds + margin
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         accept = _PARTIAL if self.metadata_only else JSON
         resp = await self._get("watch", query, accept, timeout)
@@ -262,7 +274,7 @@ class ListWatch:
                     except TimeoutError:
                         raise self._transport(
                             "watch",
-                            f"still open {WATCH_DEADLINE_MARGIN:g} s after its timeoutSeconds "
+                            f"still open {margin:g} s after its timeoutSeconds "
                             f"({timeout_seconds}); ended by the client",
                             WatchDeadlineError,
                         ) from None

@@ -19,7 +19,9 @@ Contract:
   (and the object's name when the request has one).
 * Secrets never leave: every text put into an error passes through the client's
   :class:`~aioinformer._core.redact.Redactor` (the token, password and client key of the
-  configuration), whatever the server echoed; no error carries request headers.
+  configuration), whatever the server echoed, whole before it is cut; no error carries
+  request headers. The redactor is registered for the library's log lines and statistics
+  too (:func:`~aioinformer._core.redact.register`, :mod:`~aioinformer._core.logs`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import aiohttp
 import orjson
 from multidict import CIMultiDictProxy
 
+from aioinformer._core import logs
 from aioinformer._core.errors import (
     Cause,
     StatusError,
@@ -42,7 +45,7 @@ from aioinformer._core.errors import (
     in_namespace,
     status_error_class,
 )
-from aioinformer._core.redact import Redactor
+from aioinformer._core.redact import Redactor, register
 
 __all__ = [
     "JSON",
@@ -94,8 +97,10 @@ class RestClient:
 
     def __init__(self, api_client: Any, *, redactor: Redactor | None = None) -> None:
         self.api_client = api_client
-        self.redact = redactor or Redactor(getattr(api_client, "configuration", None))
-        """Removes this client's secrets from any text (used for every error message)."""
+        self.redact = register(redactor or Redactor(getattr(api_client, "configuration", None)))
+        """Removes this client's secrets from any text (used for every error message, and
+        registered for every log line and statistics field of the library)."""
+        logs.install()
 
     def __repr__(self) -> str:
         host = getattr(getattr(self.api_client, "configuration", None), "host", "?")
@@ -184,6 +189,7 @@ class RestClient:
             async for chunk in resp.content.iter_any():
                 size += len(chunk)
                 if max_body is not None and size > max_body:
+                    chunks.clear()  # (not kept alive by the error's traceback)
                     raise TransportError(
                         f"{about.where()}: the response body is longer than {max_body} bytes, "
                         "the limit (max_body_bytes)",
@@ -239,11 +245,12 @@ class RestClient:
         retry_after = parse_retry_after(resp.headers.get("Retry-After"))
         if isinstance(status, dict) and status.get("kind") == "Status":
             return self.status_error(status, about, code=resp.status, retry_after=retry_after)
-        ctype = resp.headers.get("Content-Type", "no Content-Type")
-        text = " ".join(raw[:200].decode("utf-8", "replace").split())
+        ctype = self.redact(resp.headers.get("Content-Type", "no Content-Type"))[:100]
+        # cleaned whole, then cut: a cut must not keep a piece of a secret
+        text = " ".join(self.redact(raw.decode("utf-8", "replace")).split())[:200]
         message = f"non-JSON error body ({ctype}): {text!r}" if text else f"empty body ({ctype})"
         return self.status_error(
-            {"reason": resp.reason or "", "message": message},
+            {"reason": self.redact(resp.reason or "")[:100], "message": message},
             about,
             code=resp.status,
             retry_after=retry_after,
@@ -291,6 +298,8 @@ def status_error(
         seconds = details.get("retryAfterSeconds")
         retry_after = float(seconds) if isinstance(seconds, int | float) else None
     clean = redact or (lambda text: text)
+    raw_causes = details.get("causes")
+    raw_causes = raw_causes if isinstance(raw_causes, list) else ()
     reason = clean(str(status.get("reason") or ""))
     causes = tuple(
         Cause(
@@ -298,10 +307,10 @@ def status_error(
             clean(str(c.get("message") or "")),
             clean(str(c.get("field") or "")),
         )
-        for c in (details.get("causes") or ())
+        for c in raw_causes
         if isinstance(c, Mapping)
     )
-    name = about.name or (str(details["name"]) if details.get("name") else None)
+    name = about.name or (clean(str(details["name"]))[:253] if details.get("name") else None)
     cls = status_error_class(code, reason)
     return cls(
         code,

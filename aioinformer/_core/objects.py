@@ -11,8 +11,16 @@ Contract:
 * :func:`decode_event`, :func:`decode_object` and :func:`decode_list` raise
   :class:`~aioinformer.DecodeError` (a short message, never the input) for anything that is
   not a valid event / object / list: malformed JSON, an unknown event type, an object without
-  metadata, name or integer resourceVersion (only bookmarks may lack a name). Bookmarks
-  decode to a metadata-only object (``body == b"{}"``), ERROR events to their Status dict.
+  metadata, name or resourceVersion, a resourceVersion that is not a decimal uint64 (what the
+  API server's Go code parses: at most 20 digits), input nested too deeply to decode
+  (msgspec stops at about a thousand levels), or any other failure of the decoder (only
+  bookmarks may lack a name). No other exception escapes them but ``MemoryError``, which says
+  nothing about the input (the caller retries the stream later, it does not skip the item).
+  Bookmarks decode to a metadata-only object (``body == b"{}"``), ERROR events to their
+  Status dict.
+* One bad item never fails a list that is read with ``skip_bad=True``: it is left out and
+  reported in :attr:`ItemList.bad` (with its key when one can be read, see
+  :mod:`~aioinformer._core.jsonscan`), and every other item is decoded.
 * ``decode_object(raw).to_dict() == orjson.loads(raw)`` for objects as the API server writes
   them. Approximations: metadata fields at their zero value (``""``, ``0``, ``{}``, ``[]``,
   ``null``) and ownerReferences' ``controller``/``blockOwnerDeletion`` ``false`` are left out,
@@ -33,17 +41,22 @@ The figures for all three are measured by ``bench/objects_bench.py`` (bench/RESU
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any, Generic, Literal, TypeAlias, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 import msgspec
 import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from aioinformer._core.errors import DecodeError
+from aioinformer._core.jsonscan import peek_key, split_list
+from aioinformer._core.redact import redact_known
 
 __all__ = [
+    "MAX_RESOURCE_VERSION",
+    "BadItem",
+    "ItemList",
     "KubeObject",
     "ObjectMeta",
     "OwnerReference",
@@ -52,6 +65,7 @@ __all__ = [
     "decode_list",
     "decode_object",
     "drop_managed_fields",
+    "parse_resource_version",
 ]
 
 _T = TypeVar("_T")
@@ -157,7 +171,7 @@ _SLOW_EVENT = _dec(_Event[dict[str, Raw]])
 _FAST_OBJECT = _dec(_FastObject)
 _SLOW_OBJECT = _dec(dict[str, Raw])
 _FAST_LIST = _dec(_List[_FastObject])
-_SLOW_LIST = _dec(_List[dict[str, Raw]])
+_RAW_LIST = _dec(_List[Raw])
 _WIRE_META = _dec(_WireMeta)
 _STR = _dec(str)
 _ANY = _dec()
@@ -295,64 +309,212 @@ def decode_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | 
 
     ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. ERROR gives ``(type, None,
     status_dict)``; BOOKMARK a metadata-only object (its name may be empty). Raises
-    :class:`~aioinformer.DecodeError` for anything else.
+    :class:`~aioinformer.DecodeError` for anything else (see the module docstring).
     """
     try:
         event = _FAST_EVENT.decode(line)
+        kind, obj = event.type, event.object
+        if obj is None:
+            raise DecodeError(f"{kind} watch event without an object")
+        return kind, _build_fast(obj, kind == "BOOKMARK", "", ""), None
     except msgspec.ValidationError:  # ERROR, an unknown type, an unusual field, not an event
-        return _slow_event(line)
+        pass
     except msgspec.DecodeError as exc:
         raise DecodeError(f"watch event is not valid JSON: {exc}") from None
-    kind, obj = event.type, event.object
-    if obj is None:
-        raise DecodeError(f"{kind} watch event without an object")
-    return kind, _build_fast(obj, kind == "BOOKMARK", "", ""), None
+    except (DecodeError, MemoryError):
+        raise
+    except Exception as exc:  # RecursionError (too deep), and whatever else a decoder raises
+        raise _undecodable("watch event", exc) from None
+    try:
+        return _slow_event(line)
+    except (DecodeError, MemoryError):
+        raise
+    except Exception as exc:
+        raise _undecodable("watch event", exc) from None
 
 
 def _slow_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
     event = _decode(_SLOW_EVENT, line, "a watch event")
     kind, obj = event.type, event.object
     if kind not in _EVENT_TYPES and kind != "ERROR":
-        raise DecodeError(f"unknown watch event type {kind[:40]!r}")
+        raise DecodeError(f"unknown watch event type {redact_known(kind)[:40]!r}")
     if obj is None:
         raise DecodeError(f"{kind} watch event without an object")
     if kind == "ERROR":  # rare and small: decode it plainly
-        status: dict[str, Any] = orjson.loads(line)["object"]
+        status = orjson.loads(line)["object"]
+        if not isinstance(status, dict):
+            raise DecodeError("ERROR watch event whose object is not a Status")
         return kind, None, status
     return kind, _build_slow(obj, kind == "BOOKMARK"), None
 
 
 def decode_object(raw: bytes | str | Raw) -> KubeObject:
     """Decode one API object (a GET response, a list item, a watch event's object)."""
-    try:
-        return _build_fast(_FAST_OBJECT.decode(raw), False, "", "")
-    except msgspec.ValidationError:
-        return _build_slow(_decode(_SLOW_OBJECT, raw, "an object"), False)
-    except msgspec.DecodeError as exc:
-        raise DecodeError(f"object is not valid JSON: {exc}") from None
+    return _decode_item(raw, "", "")
 
 
-def decode_list(body: bytes) -> tuple[list[KubeObject], str, str | None]:
+class BadItem(NamedTuple):
+    """A list item left out: its ``key`` (None when it could not be read) and ``reason``."""
+
+    key: str | None
+    reason: str
+
+
+class ItemList(list[KubeObject]):
+    """The decoded items of a list (a plain list), with the items left out in :attr:`bad`
+    and the body's size in :attr:`nbytes`."""
+
+    __slots__ = ("bad", "nbytes")
+
+    def __init__(self, items: Iterable[KubeObject] = (), bad: Iterable[BadItem] = ()) -> None:
+        super().__init__(items)
+        self.bad: list[BadItem] = list(bad)
+        """The items left out, in order."""
+        self.nbytes = 0
+        """The size of the list body, in bytes."""
+
+
+def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, str | None]:
     """Decode a list response into ``(items, list resourceVersion, continue token or None)``.
 
     Items of typed lists carry no apiVersion/kind: they get the list's apiVersion and its
     kind without ``List`` (``PodList`` -> ``Pod``). PartialObjectMetadataList and custom
-    resource lists (whose items carry their own) work the same way.
+    resource lists (whose items carry their own) work the same way. A bad item raises
+    :class:`~aioinformer.DecodeError`, or with ``skip_bad`` is left out and listed in
+    ``items.bad``; a body that is not a list (malformed JSON, no object) always raises.
     """
     try:
         fast = _FAST_LIST.decode(body)
-    except msgspec.ValidationError:
-        slow = _decode(_SLOW_LIST, body, "a list")
-        version, kind = slow.api_version, _item_kind(slow.kind)
-        items = [_build_slow(item, False, version, kind) for item in slow.items or ()]
-        meta = slow.metadata or _ListMeta()
+    except msgspec.ValidationError:  # an unusual item (or list): item by item
+        return _raw_list(body, skip_bad)
     except msgspec.DecodeError as exc:
         raise DecodeError(f"list is not valid JSON: {exc}") from None
-    else:
-        version, kind = fast.api_version, _item_kind(fast.kind)
-        items = [_build_fast(item, False, version, kind) for item in fast.items or ()]
-        meta = fast.metadata or _ListMeta()
+    except MemoryError:
+        raise
+    except Exception as exc:  # an item too deep to decode
+        return _split_list(body, skip_bad, exc)
+    version, kind = fast.api_version, _item_kind(fast.kind)
+    items = ItemList()
+    append = items.append
+    for item in fast.items or ():
+        try:
+            append(_build_fast(item, False, version, kind))
+        except MemoryError:
+            raise
+        except Exception as exc:
+            _bad_item(items, _struct_key(item), exc, skip_bad)
+    meta = fast.metadata or _ListMeta()
     return items, meta.resource_version, meta.continue_ or None
+
+
+def _raw_list(body: bytes, skip_bad: bool) -> tuple[ItemList, str, str | None]:
+    """:func:`decode_list` for a list with an item the one-pass decoder rejects: the
+    items as raw slices, then each on its own."""
+    try:
+        raw = _RAW_LIST.decode(body)
+    except msgspec.DecodeError as exc:
+        raise DecodeError(f"not a list: {exc}") from None
+    except MemoryError:
+        raise
+    except Exception as exc:
+        return _split_list(body, skip_bad, exc)
+    version, kind = raw.api_version, _item_kind(raw.kind)
+    items = ItemList()
+    for one in raw.items or ():
+        _one_item(items, one, version, kind, skip_bad)
+    meta = raw.metadata or _ListMeta()
+    return items, meta.resource_version, meta.continue_ or None
+
+
+def _split_list(body: bytes, skip_bad: bool, exc: Exception) -> tuple[ItemList, str, str | None]:
+    """:func:`decode_list` for a list the decoders cannot take whole (an item nested too
+    deeply): the items found by :func:`~aioinformer._core.jsonscan.split_list`, each
+    decoded on its own."""
+    split = split_list(body) if skip_bad else None
+    if split is None:
+        raise _undecodable("list", exc)
+    head, spans = split
+    try:
+        raw = _RAW_LIST.decode(head)
+    except msgspec.DecodeError as error:
+        raise DecodeError(f"not a list: {error}") from None
+    except MemoryError:
+        raise
+    except Exception as error:
+        raise _undecodable("list", error) from None
+    version, kind = raw.api_version, _item_kind(raw.kind)
+    items = ItemList()
+    for start, end in spans:
+        _one_item(items, body[start:end], version, kind, skip_bad)
+    meta = raw.metadata or _ListMeta()
+    return items, meta.resource_version, meta.continue_ or None
+
+
+def _struct_key(item: _FastObject) -> str | None:
+    meta = item.metadata
+    if not meta or not meta.name:
+        return None
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _one_item(items: ItemList, raw: bytes | Raw, version: str, kind: str, skip_bad: bool) -> None:
+    try:  # (the one-pass decoder already failed on this list: straight to the generic one)
+        items.append(_decode_item(raw, version, kind, one_pass=False))
+    except MemoryError:
+        raise
+    except Exception as exc:
+        _bad_item(items, peek_key(bytes(raw)), exc, skip_bad)
+
+
+def _bad_item(items: ItemList, key: str | None, exc: Exception, skip_bad: bool) -> None:
+    error = exc if isinstance(exc, DecodeError) else _undecodable("list item", exc)
+    if not skip_bad:
+        raise error from None
+    items.bad.append(BadItem(key, str(error)))
+
+
+def _decode_item(
+    raw: bytes | str | Raw, version: str, kind: str, *, one_pass: bool = True
+) -> KubeObject:
+    """One object (a list item gets the list's ``version`` and ``kind`` when it has none);
+    only DecodeError or MemoryError escape. ``one_pass``: try the one-pass decoder first."""
+    if one_pass:
+        try:
+            return _build_fast(_FAST_OBJECT.decode(raw), False, version, kind)
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError as exc:
+            raise DecodeError(f"object is not valid JSON: {exc}") from None
+        except (DecodeError, MemoryError):
+            raise
+        except Exception as exc:
+            raise _undecodable("object", exc) from None
+    try:
+        return _build_slow(_decode(_SLOW_OBJECT, raw, "an object"), False, version, kind)
+    except (DecodeError, MemoryError):
+        raise
+    except Exception as exc:
+        raise _undecodable("object", exc) from None
+
+
+def _undecodable(what: str, exc: BaseException) -> DecodeError:
+    if isinstance(exc, RecursionError):
+        return DecodeError(f"{what} nested too deeply to decode ({exc})")
+    return DecodeError(f"{what} could not be decoded: {type(exc).__name__}: {exc}")
+
+
+MAX_RESOURCE_VERSION = (1 << 64) - 1
+"""The largest resourceVersion: the API server parses them as Go ``uint64``."""
+
+
+def parse_resource_version(text: str) -> int:
+    """``text`` as an int if it is a resourceVersion the API server could have written (a
+    decimal uint64); :class:`~aioinformer.DecodeError` otherwise."""
+    if text.isdigit() and text.isascii() and len(text) <= 20:
+        value = int(text)
+        if value <= MAX_RESOURCE_VERSION:
+            return value
+    raise _bad_resource_version(text)
 
 
 # -- internals ---------------------------------------------------------------------------
@@ -435,7 +597,10 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         self_link,
         managed,
     ) = _astuple(m)
-    if not (rv_text.isdigit() and rv_text.isascii()):
+    if not (rv_text.isdigit() and rv_text.isascii() and len(rv_text) <= 20):
+        raise _bad_resource_version(rv_text)
+    rv = int(rv_text)
+    if rv > MAX_RESOURCE_VERSION:
         raise _bad_resource_version(rv_text)
     if not name and not bookmark:
         raise DecodeError("object without metadata.name")
@@ -469,7 +634,7 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
             self_link,
         ),
         key,
-        int(rv_text),
+        rv,
         body,
         _join((managed,)) if managed else b"",  # a copy: the line is not kept alive
     )
@@ -490,7 +655,12 @@ def _name(text: str) -> str:
 def _bad_resource_version(rv_text: str) -> DecodeError:
     if not rv_text:
         return DecodeError("object without metadata.resourceVersion")
-    return DecodeError(f"metadata.resourceVersion {rv_text[:32]!r} is not an integer")
+    if rv_text.isdigit() and rv_text.isascii():
+        return DecodeError(
+            f"metadata.resourceVersion of {len(rv_text)} digits is out of range (uint64)"
+        )
+    shown = redact_known(rv_text)[:32]  # (cleaned whole, then cut)
+    return DecodeError(f"metadata.resourceVersion {shown!r} is not an integer")
 
 
 _OWNERS: dict[bytes, tuple[OwnerReference, ...]] = {}

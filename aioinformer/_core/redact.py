@@ -9,25 +9,36 @@ replaces each known secret with ``<redacted>``:
   or without their ``Bearer`` prefix; read at each call, so a token refreshed by an exec
   plugin or a token file is covered from its first use);
 * the basic-auth password, and the base64 ``user:password`` an Authorization header carries;
-* the client key (the PEM file's contents and each of its lines, so a partial echo is caught
-  too);
+* the client key (the PEM file's contents, their base64 as a kubeconfig's
+  ``client-key-data`` holds them, and each line, so a partial echo is caught too);
+* the proxy's credentials (the password in the ``proxy`` URL, the ``proxy_headers`` values);
 * anything passed as ``extra``;
 * and, whatever the secret, the value after ``Bearer`` / ``Basic`` in an echoed
   ``Authorization`` header.
 
 Secrets shorter than :data:`MIN_SECRET` characters are not searched for (they would match
 ordinary words); an echoed header is still cut by the pattern.
+
+Beyond the messages of the errors it makes, the library cleans every log line it writes and
+every statistics field it fills: each :class:`Redactor` a client makes is :func:`register` ed
+(held weakly: it goes when its client goes), and :func:`redact_known` applies all of them
+(the logging filter of :mod:`~aioinformer._core.logs` and the watcher's ``last_error`` use
+it). Text is cleaned whole, before it is cut for display, so that a cut cannot keep a
+piece of a secret that no longer matches.
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["MIN_SECRET", "REDACTED", "Redactor"]
+__all__ = ["MIN_SECRET", "REDACTED", "Redactor", "redact_known", "register"]
 
 REDACTED = "<redacted>"
 MIN_SECRET = 6
@@ -41,7 +52,7 @@ class Redactor:
     secrets. Calling the redactor is cheap when no secret is configured.
     """
 
-    __slots__ = ("_configuration", "_extra", "_key_cache")
+    __slots__ = ("__weakref__", "_configuration", "_extra", "_key_cache")
 
     def __init__(self, configuration: Any = None, extra: Iterable[str] = ()) -> None:
         self._configuration = configuration
@@ -63,6 +74,7 @@ class Redactor:
                 found.add(password)
                 found.add(base64.b64encode(f"{user}:{password}".encode()).decode())
             found.update(self._key_secrets(getattr(cfg, "key_file", None)))
+            found.update(_proxy_secrets(cfg))
         return sorted((s for s in found if len(s) >= MIN_SECRET), key=len, reverse=True)
 
     def _key_secrets(self, key_file: object) -> tuple[str, ...]:
@@ -77,7 +89,10 @@ class Redactor:
         else:
             lines = [line.strip() for line in pem.splitlines()]
             body = [line for line in lines if line and not line.startswith("-----")]
-            secrets = (pem.strip(), *body)
+            pem_bytes = pem.encode()
+            encoded = base64.b64encode(pem_bytes).decode()
+            stripped = base64.b64encode(pem.strip().encode()).decode()
+            secrets = (pem.strip(), encoded, stripped, *body)
         self._key_cache = (key_file, secrets)
         return secrets
 
@@ -87,3 +102,43 @@ class Redactor:
             if secret in text:
                 text = text.replace(secret, REDACTED)
         return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+
+
+def _proxy_secrets(cfg: Any) -> list[str]:
+    found: list[str] = []
+    proxy = getattr(cfg, "proxy", None)
+    if isinstance(proxy, str) and "@" in proxy:
+        try:
+            password = urlsplit(proxy).password
+        except ValueError:
+            password = None
+        if password:
+            found += [password, unquote(password)]
+    headers = getattr(cfg, "proxy_headers", None)
+    if isinstance(headers, dict):
+        for value in headers.values():
+            if isinstance(value, str):
+                found.append(value)
+                found.append(value.split(" ", 1)[-1])
+    return found
+
+
+_REGISTRY: weakref.WeakSet[Redactor] = weakref.WeakSet()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def register(redactor: Redactor) -> Redactor:
+    """Add ``redactor`` to those :func:`redact_known` applies, for as long as it lives."""
+    with _REGISTRY_LOCK:
+        _REGISTRY.add(redactor)
+    return redactor
+
+
+def redact_known(text: str) -> str:
+    """``text`` cleaned by every live registered :class:`Redactor` (and of echoed
+    Authorization values in any case)."""
+    with _REGISTRY_LOCK:
+        redactors = list(_REGISTRY)
+    for redactor in redactors:
+        text = redactor(text)
+    return _AUTH_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
