@@ -23,7 +23,7 @@ from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceTyp
 from aioinformer.testing._kubesim.rest import Api, random_token
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector
 from aioinformer.testing._kubesim.server import SimOptions, SimServer, User, make_tokens
-from aioinformer.testing._kubesim.tls import self_signed
+from aioinformer.testing._kubesim.tls import self_signed, write_private
 
 __all__ = ["KubeSim"]
 
@@ -210,10 +210,11 @@ class KubeSim:
         }
 
     def write_kubeconfig(self, path: str | Path, *, user_token: str | None = None) -> Path:
-        """Write :meth:`kubeconfig` to ``path`` (mode 0600: it holds the token)."""
+        """Write :meth:`kubeconfig` to ``path``, created with mode 0600 (it holds the token;
+        no other user can read it at any moment). kubectl reads it as is: https with the
+        sim's CA when ``tls`` is on."""
         p = Path(path)
-        p.write_bytes(orjson.dumps(self.kubeconfig(user_token), option=orjson.OPT_INDENT_2))
-        p.chmod(0o600)
+        write_private(p, orjson.dumps(self.kubeconfig(user_token), option=orjson.OPT_INDENT_2))
         return p
 
     def add_user(
