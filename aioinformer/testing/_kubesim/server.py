@@ -20,6 +20,7 @@ from aiohttp import web
 
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
+from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
 from aioinformer.testing._kubesim.selectors import (
@@ -120,6 +121,7 @@ class SimServer:
         self.requests_served = 0
         self.open_watches = 0
         self.server_address = "127.0.0.1:0"
+        self.openapi = OpenApiDocs(registry)
         faults.wake = self.wake_watches
 
     def make_app(self) -> web.Application:
@@ -210,14 +212,21 @@ class SimServer:
             return _json_response(version_info())
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            self._deny_anonymous(user, path)
+            return self.openapi.serve(request, path)
         raise ApiError.page_not_found()
+
+    @staticmethod
+    def _deny_anonymous(user: User, path: str) -> None:
+        if user.name == "system:anonymous":
+            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
 
     def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if request.method != "GET":
             raise ApiError.method_not_allowed()
-        if user.name == "system:anonymous":
-            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
-            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
+        self._deny_anonymous(user, path)
         parts = path.strip("/").split("/")
         accept = request.headers.get("Accept", "")
         doc: dict[str, Any] | None = None
