@@ -45,7 +45,7 @@ from aioinformer.testing._kubesim.crdopenapi import (
 from aioinformer.testing._kubesim.openapi_proto import encode_document
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
 
-__all__ = ["OpenApiDocs", "Served", "crd_apis"]
+__all__ = ["OpenApiDocs", "Served", "crd_apis", "recorded_definitions"]
 
 DATA = Path(__file__).resolve().parent / "openapi"
 _EXAMPLE_GV = "apis/example.aioinformer.dev/v1"
@@ -73,6 +73,12 @@ def _recorded(name: str) -> bytes:
 @cache
 def _recorded_json(name: str) -> Any:
     return orjson.loads(_recorded(name))
+
+
+def recorded_definitions() -> dict[str, Any]:
+    """The recorded ``/openapi/v2`` definitions (the built-in types' schemas and docs)."""
+    defs: dict[str, Any] = _recorded_json("v2.json.gz")["definitions"]
+    return defs
 
 
 def _file_for(path: str) -> str:

@@ -31,6 +31,7 @@ from aioinformer.testing._kubesim.selectors import (
     supported_field_labels,
 )
 from aioinformer.testing._kubesim.status import ApiError, status_body
+from aioinformer.testing._kubesim.tables import TableMaker, include_object, table_version
 from aioinformer.testing._kubesim.watchstream import WatchSpec, serve_watch
 
 __all__ = ["SimOptions", "SimServer", "User"]
@@ -307,7 +308,7 @@ class SimServer:
             return await self._list(request, route, media)
         if verb == "get":
             obj = self.api.get(rt, route.namespace, route.name or "")
-            return self._object_response(rt, obj, media)
+            return self._object_response(rt, obj, media, query=q)
         if verb == "create":
             body = await _json_body(request)
             if route.subresource == "binding":
@@ -385,7 +386,8 @@ class SimServer:
             )
 
     def _negotiate(self, accept: str) -> str:
-        """ "json", "partial", "partial-list", "table" or "yaml"; 406 when nothing fits."""
+        """ "json", "partial", "partial-list", "table-v1", "table-v1beta1" or "yaml"; 406
+        when nothing fits."""
         if not accept:
             return "json"
         for part in accept.split(","):
@@ -400,8 +402,9 @@ class SimServer:
                     return "partial"
                 if as_ == "PartialObjectMetadataList":
                     return "partial-list"
-                if as_ == "Table":
-                    return "table"
+                version = table_version(opts)
+                if version is not None:
+                    return f"table-{version}"
                 continue
             if mime == "application/yaml":
                 return "yaml"
@@ -444,8 +447,17 @@ class SimServer:
         )
 
     def _object_response(
-        self, rt: ResourceType, obj: Stored, media: str, status: int = 200
+        self,
+        rt: ResourceType,
+        obj: Stored,
+        media: str,
+        status: int = 200,
+        query: Mapping[str, str] | None = None,
     ) -> web.Response:
+        if media.startswith("table-"):
+            maker = TableMaker(rt, media.removeprefix("table-"), include_object(query or {}))
+            meta = {"resourceVersion": str(obj.rv)}
+            return _json_response(maker.table([obj.decode()], meta), status)
         data = self._object_bytes(rt, obj, media)
         if media == "yaml":
             return _yaml_response(orjson.loads(data), status)
@@ -506,8 +518,9 @@ class SimServer:
             head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
             head += orjson.dumps(meta) + b',"items":['
             tail = b"]}"
-        elif media == "table":
-            return _json_response(_table(rt, page, self))
+        elif media.startswith("table-"):
+            maker = TableMaker(rt, media.removeprefix("table-"), include_object(request.query))
+            return _json_response(maker.table([o.decode() for o in page.items], meta))
         elif rt.custom:
             meta.setdefault("continue", "")
             head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
@@ -636,6 +649,11 @@ class SimServer:
             timeout=timeout,
             metadata_only=media in ("partial", "partial-list"),
             list_media_type=media == "partial-list",
+            encode=(
+                TableMaker(rt, media.removeprefix("table-"), include_object(q)).watch_encoder()
+                if media.startswith("table-")
+                else None
+            ),
         )
         self.open_watches += 1
         try:
@@ -729,33 +747,6 @@ def _yaml_response(doc: Any, status: int) -> web.Response:
         content_type="application/yaml",
         headers={"Cache-Control": "no-cache, private"},
     )
-
-
-def _table(rt: ResourceType, page: ListResult, server: SimServer) -> dict[str, Any]:
-    """A minimal meta.k8s.io/v1 Table (Name, Created At), objects as metadata."""
-    rows = []
-    for obj in page.items:
-        meta = orjson.loads(obj.raw)["metadata"]
-        rows.append(
-            {
-                "cells": [meta.get("name"), meta.get("creationTimestamp")],
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta,
-                },
-            }
-        )
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": str(page.resource_version)},
-        "columnDefinitions": [
-            {"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
-            {"name": "Created At", "type": "date", "format": "", "description": "", "priority": 0},
-        ],
-        "rows": rows,
-    }
 
 
 def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:
