@@ -76,7 +76,11 @@ async def test_bad_input_gets_the_servers_answer(sim: KubeSim, http: aiohttp.Cli
     ) as r:
         body = await r.json()
         assert r.status == 400 and body["reason"] == "BadRequest"
-        assert body["message"].startswith("couldn't get version/kind; json parse error")
+        assert body["message"] == (
+            "the object provided is unrecognized (must be of type Pod): couldn't get "
+            "version/kind; json parse error: invalid character 'n' looking for beginning of "
+            "object key string ({not json)"
+        )
     async with http.post(base, data=b"[1, 2]", headers={"Content-Type": "application/json"}) as r:
         assert r.status == 400
     for path in (

@@ -125,7 +125,11 @@ class KubeSim:
 
         self.api.call_soon = call_later
         app = self.server.make_app()
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        # lingering_time=0: a request answered before its body was read (413) closes its
+        # connection at once instead of draining the rest of the body
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, lingering_time=0
+        )
         await self._runner.setup()
         ssl_ctx = None
         if self.tls:

@@ -18,7 +18,16 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim import bodies, deepjson
+from aioinformer.testing._kubesim.bodies import MAX_DEPTH, Body
+from aioinformer.testing._kubesim.decoding import (
+    add_warnings,
+    decode_body,
+    field_validation,
+    writing,
+)
 from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.limits import watch_timeout
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
@@ -94,7 +103,10 @@ def _json_response(
 
 
 def _error_response(err: ApiError) -> web.Response:
-    return _json_response(err.body, err.code, err.headers)
+    resp = _json_response(err.body, err.code, err.headers)
+    if err.headers.get("Connection") == "close":
+        resp.force_close()  # as announced (413: the rest of the body is never read)
+    return resp
 
 
 def _verb_of(method: str, has_name: bool, watch: bool) -> str:
@@ -310,8 +322,8 @@ class SimServer:
             obj = self.api.get(rt, route.namespace, route.name or "")
             return self._object_response(rt, obj, media, query=q)
         if verb == "create":
-            body = await _json_body(request)
             if route.subresource == "binding":
+                body = await _json_body(request)
                 target = (body.get("target") or {}).get("name", "")
                 self.api.bind(route.namespace or "", route.name or "", target)
                 return _json_response(
@@ -328,34 +340,42 @@ class SimServer:
                 raise ApiError.method_not_allowed()
             if rt.namespaced and route.namespace is None:
                 raise ApiError.method_not_allowed()
-            self._check_kind(rt, body)
-            obj = self.api.create(rt, route.namespace, body, manager=manager)
-            return self._object_response(rt, obj, media, 201)
+            directive = field_validation(q, "CreateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.create(rt, route.namespace, decoded.obj, manager=manager)
+            resp = self._object_response(rt, obj, media, 201, query=q)
+            return add_warnings(resp, decoded.warnings)
         if verb == "update":
-            body = await _json_body(request)
-            self._check_kind(rt, body)
-            obj = self.api.update(
-                rt,
-                route.namespace,
-                route.name or "",
-                body,
-                subresource=route.subresource,
-                manager=manager,
-            )
-            return self._object_response(rt, obj, media)
+            directive = field_validation(q, "UpdateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.update(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    decoded.obj,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), decoded.warnings)
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "")
             patch = await _json_body(request, allow_list=True)
-            obj = self.api.patch(
-                rt,
-                route.namespace,
-                route.name or "",
-                ctype,
-                patch,
-                subresource=route.subresource,
-                manager=manager,
-            )
-            return self._object_response(rt, obj, media)
+            directive = field_validation(q, "PatchOptions")
+            with writing(directive, MAX_DEPTH) as ctx:
+                obj = self.api.patch(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    ctype,
+                    patch,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
         if verb == "delete":
             opts = await _delete_options(request)
             gone, status = self.api.delete(rt, route.namespace, route.name or "", opts)
@@ -616,12 +636,7 @@ class SimServer:
         lsel, fsel = self._selectors(rt, q)
         timeout: float | None = None
         if q.get("timeoutSeconds"):
-            try:
-                timeout = float(int(q["timeoutSeconds"]))
-            except ValueError:
-                raise ApiError.bad_request(
-                    f"invalid timeoutSeconds: {q['timeoutSeconds']}"
-                ) from None
+            timeout = watch_timeout(q["timeoutSeconds"])
         if initial or (self.options.watch_list and rv in ("", "0") and send_initial is None):
             mode = "initial"
         elif rv == "":
@@ -683,8 +698,26 @@ def _manager(request: web.Request) -> str:
     return ua.split("/", 1)[0] or "unknown"
 
 
+async def _request_body(request: web.Request, rt: ResourceType) -> Body:
+    """A create or update body: at most 3 MiB, JSON or YAML (415 otherwise), parsed."""
+    raw = await bodies.read(request)
+    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0]
+    ctype = ctype.strip().lower()
+    if ctype not in ("application/json", "application/yaml", ""):
+        raise ApiError(
+            415,
+            status_body(
+                415,
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                "UnsupportedMediaType",
+            ),
+        )
+    return bodies.parse(raw, ctype, rt.kind)
+
+
 async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
-    raw = await request.read()
+    raw = await bodies.read(request)
     ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0].strip()
     if request.method != "PATCH" and ctype not in ("application/json", ""):
         if ctype == "application/yaml":
@@ -704,8 +737,8 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
             ),
         )
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        data = deepjson.loads(raw)
+    except (ValueError, deepjson.DeepJsonError) as exc:
         raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
     if isinstance(data, dict) or (allow_list and isinstance(data, list)):
         return data
@@ -718,7 +751,7 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
 async def _delete_options(request: web.Request) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     if request.can_read_body:
-        raw = await request.read()
+        raw = await bodies.read(request)
         if raw.strip():
             try:
                 data = orjson.loads(raw)
