@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
+from aioinformer.testing._kubesim.connguard import GuardedSite
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
@@ -57,6 +58,10 @@ class KubeSim:
         bookmark_interval: seconds between periodic bookmarks on a watch.
         too_large_rv_wait: how long a list at a future RV waits before its 504.
         nodes: create that many Node objects at start.
+        header_timeout: seconds a connection may take to send its first request head
+            (kube-apiserver: 32); then it is closed.
+        max_connections: open connections at most (default: the open-files limit minus a
+            reserve); beyond it the oldest connection still sending its head is dropped.
     """
 
     def __init__(
@@ -73,6 +78,8 @@ class KubeSim:
         bookmark_interval: float = 60.0,
         too_large_rv_wait: float = 3.0,
         nodes: int = 0,
+        header_timeout: float = 32.0,
+        max_connections: int | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -92,6 +99,9 @@ class KubeSim:
         self.server = SimServer(self.api, self.mvcc, self.registry, self.faults, self.options)
         self.cluster = ClusterEmulator(self.api)
         self._initial_nodes = nodes
+        self._header_timeout = header_timeout
+        self._max_connections = max_connections
+        self.site: GuardedSite | None = None
         self._runner: web.AppRunner | None = None
         self._tmpdir: Path | None = None
         self.ca_file: Path | None = None
@@ -139,8 +149,16 @@ class KubeSim:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=ssl_ctx, shutdown_timeout=0.5)
+        site = GuardedSite(
+            self._runner,
+            sock,
+            ssl_context=ssl_ctx,
+            shutdown_timeout=0.5,
+            header_timeout=self._header_timeout,
+            max_connections=self._max_connections,
+        )
         await site.start()
+        self.site = site
         self.server.server_address = f"{self.host}:{self.port}"
         if self._initial_nodes:
             self.cluster.add_nodes(self._initial_nodes)
