@@ -259,15 +259,17 @@ async def test_kubectl_get_shows_the_real_columns(
     ] == ["Ready", "worker"]
 
 
+@pytest.mark.parametrize("version", ["1.28", "1.33"])
 async def test_kubectl_get_watch_prints_rows_as_they_come(
-    recorded_state: None, sim: KubeSim, tmp_path: Path
+    recorded_state: None, sim: KubeSim, tmp_path: Path, version: str
 ) -> None:
-    kubectl = Kubectl(kubectl_binary("1.28"), sim.write_kubeconfig(tmp_path / "kc"), tmp_path)
-    sim.create("namespaces", {"metadata": {"name": "watched"}})
+    kubectl = Kubectl(kubectl_binary(version), sim.write_kubeconfig(tmp_path / "kc"), tmp_path)
+    ns = f"watched-{version.replace('.', '')}"
+    sim.create("namespaces", {"metadata": {"name": ns}})
     sim.create(
         "pods",
         {"metadata": {"name": "w-0"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
-        "watched",
+        ns,
     )
     proc = await asyncio.create_subprocess_exec(
         kubectl.binary,
@@ -278,7 +280,7 @@ async def test_kubectl_get_watch_prints_rows_as_they_come(
         "get",
         "pods",
         "-n",
-        "watched",
+        ns,
         "--watch",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -293,7 +295,7 @@ async def test_kubectl_get_watch_prints_rows_as_they_come(
         sim.create(
             "pods",
             {"metadata": {"name": "w-1"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
-            "watched",
+            ns,
         )
         line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
         assert line.split()[:3] == ["w-1", "0/1", "Pending"]  # no second header
