@@ -1,235 +1,29 @@
-"""The built-in printers' cells for the states the recordings do not show, as v1.28's
-printers.go computes them (pod status reasons, restarts, readiness gates, services,
-endpoints, events, nodes, workloads), and the column sets of every printed kind."""
+"""The core/v1 printers' cells for the states the recordings do not show, as v1.28's
+printers.go computes them (services, endpoints, nodes, events, counts), the registry, and
+the column sets of every printed kind."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from typing import Any
 
 import pytest
 
 from aioinformer.testing._kubesim.gotime import format_time
-from aioinformer.testing._kubesim.printers import (
-    default_printer,
-    label_selector_string,
-    printer_for,
-)
+from aioinformer.testing._kubesim.printers import default_printer, printer_for
 
 NOW = time.time()
-import datetime  # noqa: E402
-
 AGO_5M = format_time(datetime.datetime.fromtimestamp(NOW - 300, datetime.UTC))
 
 
 def cells(group: str, plural: str, obj: dict[str, Any]) -> list[Any]:
+    """A registered printer's cells for ``obj`` (one per column)."""
     printer = printer_for(group, plural)
     assert printer is not None
     out = printer.cells(obj, NOW)
     assert len(out) == len(printer.columns())
     return out
-
-
-def pod(status: dict[str, Any], spec: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
-    base_spec = {"containers": [{"name": "a"}, {"name": "b"}]}
-    return {
-        "metadata": {"name": "p", "creationTimestamp": AGO_5M, **meta},
-        "spec": {**base_spec, **(spec or {})},
-        "status": status,
-    }
-
-
-def running(name: str, ready: bool = True, restarts: int = 0) -> dict[str, Any]:
-    return {"name": name, "ready": ready, "restartCount": restarts, "state": {"running": {}}}
-
-
-@pytest.mark.parametrize(
-    ("status", "spec", "meta", "want"),
-    [
-        (
-            {"phase": "Running", "containerStatuses": [running("a"), running("b")]},
-            None,
-            {},
-            ["2/2", "Running", "0"],
-        ),
-        (
-            {
-                "phase": "Running",
-                "containerStatuses": [
-                    running("a"),
-                    {
-                        "name": "b",
-                        "restartCount": 4,
-                        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                        "lastState": {"terminated": {"finishedAt": AGO_5M}},
-                    },
-                ],
-            },
-            None,
-            {},
-            ["1/2", "CrashLoopBackOff", "4 (5m ago)"],
-        ),
-        (
-            {
-                "phase": "Failed",
-                "containerStatuses": [{"name": "a", "state": {"terminated": {"exitCode": 2}}}],
-            },
-            None,
-            {},
-            ["0/2", "ExitCode:2", "0"],
-        ),
-        (
-            {
-                "phase": "Failed",
-                "containerStatuses": [{"name": "a", "state": {"terminated": {"signal": 9}}}],
-            },
-            None,
-            {},
-            ["0/2", "Signal:9", "0"],
-        ),
-        (
-            {
-                "phase": "Running",
-                "conditions": [{"type": "Ready", "status": "False"}],
-                "containerStatuses": [
-                    {"name": "a", "state": {"terminated": {"reason": "Completed", "exitCode": 0}}},
-                    running("b"),
-                ],
-            },
-            None,
-            {},
-            ["1/2", "NotReady", "0"],
-        ),
-        (
-            {
-                "phase": "Pending",
-                "initContainerStatuses": [
-                    {"name": "i1", "state": {"terminated": {"exitCode": 0}}},
-                    {"name": "i2", "state": {"waiting": {"reason": "PodInitializing"}}},
-                ],
-            },
-            {"initContainers": [{"name": "i1"}, {"name": "i2"}]},
-            {},
-            ["0/2", "Init:1/2", "0"],
-        ),
-        (
-            {
-                "phase": "Pending",
-                "initContainerStatuses": [
-                    {"name": "i1", "state": {"waiting": {"reason": "ImagePullBackOff"}}}
-                ],
-            },
-            {"initContainers": [{"name": "i1"}]},
-            {},
-            ["0/2", "Init:ImagePullBackOff", "0"],
-        ),
-        (
-            {
-                "phase": "Running",
-                "initContainerStatuses": [
-                    {"name": "side", "started": True, "ready": True, "state": {"running": {}}}
-                ],
-                "containerStatuses": [running("a"), running("b")],
-            },
-            {"initContainers": [{"name": "side", "restartPolicy": "Always"}]},
-            {},
-            ["3/3", "Running", "0"],
-        ),
-        (
-            {"phase": "Running", "containerStatuses": [running("a"), running("b")]},
-            None,
-            {"deletionTimestamp": AGO_5M},
-            ["2/2", "Terminating", "0"],
-        ),
-        (
-            {
-                "phase": "Pending",
-                "conditions": [
-                    {"type": "PodScheduled", "status": "False", "reason": "SchedulingGated"}
-                ],
-            },
-            None,
-            {},
-            ["0/2", "SchedulingGated", "0"],
-        ),
-        ({"phase": "Failed", "reason": "Evicted"}, None, {}, ["0/2", "Evicted", "0"]),
-    ],
-)
-def test_pod_status_column(
-    status: dict[str, Any], spec: Any, meta: dict[str, Any], want: list[str]
-) -> None:
-    got = cells("", "pods", pod(status, spec, **meta))
-    assert got[1:4] == want
-    assert got[4] == "5m0s" or got[4].startswith("5m")
-
-
-def test_pod_wide_cells_and_row_conditions() -> None:
-    p = pod(
-        {
-            "phase": "Succeeded",
-            "podIPs": [{"ip": "10.0.0.7"}],
-            "nominatedNodeName": "n2",
-            "conditions": [{"type": "g1", "status": "True"}, {"type": "g2", "status": "False"}],
-        },
-        {"nodeName": "n1", "readinessGates": [{"conditionType": "g1"}, {"conditionType": "g2"}]},
-    )
-    assert cells("", "pods", p)[5:] == ["10.0.0.7", "n1", "n2", "1/2"]
-    printer = printer_for("", "pods")
-    assert printer is not None and printer.conditions is not None
-    assert printer.conditions(p) == [
-        {
-            "type": "Completed",
-            "status": "True",
-            "reason": "Succeeded",
-            "message": "The pod has completed successfully.",
-        }
-    ]
-    assert printer.conditions(pod({"phase": "Running"})) == []
-
-
-def test_workload_cells() -> None:
-    template = {
-        "spec": {"containers": [{"name": "a", "image": "i1"}, {"name": "b", "image": "i2"}]}
-    }
-    sel = {
-        "matchLabels": {"app": "x"},
-        "matchExpressions": [
-            {"key": "tier", "operator": "In", "values": ["b", "a"]},
-            {"key": "gone", "operator": "DoesNotExist"},
-        ],
-    }
-    meta = {"name": "w", "creationTimestamp": AGO_5M}
-    rs = {
-        "metadata": meta,
-        "spec": {"replicas": 3, "selector": sel, "template": template},
-        "status": {"replicas": 2, "readyReplicas": 1},
-    }
-    assert cells("apps", "replicasets", rs)[1:4] == [3, 2, 1]
-    assert cells("apps", "replicasets", rs)[5:] == ["a,b", "i1,i2", "app=x,!gone,tier in (a,b)"]
-    sts = {
-        "metadata": meta,
-        "spec": {"replicas": 3, "template": template},
-        "status": {"readyReplicas": 2},
-    }
-    assert cells("apps", "statefulsets", sts)[1] == "2/3"
-    ds = {
-        "metadata": meta,
-        "spec": {"template": {"spec": {**template["spec"], "nodeSelector": {"b": "2", "a": "1"}}}},
-        "status": {"desiredNumberScheduled": 4, "numberReady": 3},
-    }
-    assert cells("apps", "daemonsets", ds)[1:7] == [4, 0, 3, 0, 0, "a=1,b=2"]
-    assert cells("apps", "daemonsets", ds)[-1] == "<none>"  # no selector
-    cr = {
-        "metadata": {
-            **meta,
-            "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "web", "controller": True}
-            ],
-        },
-        "revision": 7,
-    }
-    assert cells("apps", "controllerrevisions", cr)[1:3] == ["statefulset.apps/web", 7]
-    assert label_selector_string({}) == ""
 
 
 @pytest.mark.parametrize(
