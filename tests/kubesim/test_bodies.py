@@ -176,5 +176,7 @@ def test_summaries_and_duplicates() -> None:
     body = parse(b'{"a":{"b":1,"b":2},"a":{"c":3}}', "application/json", "X")
     assert body.doc == {"a": {"c": 3}}
     assert sorted(body.duplicates.values()) == [["a"], ["b"]]
+    huge = parse(b'{"n":100000000000000000000000000000}', "application/json", "X")
+    assert huge.doc == {"n": 1e29} and orjson.dumps(huge.doc) == b'{"n":1e+29}'
     deep = parse(nested(3000).encode(), "application/json", "X")
     assert deep.depth == 3000 and deepjson.dumps(deep.doc) == nested(3000).encode()

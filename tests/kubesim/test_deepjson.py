@@ -65,3 +65,10 @@ def test_duplicates() -> None:
     doc, dups = deepjson.parse('{"a":1,"a":2,"b":{"c":1,"c":3,"c":4}}')
     assert doc == {"a": 2, "b": {"c": 4}}
     assert dups == {id(doc): ["a"], id(doc["b"]): ["c", "c"]}
+
+
+def test_integers_beyond_int64_become_floats() -> None:
+    doc, _ = deepjson.parse('{"a":9223372036854775807,"b":9223372036854775808,"c":-1}')
+    assert doc == {"a": 2**63 - 1, "b": 9.223372036854776e18, "c": -1}
+    assert isinstance(doc["b"], float)
+    assert deepjson.dumps(doc) == orjson.dumps(doc)

@@ -133,7 +133,12 @@ def parse_json(raw: bytes, kind: str) -> Body:
     dups: dict[int, list[str]] = {}
     try:
         if depth < 500:
-            doc = json.loads(text, object_pairs_hook=_pairs(dups), parse_constant=_no_constant)
+            doc = json.loads(
+                text,
+                object_pairs_hook=_pairs(dups),
+                parse_constant=_no_constant,
+                parse_int=deepjson.json_int,
+            )
         else:
             with deep_recursion(depth):
                 doc, dups = deepjson.parse(text)

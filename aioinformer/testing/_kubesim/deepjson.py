@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DeepJsonError", "depth", "dumps", "loads", "parse"]
+__all__ = ["DeepJsonError", "depth", "dumps", "json_int", "loads", "parse"]
 
 _STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _TOKEN = re.compile(
@@ -125,11 +125,14 @@ def parse(text: str) -> tuple[Any, dict[int, list[str]]]:
             keys.append(None)
             expect, just_opened = ("key" if opening == "{" else "value"), True
             continue
-        elif kind in ("str", "num"):
+        elif kind == "str":
             try:
                 value = json.loads(m.group(kind))
             except ValueError:
                 raise fail(start) from None
+        elif kind == "num":
+            literal = m.group(kind)
+            value = json_int(literal) if literal.lstrip("-").isdigit() else float(literal)
         else:
             value = _LITERALS[m.group("lit")]
         just_opened = False
@@ -148,6 +151,13 @@ def parse(text: str) -> tuple[Any, dict[int, list[str]]]:
         else:
             top.append(value)
         expect = "next"
+
+
+def json_int(text: str) -> int | float:
+    """An integer literal as Go's unstructured decoding keeps it: an int64 when it fits,
+    else a float64 (so every number can be written back)."""
+    value = int(text)
+    return value if -(2**63) <= value < 2**63 else float(value)
 
 
 def _skip_ws(text: str, pos: int) -> int:

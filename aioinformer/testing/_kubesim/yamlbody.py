@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from aioinformer.testing._kubesim.deepjson import json_int
 from aioinformer.testing._kubesim.limits import deep_recursion
 from aioinformer.testing._kubesim.status import ApiError
 
@@ -137,6 +138,8 @@ class _Builder:
             return _integral(value)
         if isinstance(value, bytes):
             return value.decode("utf-8", "replace")
+        if isinstance(value, int) and not isinstance(value, bool):
+            return json_int(str(value))
         return value
 
     def put(self, out: dict[str, Any], key: str, value: Any, node: yaml.Node) -> None:
