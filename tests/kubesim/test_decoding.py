@@ -330,3 +330,26 @@ async def test_kubectl_gets_the_servers_strict_validation(
     assert res.code == 0, res.err
     assert 'Warning: unknown field "spec.replicaz"' in res.err
     assert "replicaz" not in sim.get("deployments", f"typo-{tag}", NS)["spec"]
+
+
+async def test_hostile_shapes_get_a_400_not_a_500(http: aiohttp.ClientSession) -> None:
+    """A CR whose metadata is not an object, and strings with unpaired surrogates (JSON
+    and YAML escapes, which Go decodes as U+FFFD)."""
+    rps = f"/apis/rec.aioinformer.dev/v1/namespaces/{NS}/recpodsets"
+    body = {"apiVersion": "rec.aioinformer.dev/v1", "kind": "RecPodSet", "metadata": [1, "a"]}
+    async with http.post(rps, json=body) as r:
+        assert r.status == 400
+        assert (await r.json())["message"] == (
+            'RecPodSet in version "v1" cannot be handled as a RecPodSet: .metadata accessor '
+            "error: [1 a] is of the type []interface {}, expected map[string]interface {}"
+        )
+    yaml_body = (
+        b'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: "s\\uD800"}\ndata: {k: "\\ud800x"}\n'
+    )
+    async with http.post(CM, data=yaml_body, headers={"Content-Type": "application/yaml"}) as r:
+        assert r.status == 422  # the name is checked and refused, readably
+        assert "s\ufffd" in (await r.json())["message"]
+    json_body = b'{"metadata":{"name":"sur"},"data":{"k":"\\ud800x"}}'
+    async with http.post(CM, data=json_body, headers={"Content-Type": "application/json"}) as r:
+        assert r.status == 201
+        assert (await r.json())["data"] == {"k": "\ufffdx"}

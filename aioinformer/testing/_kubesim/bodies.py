@@ -118,6 +118,8 @@ def parse(raw: bytes, content_type: str, kind: str) -> Body:
         from aioinformer.testing._kubesim.yamlbody import parse_yaml
 
         doc, errors, depth = parse_yaml(raw, kind)
+        if (b"\\u" in raw or b"\\U" in raw) and _has_surrogates(doc):
+            doc = _replace_surrogates(doc)
         return Body(doc, raw, True, depth, {}, errors)
     return parse_json(raw, kind)
 

@@ -213,6 +213,28 @@ def _json_kind(value: Any) -> str:
     return "object"
 
 
+def _go_dynamic_type(value: Any) -> str:
+    """``%T`` of a decoded JSON value (unstructured: int64 and float64 numbers)."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return "[]interface {}" if isinstance(value, list) else "map[string]interface {}"
+
+
+def _go_print(value: Any) -> str:
+    """``%v`` of a scalar or a short rendition of a container."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + " ".join(_go_print(v) for v in value) + "]"
+    return str(value)
+
+
 def _number_text(value: int | float) -> str:
     return repr(value)
 
@@ -479,6 +501,11 @@ def _decode(
         obj = dict(doc)
         findings = [f"duplicate field {go_quote(k)}" for k in duplicates.get(id(doc), ())]
         meta = obj.get("metadata")
+        if meta is not None and not isinstance(meta, dict):
+            raise GoDecodeError(
+                f".metadata accessor error: {_go_print(meta)} is of the type "
+                f"{_go_dynamic_type(meta)}, expected map[string]interface {{}}"
+            )
         if isinstance(meta, dict):
             meta_schema = _definitions()[_META + "ObjectMeta"]
             obj["metadata"] = decoder.typed(
