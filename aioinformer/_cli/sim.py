@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 
 from aioinformer.testing._kubesim.kubesim import KubeSim
+from aioinformer.testing._kubesim.tls import TlsUnavailable
 
 __all__ = ["add_sim_parser", "run_sim"]
 
@@ -26,7 +27,20 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--nodes", type=int, default=0, help="create N nodes")
     p.add_argument("--cluster", action="store_true", help="run the scheduler/kubelet emulation")
     p.add_argument("--start-delay", type=float, default=1.0, help="seconds Pending -> Running")
-    p.add_argument("--tls", action="store_true", help="serve https (self-signed certificate)")
+    scheme = p.add_mutually_exclusive_group()
+    scheme.add_argument(
+        "--tls",
+        dest="plain_http",
+        action="store_false",
+        help="serve https with a self-signed CA written into the kubeconfig (the default)",
+    )
+    scheme.add_argument(
+        "--plain-http",
+        dest="plain_http",
+        action="store_true",
+        help="serve plain http (kubectl then sends no token: use --no-auth with it)",
+    )
+    p.set_defaults(plain_http=False)
     p.add_argument("--no-auth", action="store_true", help="accept requests without a token")
     p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
     p.add_argument("--history-size", type=int, default=10_000, help="watch cache events per type")
@@ -44,7 +58,7 @@ async def _serve(args: argparse.Namespace) -> None:
         host=args.host,
         port=args.port,
         auth=not args.no_auth,
-        tls=args.tls,
+        tls=not args.plain_http,
         watch_list=args.watch_list,
         history_size=args.history_size,
         nodes=args.nodes,
@@ -89,6 +103,9 @@ async def _serve(args: argparse.Namespace) -> None:
 def run_sim(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_serve(args))
+    except TlsUnavailable as exc:
+        print(f"aioinformer sim: {exc}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"aioinformer sim: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import signal
+import ssl
 import sys
 from pathlib import Path
 from typing import Any
@@ -75,7 +76,11 @@ async def test_bad_input_gets_the_servers_answer(sim: KubeSim, http: aiohttp.Cli
     ) as r:
         body = await r.json()
         assert r.status == 400 and body["reason"] == "BadRequest"
-        assert body["message"].startswith("couldn't get version/kind; json parse error")
+        assert body["message"] == (
+            "the object provided is unrecognized (must be of type Pod): couldn't get "
+            "version/kind; json parse error: invalid character 'n' looking for beginning of "
+            "object key string ({not json)"
+        )
     async with http.post(base, data=b"[1, 2]", headers={"Content-Type": "application/json"}) as r:
         assert r.status == 400
     for path in (
@@ -165,12 +170,14 @@ async def test_command_line_sim_serves_until_interrupted(tmp_path: Path) -> None
             assert line, "sim exited early"
             if "serving on" in line:
                 url = line.split("serving on ", 1)[1].split()[0]
-        assert url.startswith("http://127.0.0.1:")
+        assert url.startswith("https://127.0.0.1:")
         cfg = json.loads(kubeconfig.read_text())
         token = cfg["users"][0]["user"]["token"]
-        assert cfg["clusters"][0]["cluster"]["server"] == url
+        cluster = cfg["clusters"][0]["cluster"]
+        assert cluster["server"] == url
+        ca = ssl.create_default_context(cafile=cluster["certificate-authority"])
         async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as s:
-            async with s.get(f"{url}/api/v1/nodes") as r:
+            async with s.get(f"{url}/api/v1/nodes", ssl=ca) as r:
                 nodes = await r.json()
         assert [n["metadata"]["name"] for n in nodes["items"]] == ["node-0", "node-1"]
         proc.send_signal(signal.SIGINT)

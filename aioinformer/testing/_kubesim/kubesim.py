@@ -17,13 +17,14 @@ import orjson
 from aiohttp import web
 
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
+from aioinformer.testing._kubesim.connguard import GuardedSite
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
 from aioinformer.testing._kubesim.rest import Api, random_token
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector
 from aioinformer.testing._kubesim.server import SimOptions, SimServer, User, make_tokens
-from aioinformer.testing._kubesim.tls import self_signed
+from aioinformer.testing._kubesim.tls import self_signed, write_private
 
 __all__ = ["KubeSim"]
 
@@ -57,6 +58,10 @@ class KubeSim:
         bookmark_interval: seconds between periodic bookmarks on a watch.
         too_large_rv_wait: how long a list at a future RV waits before its 504.
         nodes: create that many Node objects at start.
+        header_timeout: seconds a connection may take to send its first request head
+            (kube-apiserver: 32); then it is closed.
+        max_connections: open connections at most (default: the open-files limit minus a
+            reserve); beyond it the oldest connection still sending its head is dropped.
     """
 
     def __init__(
@@ -73,6 +78,8 @@ class KubeSim:
         bookmark_interval: float = 60.0,
         too_large_rv_wait: float = 3.0,
         nodes: int = 0,
+        header_timeout: float = 32.0,
+        max_connections: int | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -92,6 +99,9 @@ class KubeSim:
         self.server = SimServer(self.api, self.mvcc, self.registry, self.faults, self.options)
         self.cluster = ClusterEmulator(self.api)
         self._initial_nodes = nodes
+        self._header_timeout = header_timeout
+        self._max_connections = max_connections
+        self.site: GuardedSite | None = None
         self._runner: web.AppRunner | None = None
         self._tmpdir: Path | None = None
         self.ca_file: Path | None = None
@@ -125,7 +135,11 @@ class KubeSim:
 
         self.api.call_soon = call_later
         app = self.server.make_app()
-        self._runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        # lingering_time=0: a request answered before its body was read (413) closes its
+        # connection at once instead of draining the rest of the body
+        self._runner = web.AppRunner(
+            app, handler_cancellation=True, access_log=None, lingering_time=0
+        )
         await self._runner.setup()
         ssl_ctx = None
         if self.tls:
@@ -135,8 +149,16 @@ class KubeSim:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock, ssl_context=ssl_ctx, shutdown_timeout=0.5)
+        site = GuardedSite(
+            self._runner,
+            sock,
+            ssl_context=ssl_ctx,
+            shutdown_timeout=0.5,
+            header_timeout=self._header_timeout,
+            max_connections=self._max_connections,
+        )
         await site.start()
+        self.site = site
         self.server.server_address = f"{self.host}:{self.port}"
         if self._initial_nodes:
             self.cluster.add_nodes(self._initial_nodes)
@@ -210,10 +232,11 @@ class KubeSim:
         }
 
     def write_kubeconfig(self, path: str | Path, *, user_token: str | None = None) -> Path:
-        """Write :meth:`kubeconfig` to ``path`` (mode 0600: it holds the token)."""
+        """Write :meth:`kubeconfig` to ``path``, created with mode 0600 (it holds the token;
+        no other user can read it at any moment). kubectl reads it as is: https with the
+        sim's CA when ``tls`` is on."""
         p = Path(path)
-        p.write_bytes(orjson.dumps(self.kubeconfig(user_token), option=orjson.OPT_INDENT_2))
-        p.chmod(0o600)
+        write_private(p, orjson.dumps(self.kubeconfig(user_token), option=orjson.OPT_INDENT_2))
         return p
 
     def add_user(

@@ -35,7 +35,8 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import msgspec
-import orjson
+
+from aioinformer.testing._kubesim import deepjson
 
 __all__ = ["Event", "Mvcc", "Stored", "TypeStore", "exact_bytes"]
 
@@ -69,14 +70,14 @@ class Stored(msgspec.Struct, gc=False):
 
     def decode(self) -> dict[str, Any]:
         """A fresh, mutable copy of the object."""
-        obj: dict[str, Any] = orjson.loads(self.raw)
+        obj: dict[str, Any] = deepjson.loads(self.raw)
         return obj
 
     def with_rv(self, rv: int) -> Stored:
         """The same content re-stamped with revision ``rv`` (what a DELETED event carries)."""
         obj = self.decode()
         obj["metadata"]["resourceVersion"] = str(rv)
-        raw = exact_bytes(orjson.dumps(obj))
+        raw = exact_bytes(deepjson.dumps(obj))
         return Stored(self.key, self.namespace, rv, raw, self.uid, self.labels, self.fields)
 
 

@@ -13,7 +13,7 @@ import base64
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aioinformer.testing._kubesim.validation import (
@@ -68,7 +68,9 @@ class Subresource:
 class ResourceType:
     """One served group/version/resource. ``storage_version`` (default: ``version``) feeds
     the storage version hash; ``list_kind_name`` overrides ``kind + "List"`` (CRD listKind);
-    ``extra_subresources`` are served besides ``status`` (``has_status``)."""
+    ``extra_subresources`` are served besides ``status`` (``has_status``); ``crd_version``
+    is a custom type's entry of its CRD's ``spec.versions`` (schema, printer columns,
+    subresources), None for built-in types."""
 
     group: str
     version: str
@@ -84,6 +86,7 @@ class ResourceType:
     storage_version: str = ""
     list_kind_name: str = ""
     extra_subresources: tuple[Subresource, ...] = ()
+    crd_version: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def api_version(self) -> str:
@@ -410,6 +413,7 @@ def resource_types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
             verbs=CRD_VERBS,
             storage_version=storage,
             list_kind_name=str(names.get("listKind") or f"{kind}List"),
+            crd_version=v,
         )
         for v in versions
         if v.get("served")

@@ -26,7 +26,11 @@ from typing import Any
 
 import orjson
 
+from aioinformer.testing._kubesim import deepjson
+from aioinformer.testing._kubesim.crdschema import custom_causes
+from aioinformer.testing._kubesim.decoding import decode_patched
 from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.limits import check_stored_size
 from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
 from aioinformer.testing._kubesim.patch import (
@@ -134,11 +138,11 @@ class Api:
         """The stored form: compact JSON (built-in kinds without kind/apiVersion, which
         typed lists omit; custom resources with sorted keys, as unstructured encodes)."""
         if rt.custom:
-            raw = orjson.dumps(obj, option=orjson.OPT_SORT_KEYS)
+            raw = deepjson.dumps(obj, sort_keys=True)
         else:
             obj.pop("kind", None)
             obj.pop("apiVersion", None)
-            raw = orjson.dumps(obj)
+            raw = deepjson.dumps(obj)
         return exact_bytes(raw)
 
     def _stored(self, rt: ResourceType, obj: dict[str, Any], rv: int) -> Stored:
@@ -153,9 +157,9 @@ class Api:
             if v
         }
         raw = self._encode(rt, obj)
-        return Stored(
-            self.key(rt, ns, meta["name"]), ns, rv, raw, meta.get("uid", ""), labels, fields
-        )
+        key = self.key(rt, ns, meta["name"])
+        check_stored_size(raw, key)
+        return Stored(key, ns, rv, raw, meta.get("uid", ""), labels, fields)
 
     def _require(self, rt: ResourceType, namespace: str | None, name: str) -> Stored:
         cur = self.store(rt).get(self.key(rt, namespace, name))
@@ -168,7 +172,7 @@ class Api:
             rt.kind,
             rt.group,
             name,
-            invalid_message(rt.kind, name, causes),
+            invalid_message(rt.kind, name, causes, rt.group),
             [c.to_dict() for c in causes],
         )
 
@@ -316,7 +320,7 @@ class Api:
         obj["kind"] = rt.kind
         if rt.has_status and not keep_status:
             obj.pop("status", None)
-        causes = validate_create(rt, obj)
+        causes = validate_create(rt, obj) + custom_causes(rt, obj)
         if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
             causes = causes + validate_crd(obj)
         if causes:
@@ -427,6 +431,7 @@ class Api:
         )
         if patch_rv and str(patch_rv) != str(cur.rv):
             raise ApiError.conflict(rt.plural, rt.group, name)
+        new = decode_patched(rt, new)
         # the merges copy their target, so ``obj`` is still the stored state: no decode again
         return self._write(rt, cur, new, subresource, manager, old=obj)
 
@@ -492,6 +497,8 @@ class Api:
             causes = validate_update(rt, old, new)
             if causes:
                 raise self._invalid(rt, name, causes)
+        if rt.custom and (causes := custom_causes(rt, new)):
+            raise self._invalid(rt, name, causes)
         old.setdefault("apiVersion", rt.api_version)
         old.setdefault("kind", rt.kind)
         new_meta = new["metadata"]
@@ -751,7 +758,7 @@ parse_rv = _parse_rv
 
 def _clone(value: Mapping[str, Any]) -> dict[str, Any]:
     """A deep copy of a JSON document (an order of magnitude faster than copy.deepcopy)."""
-    out: dict[str, Any] = orjson.loads(orjson.dumps(value))
+    out: dict[str, Any] = deepjson.loads(deepjson.dumps(value))
     return out
 
 

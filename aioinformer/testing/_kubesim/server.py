@@ -18,9 +18,19 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim import bodies, deepjson
 from aioinformer.testing._kubesim.apply import check_patch_options, is_apply, server_side_apply
+from aioinformer.testing._kubesim.bodies import MAX_DEPTH, Body
+from aioinformer.testing._kubesim.decoding import (
+    add_warnings,
+    decode_body,
+    field_validation,
+    writing,
+)
 from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.limits import watch_timeout
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
+from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
@@ -32,6 +42,7 @@ from aioinformer.testing._kubesim.selectors import (
     supported_field_labels,
 )
 from aioinformer.testing._kubesim.status import ApiError, status_body
+from aioinformer.testing._kubesim.tables import TableMaker, include_object, table_version
 from aioinformer.testing._kubesim.watchstream import WatchSpec, serve_watch
 
 __all__ = ["SimOptions", "SimServer", "User"]
@@ -94,7 +105,10 @@ def _json_response(
 
 
 def _error_response(err: ApiError) -> web.Response:
-    return _json_response(err.body, err.code, err.headers)
+    resp = _json_response(err.body, err.code, err.headers)
+    if err.headers.get("Connection") == "close":
+        resp.force_close()  # as announced (413: the rest of the body is never read)
+    return resp
 
 
 def _verb_of(method: str, has_name: bool, watch: bool) -> str:
@@ -122,6 +136,7 @@ class SimServer:
         self.requests_served = 0
         self.open_watches = 0
         self.server_address = "127.0.0.1:0"
+        self.openapi = OpenApiDocs(registry)
         faults.wake = self.wake_watches
 
     def make_app(self) -> web.Application:
@@ -212,14 +227,21 @@ class SimServer:
             return _json_response(version_info())
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
+        if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            self._deny_anonymous(user, path)
+            return self.openapi.serve(request, path)
         raise ApiError.page_not_found()
+
+    @staticmethod
+    def _deny_anonymous(user: User, path: str) -> None:
+        if user.name == "system:anonymous":
+            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
 
     def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if request.method != "GET":
             raise ApiError.method_not_allowed()
-        if user.name == "system:anonymous":
-            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
-            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
+        self._deny_anonymous(user, path)
         parts = path.strip("/").split("/")
         accept = request.headers.get("Accept", "")
         doc: dict[str, Any] | None = None
@@ -300,10 +322,10 @@ class SimServer:
             return await self._list(request, route, media)
         if verb == "get":
             obj = self.api.get(rt, route.namespace, route.name or "")
-            return self._object_response(rt, obj, media)
+            return self._object_response(rt, obj, media, query=q)
         if verb == "create":
-            body = await _json_body(request)
             if route.subresource == "binding":
+                body = await _json_body(request)
                 target = (body.get("target") or {}).get("name", "")
                 self.api.bind(route.namespace or "", route.name or "", target)
                 return _json_response(
@@ -320,21 +342,27 @@ class SimServer:
                 raise ApiError.method_not_allowed()
             if rt.namespaced and route.namespace is None:
                 raise ApiError.method_not_allowed()
-            self._check_kind(rt, body)
-            obj = self.api.create(rt, route.namespace, body, manager=manager)
-            return self._object_response(rt, obj, media, 201)
+            directive = field_validation(q, "CreateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.create(rt, route.namespace, decoded.obj, manager=manager)
+            resp = self._object_response(rt, obj, media, 201, query=q)
+            return add_warnings(resp, decoded.warnings)
         if verb == "update":
-            body = await _json_body(request)
-            self._check_kind(rt, body)
-            obj = self.api.update(
-                rt,
-                route.namespace,
-                route.name or "",
-                body,
-                subresource=route.subresource,
-                manager=manager,
-            )
-            return self._object_response(rt, obj, media)
+            directive = field_validation(q, "UpdateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.update(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    decoded.obj,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), decoded.warnings)
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "")
             check_patch_options(ctype, q)
@@ -350,16 +378,18 @@ class SimServer:
                 )
                 return self._object_response(rt, obj, media, 201 if created else 200)
             patch = await _json_body(request, allow_list=True)
-            obj = self.api.patch(
-                rt,
-                route.namespace,
-                route.name or "",
-                ctype,
-                patch,
-                subresource=route.subresource,
-                manager=manager,
-            )
-            return self._object_response(rt, obj, media)
+            directive = field_validation(q, "PatchOptions")
+            with writing(directive, MAX_DEPTH) as ctx:
+                obj = self.api.patch(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    ctype,
+                    patch,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
         if verb == "delete":
             opts = await _delete_options(request)
             gone, status = self.api.delete(rt, route.namespace, route.name or "", opts)
@@ -390,7 +420,8 @@ class SimServer:
             )
 
     def _negotiate(self, accept: str) -> str:
-        """ "json", "partial", "partial-list", "table" or "yaml"; 406 when nothing fits."""
+        """ "json", "partial", "partial-list", "table-v1", "table-v1beta1" or "yaml"; 406
+        when nothing fits."""
         if not accept:
             return "json"
         for part in accept.split(","):
@@ -405,8 +436,9 @@ class SimServer:
                     return "partial"
                 if as_ == "PartialObjectMetadataList":
                     return "partial-list"
-                if as_ == "Table":
-                    return "table"
+                version = table_version(opts)
+                if version is not None:
+                    return f"table-{version}"
                 continue
             if mime == "application/yaml":
                 return "yaml"
@@ -452,8 +484,17 @@ class SimServer:
         )
 
     def _object_response(
-        self, rt: ResourceType, obj: Stored, media: str, status: int = 200
+        self,
+        rt: ResourceType,
+        obj: Stored,
+        media: str,
+        status: int = 200,
+        query: Mapping[str, str] | None = None,
     ) -> web.Response:
+        if media.startswith("table-"):
+            maker = TableMaker(rt, media.removeprefix("table-"), include_object(query or {}))
+            meta = {"resourceVersion": str(obj.rv)}
+            return _json_response(maker.table([obj.decode()], meta), status)
         data = self._object_bytes(rt, obj, media)
         if media == "yaml":
             return _yaml_response(orjson.loads(data), status)
@@ -514,8 +555,9 @@ class SimServer:
             head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
             head += orjson.dumps(meta) + b',"items":['
             tail = b"]}"
-        elif media == "table":
-            return _json_response(_table(rt, page, self))
+        elif media.startswith("table-"):
+            maker = TableMaker(rt, media.removeprefix("table-"), include_object(request.query))
+            return _json_response(maker.table([o.decode() for o in page.items], meta))
         elif rt.custom:
             meta.setdefault("continue", "")
             head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
@@ -611,12 +653,7 @@ class SimServer:
         lsel, fsel = self._selectors(rt, q)
         timeout: float | None = None
         if q.get("timeoutSeconds"):
-            try:
-                timeout = float(int(q["timeoutSeconds"]))
-            except ValueError:
-                raise ApiError.bad_request(
-                    f"invalid timeoutSeconds: {q['timeoutSeconds']}"
-                ) from None
+            timeout = watch_timeout(q["timeoutSeconds"])
         if initial or (self.options.watch_list and rv in ("", "0") and send_initial is None):
             mode = "initial"
         elif rv == "":
@@ -644,6 +681,11 @@ class SimServer:
             timeout=timeout,
             metadata_only=media in ("partial", "partial-list"),
             list_media_type=media == "partial-list",
+            encode=(
+                TableMaker(rt, media.removeprefix("table-"), include_object(q)).watch_encoder()
+                if media.startswith("table-")
+                else None
+            ),
         )
         self.open_watches += 1
         try:
@@ -673,8 +715,29 @@ def _manager(request: web.Request) -> str:
     return ua.split("/", 1)[0] or "unknown"
 
 
+async def _request_body(request: web.Request, rt: ResourceType) -> Body:
+    """A create or update body: at most 3 MiB, JSON, YAML or (for the kinds
+    :mod:`.protobuf` decodes) protobuf; 415 otherwise. Parsed."""
+    raw = await bodies.read(request)
+    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0]
+    ctype = ctype.strip().lower()
+    if ctype == PROTOBUF:
+        return Body(protobuf_body(raw), raw)
+    if ctype not in ("application/json", "application/yaml", ""):
+        raise ApiError(
+            415,
+            status_body(
+                415,
+                "the body of the request was in an unknown format - accepted media types "
+                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+                "UnsupportedMediaType",
+            ),
+        )
+    return bodies.parse(raw, ctype, rt.kind)
+
+
 async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
-    raw = await request.read()
+    raw = await bodies.read(request)
     ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0].strip()
     if request.method != "PATCH" and ctype == PROTOBUF:
         return protobuf_body(raw)
@@ -696,8 +759,8 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
             ),
         )
     try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        data = deepjson.loads(raw)
+    except (ValueError, deepjson.DeepJsonError) as exc:
         raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
     if isinstance(data, dict) or (allow_list and isinstance(data, list)):
         return data
@@ -710,7 +773,7 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
 async def _delete_options(request: web.Request) -> dict[str, Any]:
     opts: dict[str, Any] = {}
     if request.can_read_body:
-        raw = await request.read()
+        raw = await bodies.read(request)
         if raw.strip():
             try:
                 data = orjson.loads(raw)
@@ -739,33 +802,6 @@ def _yaml_response(doc: Any, status: int) -> web.Response:
         content_type="application/yaml",
         headers={"Cache-Control": "no-cache, private"},
     )
-
-
-def _table(rt: ResourceType, page: ListResult, server: SimServer) -> dict[str, Any]:
-    """A minimal meta.k8s.io/v1 Table (Name, Created At), objects as metadata."""
-    rows = []
-    for obj in page.items:
-        meta = orjson.loads(obj.raw)["metadata"]
-        rows.append(
-            {
-                "cells": [meta.get("name"), meta.get("creationTimestamp")],
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": meta,
-                },
-            }
-        )
-    return {
-        "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
-        "metadata": {"resourceVersion": str(page.resource_version)},
-        "columnDefinitions": [
-            {"name": "Name", "type": "string", "format": "name", "description": "", "priority": 0},
-            {"name": "Created At", "type": "date", "format": "", "description": "", "priority": 0},
-        ],
-        "rows": rows,
-    }
 
 
 def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:

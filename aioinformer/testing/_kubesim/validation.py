@@ -404,7 +404,36 @@ def validate_create(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
         errs += _validate_pod_spec(_d(obj.get("spec")))
     elif rt.group == "apps" and rt.plural in WORKLOAD_PLURALS:
         errs += _validate_workload(_d(obj.get("spec")))
-    return errs
+    return errs + _validate_data_size(rt, obj)
+
+
+#: ``corev1.MaxSecretSize``: the most data a ConfigMap or a Secret may hold
+MAX_DATA_BYTES = 1024 * 1024
+
+
+def _validate_data_size(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
+    """ConfigMap: keys and values of ``data`` and ``binaryData`` together at most 1 MiB
+    (field ``[]``, 25c); Secret: ``data`` (decoded) and ``stringData`` likewise."""
+    if rt.group or rt.plural not in ("configmaps", "secrets"):
+        return []
+    total = 0
+    for key in ("data", "binaryData", "stringData"):
+        for k, v in _d(obj.get(key)).items():
+            total += len(k.encode()) + _data_len(
+                v, base64=key == "binaryData" or (key == "data" and rt.plural == "secrets")
+            )
+    if total <= MAX_DATA_BYTES:
+        return []
+    field = "[]" if rt.plural == "configmaps" else "data"
+    return [
+        Cause("FieldValueTooLong", f"Too long: must have at most {MAX_DATA_BYTES} bytes", field)
+    ]
+
+
+def _data_len(value: object, base64: bool) -> int:
+    if not isinstance(value, str):
+        return 0
+    return len(value) * 3 // 4 - value.count("=") if base64 else len(value.encode())
 
 
 # -- update -------------------------------------------------------------------------------------
@@ -522,7 +551,7 @@ def validate_update(
     for key in ("name", "namespace", "uid"):
         if (om.get(key) or "") != (nm.get(key) or ""):
             errs.append(invalid(f"metadata.{key}", nm.get(key) or "", "field is immutable"))
-    errs += _validate_object_meta(rt, nm, create=False)
+    errs += _validate_object_meta(rt, nm, create=False) + _validate_data_size(rt, new)
     ospec, nspec = _d(old.get("spec")), _d(new.get("spec"))
     if rt.group == "" and rt.plural == "pods":
         errs += (

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +56,8 @@ class WatchSpec:
     timeout: float | None
     metadata_only: bool = False
     list_media_type: bool = False  # as=PartialObjectMetadataList: closes at the first event
+    #: the event object's JSON from the stored object (a Table watch); None: the object
+    encode: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
 
 class _Stream:
@@ -93,6 +96,8 @@ class _Stream:
     # -- encoding ---------------------------------------------------------------------------
 
     def object_bytes(self, obj: Stored) -> bytes:
+        if self.spec.encode is not None:
+            return orjson.dumps(self.spec.encode(obj.decode()))
         if self.spec.metadata_only:
             meta = orjson.loads(obj.raw)["metadata"]
             return _PARTIAL + orjson.dumps(meta) + b"}"
