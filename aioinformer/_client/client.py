@@ -17,9 +17,14 @@ Contract:
   aioinformer.Conflict``, ``NotFound``, ``AlreadyExists``, ``Invalid`` (with ``causes``),
   ``Forbidden``; a request that got no answer is a :class:`~aioinformer.TransportError`.
 * **Write hooks** see every write: :meth:`WriteHook.before` runs after the request is
-  built and before it is sent (it may refuse it by raising, e.g.
-  :class:`~aioinformer.NotOwner`), :meth:`WriteHook.after` once the server accepted it,
-  :meth:`WriteHook.failed` when it did not. The controller runtime installs one that keeps
+  built (it may refuse it by raising, e.g. :class:`~aioinformer.NotOwner`),
+  :meth:`WriteHook.check` again right before its first byte is written to the connection,
+  with no await in between (a refusal there sends nothing), :meth:`WriteHook.after` once
+  the server accepted it, :meth:`WriteHook.failed` when it did not.
+* **A cancelled write is settled before the cancellation propagates**: if the request may
+  be on its way, the client waits (up to :data:`IN_FLIGHT_GRACE`) for its answer, so that
+  whoever cancelled it knows it has landed, or never will, before acting on that (a
+  controller handing a key to another replica). The controller runtime installs one that keeps
   expectations and read-your-writes by itself (see ``aioinformer.Manager.client``).
 * ``dry_run=True`` asks the server to validate and answer without persisting (hooks are not
   called: nothing changes).
@@ -27,6 +32,7 @@ Contract:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +47,7 @@ from aioinformer._core.objects import KubeObject, decode_object
 from aioinformer._core.owners import set_owner
 
 __all__ = [
+    "IN_FLIGHT_GRACE",
     "Client",
     "ObjectLike",
     "Operation",
@@ -65,6 +72,8 @@ _CONTENT_TYPES: Mapping[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 _FINALIZER_ATTEMPTS = 5
+IN_FLIGHT_GRACE = 10.0
+"""Seconds a cancelled write waits for the answer of a request that may be on its way."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,8 +98,13 @@ class WriteHook(Protocol):
     """Called around every write a :class:`Client` makes (see the module docstring)."""
 
     async def before(self, request: WriteRequest) -> object:
-        """Before sending; raising refuses the write. The result is passed to ``after`` or
-        ``failed``."""
+        """Before sending; raising refuses the write. The result is passed to ``check``,
+        ``after`` or ``failed``."""
+        ...
+
+    def check(self, request: WriteRequest, token: object) -> None:
+        """Right before the request's first byte goes out (synchronous: nothing can run in
+        between); raising refuses the write, unsent."""
         ...
 
     async def after(self, request: WriteRequest, result: KubeObject | None, token: object) -> None:
@@ -228,15 +242,31 @@ class Client:
         if not dry_run:
             for hook in self.hooks:
                 tokens.append((hook, await hook.before(request)))
-        try:
-            answer = await self.rest.request(
+
+        def guard() -> None:
+            for hook, token in tokens:
+                hook.check(request, token)
+
+        sending = asyncio.ensure_future(
+            self.rest.request(
                 method,
                 path,
                 about,
                 query=query,
                 body=request.body,
                 content_type=content_type,
+                guard=guard if tokens else None,
             )
+        )
+        try:
+            try:
+                answer = await asyncio.shield(sending)
+            except asyncio.CancelledError:
+                # the request may be on its way: settle it before the cancellation goes on
+                await asyncio.wait([sending], timeout=IN_FLIGHT_GRACE)
+                if not sending.done():
+                    sending.cancel()
+                raise
             result = self._decode(answer.body, about)
         except BaseException as exc:
             for hook, token in tokens:

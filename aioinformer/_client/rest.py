@@ -29,16 +29,19 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import orjson
+from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDictProxy
 
 from aioinformer._core import logs
 from aioinformer._core.errors import (
+    AioinformerError,
     Cause,
     StatusError,
     TransportError,
@@ -117,27 +120,40 @@ class RestClient:
         content_type: str | None = None,
         accept: str = JSON,
         timeout: aiohttp.ClientTimeout = _DEFAULT_TIMEOUT,
+        guard: Callable[[], None] | None = None,
     ) -> aiohttp.ClientResponse:
         """Send one request; return the response of a 2xx answer, unread (close it).
 
         ``body`` is a JSON-ready value (dict or list), sent with ``content_type``
-        (default application/json). Raises a :class:`StatusError` for any other answer
-        (the response is closed) and :class:`TransportError` for a failed connection.
+        (default application/json). ``guard`` (with a body) is called right before the
+        first byte of the request is written to the connection, with no await in
+        between: what it raises stops the request unsent (a replica that lost its Lease
+        while the request was waiting to go out sends nothing). Raises a
+        :class:`StatusError` for any other answer (the response is closed) and
+        :class:`TransportError` for a failed connection.
         """
         headers = {"Accept": accept}
         if content_type is not None:
             headers["Content-Type"] = content_type
         try:
-            resp: aiohttp.ClientResponse = await self.api_client.call_api(
-                path,
-                method,
-                query_params=list(query),
-                header_params=headers,
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
+            if guard is not None and body is not None:
+                resp = await self._send_guarded(method, path, query, body, headers, timeout, guard)
+            else:
+                resp = await self.api_client.call_api(
+                    path,
+                    method,
+                    query_params=list(query),
+                    header_params=headers,
+                    body=body,
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _request_timeout=timeout,
+                )
+        except aiohttp.ClientConnectionError as exc:
+            refused = exc.__cause__
+            if isinstance(refused, AioinformerError):  # the guard refused: nothing was sent
+                raise refused from None
+            raise self.transport_error(about, "request failed", exc) from None
         except NETWORK_ERRORS as exc:
             raise self.transport_error(about, "request failed", exc) from None
         if 200 <= resp.status < 300:
@@ -146,6 +162,41 @@ class RestClient:
             raise await self._error(resp, about)
         finally:
             resp.close()
+
+    async def _send_guarded(
+        self,
+        method: str,
+        path: str,
+        query: Sequence[tuple[str, str]],
+        body: Any,
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout,
+        guard: Callable[[], None],
+    ) -> aiohttp.ClientResponse:
+        """The request as kubernetes_asyncio's ``call_api`` sends it (its configuration's
+        host, credentials and TLS, its session), with the body written by a payload that
+        calls ``guard`` first."""
+        api = self.api_client
+        cfg = api.configuration
+        sent = {**api.default_headers, **headers}
+        if getattr(api, "cookie", None):
+            sent["Cookie"] = api.cookie
+        for auth in (await cfg.auth_settings()).values():
+            if auth.get("in") == "header" and auth.get("value"):
+                sent[auth["key"]] = auth["value"]
+        url = cfg.host + path + (f"?{urlencode(list(query))}" if query else "")
+        rest = api.rest_client
+        options: dict[str, Any] = {"headers": sent, "timeout": timeout}
+        if getattr(rest, "proxy", None):
+            options["proxy"] = rest.proxy
+            if getattr(rest, "proxy_headers", None):
+                options["proxy_headers"] = rest.proxy_headers
+        if getattr(rest, "server_hostname", None):
+            options["server_hostname"] = rest.server_hostname
+        ctype = sent.get("Content-Type", JSON)
+        options["data"] = _GuardedBody(orjson.dumps(body), guard, ctype)
+        resp: aiohttp.ClientResponse = await rest.pool_manager.request(method, url, **options)
+        return resp
 
     async def request(
         self,
@@ -159,6 +210,7 @@ class RestClient:
         accept: str = JSON,
         timeout: aiohttp.ClientTimeout = _DEFAULT_TIMEOUT,
         max_body: int | None = None,
+        guard: Callable[[], None] | None = None,
     ) -> Response:
         """:meth:`open`, then read the whole body (a :class:`TransportError` if it is cut,
         or longer than ``max_body`` bytes)."""
@@ -171,6 +223,7 @@ class RestClient:
             content_type=content_type,
             accept=accept,
             timeout=timeout,
+            guard=guard,
         )
         try:
             data = await self.read_body(resp, about, max_body)
@@ -274,6 +327,25 @@ class RestClient:
         return TransportError(
             message, verb=about.verb, resource=about.resource, namespace=about.namespace
         )
+
+
+class _GuardedBody(aiohttp.BytesPayload):
+    """A request body that calls ``guard`` right before it is written (aiohttp writes the
+    buffered headers with the first body bytes, so nothing has been sent before)."""
+
+    def __init__(self, data: bytes, guard: Callable[[], None], content_type: str) -> None:
+        super().__init__(data, content_type=content_type)
+        self._guard = guard
+
+    async def write(self, writer: AbstractStreamWriter) -> None:
+        self._guard()
+        await super().write(writer)
+
+    async def write_with_length(
+        self, writer: AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        self._guard()
+        await super().write_with_length(writer, content_length)
 
 
 def status_error(

@@ -4,10 +4,12 @@ every write a reconcile makes, so that none can be forgotten.
 Installed on :attr:`aioinformer.Manager.client`. For a write made inside a reconcile
 (:data:`~aioinformer._runtime.context.current`), against the running controller and key:
 
-* **Fencing.** Right before the request is sent, the replica must still hold the key (its
-  leader Lease, or the key's shard, renewed within ``renew_deadline`` by the local clock):
+* **Fencing.** When the write is built, and again right before its first byte goes out to
+  the connection (no await in between), the replica must still hold the key (its leader
+  Lease, or the key's shard, renewed within ``renew_deadline`` by the local clock):
   otherwise :class:`~aioinformer.NotOwner` is raised and nothing is sent. A replica that
-  lost its Lease, was frozen past it or is handing a shard over cannot write.
+  lost its Lease, was frozen past it (even between the two checks) or is handing a shard
+  over cannot write.
 * **Expectations.** A create of an object the primary controls (a controller
   ownerReference to it), of a resource the controller ``owns``, raises the key's expected
   creations before it is sent, and lowers them again if the server refused it; a delete of
@@ -63,13 +65,8 @@ class ControllerWrites:
         running = context.current.get()
         if running is None:
             return None
+        _fence(running, request)
         ctl, key = running.controller, running.key
-        if not ctl.may_act(key):
-            raise NotOwner(
-                f"{ctl.name}: not sending {request.verb} {request.resource.qualified} "
-                f"{request.name or ''!s}: this replica no longer holds {key}",
-                key,
-            )
         booked = _Booked(running)
         if ctl.use_expectations and ctl.owns_resource(request.resource, request.namespace):
             if request.verb == "create" and ctl.controls(request.controller_refs, key):
@@ -82,6 +79,10 @@ class ControllerWrites:
                     ctl.expectations.expect_deletions(key, [dependent])
                     booked.deletion = dependent
         return booked
+
+    def check(self, request: WriteRequest, token: object) -> None:
+        if isinstance(token, _Booked):
+            _fence(token.running, request)
 
     async def after(self, request: WriteRequest, result: KubeObject | None, token: object) -> None:
         if not isinstance(token, _Booked):
@@ -114,6 +115,17 @@ class ControllerWrites:
             ctl.expectations.deletion_observed(key, token.deletion)
         if isinstance(error, AlreadyExists):
             log.info("%s: %s: %s exists already", ctl.name, key, request.name)
+
+
+def _fence(running: context.Reconciling, request: WriteRequest) -> None:
+    """:class:`~aioinformer.NotOwner` unless this replica holds the running reconcile's key."""
+    ctl, key = running.controller, running.key
+    if not ctl.may_act(key):
+        raise NotOwner(
+            f"{ctl.name}: not sending {request.verb} {request.resource.qualified} "
+            f"{request.name or ''!s}: this replica no longer holds {key}",
+            key,
+        )
 
 
 def _sees(inf: Informer, request: WriteRequest, namespace: str) -> bool:

@@ -390,8 +390,12 @@ class Manager:
                         ctl.queue.add(obj.key)
 
         async def hand_over(released: frozenset[int]) -> None:
+            # their writes in flight are answered before the Leases go (the client settles
+            # a cancelled write), within the handover's bound
             for ctl in self.controllers:
-                await ctl.cancel_reconciles(lambda k: shards.shard_for(k) in released)
+                await ctl.cancel_reconciles(
+                    lambda k: shards.shard_for(k) in released, timeout=shards.renew_deadline
+                )
 
         shards.on_change.append(requeue)
         shards.on_release.append(hand_over)

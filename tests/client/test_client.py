@@ -189,6 +189,13 @@ async def test_write_hooks_see_every_write_and_may_refuse_it(sim: KubeSim, clien
                 raise NotOwner("refused", request.name or "")
             return request.verb
 
+        late_refusal = False
+
+        def check(self, request: WriteRequest, token: object) -> None:
+            seen.append(("check", str(token), request.name))
+            if self.late_refusal:  # (the key was lost between building and sending)
+                raise NotOwner("lost meanwhile", request.name or "")
+
         async def after(
             self, request: WriteRequest, result: KubeObject | None, token: object
         ) -> None:
@@ -205,8 +212,11 @@ async def test_write_hooks_see_every_write_and_may_refuse_it(sim: KubeSim, clien
     await client.create(cm("dry"), dry_run=True)  # a dry run changes nothing: no hooks
     await client.delete(made)
     assert seen == [
+        ("check", "create", "h"),  # right before the request's bytes went out
         ("after", "create", "h"),
+        ("check", "create", "h"),
         ("failed", "create", "AlreadyExists"),
+        ("check", "delete", "h"),
         ("after", "delete", None),
     ]
     hook.refuse = True
@@ -214,6 +224,12 @@ async def test_write_hooks_see_every_write_and_may_refuse_it(sim: KubeSim, clien
         await client.create(cm("refused"))
     with pytest.raises(NotFound):
         await client.get("v1", "ConfigMap", "refused", "default")  # never sent
+    hook.refuse, hook.late_refusal = False, True
+    with pytest.raises(NotOwner, match="lost meanwhile"):
+        await client.create(cm("refused-late"))
+    assert seen[-1] == ("failed", "create", "NotOwner")
+    with pytest.raises(NotFound):
+        await client.get("v1", "ConfigMap", "refused-late", "default")  # never sent either
 
 
 async def test_server_side_apply_owns_fields_and_reports_conflicts(
