@@ -179,3 +179,32 @@ async def test_command_line_sim_serves_until_interrupted(tmp_path: Path) -> None
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_json_bodies_end_with_a_newline_as_recorded(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """The apiserver's encoder ends every JSON body with a newline (``body_ends_with_newline``
+    and ``body_raw_len`` in 17a, 17b and 23a): error Status bodies, objects and lists alike,
+    so a recorded error body is byte for byte what KubeSim sends."""
+    sim.create("namespaces", {"metadata": {"name": "rec-dry-a"}})
+    sim.create("namespaces", {"metadata": {"name": "rec-scale-a"}})
+    cases = [
+        next(w for w in transcript("17a")["writes"] if "cm-missing" in w["label"]),
+        next(e for e in transcript("17b")["more_exchanges"] if "p3" in e["label"]),
+        next(e for e in transcript("23a")["more_exchanges"] if "configmaps/x" in e["label"]),
+    ]
+    for case in cases:
+        req, want = case["request"], case["response"]
+        async with http.request(req["method"], req["path"]) as r:
+            raw = await r.read()
+        assert (r.status, raw) == (
+            want["status"],
+            json.dumps(want["body"], separators=(",", ":")).encode() + b"\n",
+        )
+        assert len(raw) == want["body_raw_len"] and want["body_ends_with_newline"]
+    for path in ("/api/v1/namespaces/rec-dry-a", "/api/v1/namespaces", "/api/v1"):
+        async with http.get(path) as r:
+            assert (await r.read()).endswith(b"}\n"), path
+    async with http.get("/version") as r:
+        assert (await r.read()).endswith(b"}")  # json.MarshalIndent: no newline

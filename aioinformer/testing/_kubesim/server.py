@@ -9,6 +9,7 @@ with the recorded code and message; no request ever gets a traceback or a hung c
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
@@ -19,6 +20,7 @@ import orjson
 from aiohttp import web
 
 from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
@@ -84,7 +86,8 @@ class _Route:
 def _json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
-    body = data if isinstance(data, bytes) else orjson.dumps(data)
+    """A JSON body as the apiserver's encoder writes it: the document and a newline."""
+    body = (data if isinstance(data, bytes) else orjson.dumps(data)) + b"\n"
     hdrs = {"Cache-Control": "no-cache, private"}
     if headers:
         hdrs.update(headers)
@@ -142,7 +145,7 @@ class SimServer:
             delay = self.faults.latency_for(path)
             if delay:
                 await asyncio.sleep(delay)
-            if path in _PUBLIC_PATHS or not path.startswith(("/api", "/apis")):
+            if is_health_path(path) or path in _PUBLIC_PATHS or not path.startswith("/api"):
                 return self._non_resource(request, path, user)
             route = self._parse_resource_path(path)
             if route is None:
@@ -207,9 +210,12 @@ class SimServer:
 
     def _non_resource(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if path == "/version":
-            return _json_response(version_info())
-        if path in ("/healthz", "/livez", "/readyz"):
-            return web.Response(text="ok", content_type="text/plain")
+            # the apiserver writes /version with json.MarshalIndent: indented, no newline
+            body = json.dumps(version_info(), indent=2).encode()
+            return web.Response(body=body, content_type="application/json")
+        if is_health_path(path):
+            q = request.query
+            return health_response(path, "verbose" in q, q.getall("exclude", []))
         raise ApiError.page_not_found()
 
     def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
@@ -496,7 +502,7 @@ class SimServer:
         if media in ("partial", "partial-list"):
             head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
             head += orjson.dumps(meta) + b',"items":['
-            tail = b"]}"
+            tail = b"]}\n"
         elif media == "table":
             return _json_response(_table(rt, page, self))
         elif rt.custom:
@@ -513,7 +519,7 @@ class SimServer:
                     },
                     option=orjson.OPT_SORT_KEYS,
                 )
-                + b"}"
+                + b"}\n"
             )
         else:
             head = (
@@ -525,7 +531,7 @@ class SimServer:
                 + orjson.dumps(meta)
                 + b',"items":['
             )
-            tail = b"]}"
+            tail = b"]}\n"
         if media == "yaml":
             items = [orjson.loads(self._object_bytes(rt, o, "json")) for o in page.items]
             doc = orjson.loads(head + b",".join(orjson.dumps(i) for i in items) + tail)
