@@ -219,8 +219,9 @@ class KubeSim:
     def add_user(
         self, name: str, rules: Iterable[tuple[str, str, str]] = (), token: str | None = None
     ) -> str:
-        """Add an identity with RBAC ``rules`` ((verb, group, plural), ``"*"`` = any);
-        returns its bearer token. A user without rules is denied everything (403)."""
+        """Add an identity with RBAC ``rules`` ((verb, group, resource), ``"*"`` = any;
+        a subresource is its own resource: ``pods/status``, ``deployments/scale``, ``*/scale``,
+        ``pods/*``); returns its bearer token. A user without rules is denied everything (403)."""
         tok = token or random_token()
         self.options.tokens[tok] = User(name, tuple(rules))
         return tok

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim import rbac
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
@@ -51,17 +52,17 @@ _LIST_CHUNK = 1 << 20
 class User:
     """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
 
-    ``rules`` holds (verb, group, plural) triples where any part may be ``"*"``; the
-    admin user has ``("*", "*", "*")``.
+    ``rules`` holds (verb, group, resource) triples where any part may be ``"*"``; a
+    resource names a subresource as ``pods/status`` (see :mod:`._rbac`: a rule for
+    ``pods`` does not grant ``pods/status``). The admin user has ``("*", "*", "*")``.
     """
 
     name: str
     rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
 
-    def allows(self, verb: str, group: str, plural: str) -> bool:
-        return any(
-            v in ("*", verb) and g in ("*", group) and p in ("*", plural) for v, g, p in self.rules
-        )
+    def allows(self, verb: str, group: str, resource: str) -> bool:
+        """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
+        return rbac.allows(self.rules, verb, group, resource)
 
 
 @dataclass
@@ -152,9 +153,16 @@ class SimServer:
                 return self._discovery(request, path, user)
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
-            if not user.allows(verb, route.rt.group, route.rt.plural):
+            resource = rbac.request_resource(route.rt.plural, route.subresource)
+            if not user.allows(verb, route.rt.group, resource):
                 raise ApiError.forbidden(
-                    user.name, verb, route.rt.plural, route.rt.group, route.namespace
+                    user.name,
+                    verb,
+                    route.rt.plural,
+                    route.rt.group,
+                    route.namespace,
+                    name=route.name,
+                    subresource=route.subresource,
                 )
             fault = self.faults.take_request_fault(path, verb)
             if fault is not None:
