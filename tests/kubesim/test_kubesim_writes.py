@@ -275,15 +275,17 @@ async def test_delete_preconditions_finalizers_and_graceful_pods(
 async def test_foreground_deletion_adds_its_finalizer(
     sim: KubeSim, http: aiohttp.ClientSession
 ) -> None:
-    """12 (p-fg): propagationPolicy=Foreground sets the foregroundDeletion finalizer (no GC
-    runs, so it stays until removed)."""
+    """12 (p-fg): propagationPolicy=Foreground answers the pod with the foregroundDeletion
+    finalizer; the garbage collector then finds no dependent and releases it."""
     sim.create("pods", pod("p-fg"), "default")
     status, body = await call(
         http, "DELETE", "/api/v1/namespaces/default/pods/p-fg", {"propagationPolicy": "Foreground"}
     )
     assert status == 200
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
-    assert sim.get("pods", "p-fg", "default")["metadata"]["deletionTimestamp"]
+    assert body["metadata"]["deletionTimestamp"]
+    await sim.wait_idle()
+    assert sim.list("pods", "default") == []
 
 
 async def test_crd_lifecycle_and_custom_resource_semantics(

@@ -17,6 +17,7 @@ import orjson
 from aiohttp import web
 
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
+from aioinformer.testing._kubesim.controllers import Controllers
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
@@ -44,7 +45,8 @@ class KubeSim:
     the transcripts of a real kube-apiserver v1.28 in ``tests/conformance``. Beyond the
     HTTP API it offers what tests need: in-process writes (:meth:`create`, :meth:`create_many`
     for bulk loads), :meth:`compact` and :meth:`restart`, fault injection (:attr:`faults`
-    and the shortcut methods), and a scheduler/kubelet emulation (:meth:`start_cluster`).
+    and the shortcut methods), a scheduler/kubelet emulation (:meth:`start_cluster`), and the
+    namespace controller and garbage collector every cluster runs (:attr:`controllers`).
 
     Options:
         host, port: where to listen (127.0.0.1 and a free port by default).
@@ -57,6 +59,9 @@ class KubeSim:
         bookmark_interval: seconds between periodic bookmarks on a watch.
         too_large_rv_wait: how long a list at a future RV waits before its 504.
         nodes: create that many Node objects at start.
+        controllers: run the kube-controller-manager controllers a cluster always has (the
+            namespace controller and the garbage collector); ``False`` serves the API
+            alone, as the recorded apiserver was.
     """
 
     def __init__(
@@ -73,6 +78,7 @@ class KubeSim:
         bookmark_interval: float = 60.0,
         too_large_rv_wait: float = 3.0,
         nodes: int = 0,
+        controllers: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -92,6 +98,7 @@ class KubeSim:
         self.server = SimServer(self.api, self.mvcc, self.registry, self.faults, self.options)
         self.cluster = ClusterEmulator(self.api)
         self._initial_nodes = nodes
+        self.controllers = Controllers(self.api) if controllers else None
         self._runner: web.AppRunner | None = None
         self._tmpdir: Path | None = None
         self.ca_file: Path | None = None
@@ -138,6 +145,8 @@ class KubeSim:
         site = web.SockSite(self._runner, sock, ssl_context=ssl_ctx, shutdown_timeout=0.5)
         await site.start()
         self.server.server_address = f"{self.host}:{self.port}"
+        if self.controllers is not None:
+            self.controllers.start()
         if self._initial_nodes:
             self.cluster.add_nodes(self._initial_nodes)
         log.info("KubeSim serving on %s", self.url)
@@ -145,6 +154,8 @@ class KubeSim:
     async def stop(self) -> None:
         """Stop serving: close every connection (watches included) and free the port."""
         await self.cluster.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
         if self._runner is not None:
             self.faults.drop_watches()
             await self._runner.cleanup()
@@ -421,7 +432,10 @@ class KubeSim:
         """Wait until the cluster emulation has nothing left to do; ``TimeoutError`` if it
         still has work after ``timeout`` seconds."""
         try:
-            await asyncio.wait_for(self.cluster.idle(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.cluster.idle()
+                if self.controllers is not None:
+                    await self.controllers.idle()
         except TimeoutError:
             raise TimeoutError(
                 f"cluster emulation still busy after {timeout}s: {self.cluster.stats()}"

@@ -20,9 +20,12 @@ import orjson
 from aiohttp import web
 
 from aioinformer.testing._kubesim import rbac
+from aioinformer.testing._kubesim.deletion import DeleteOptions, read_delete_options
+from aioinformer.testing._kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
+from aioinformer.testing._kubesim.namespace_lifecycle import finalize
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
 from aioinformer.testing._kubesim.selectors import (
@@ -296,16 +299,26 @@ class SimServer:
     async def _resource(
         self, request: web.Request, route: _Route, verb: str, user: User
     ) -> web.StreamResponse:
+        media = self._negotiate(request.headers.get("Accept", ""))
+        if route.subresource is not None:
+            _check_subresource(route, verb)
+        dry = False
+        if verb in ("create", "update", "patch"):
+            dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
+        with dry_run(dry):
+            return await self._verb(request, route, verb, media)
+
+    async def _verb(
+        self, request: web.Request, route: _Route, verb: str, media: str
+    ) -> web.StreamResponse:
         rt = route.rt
         q = request.query
-        media = self._negotiate(request.headers.get("Accept", ""))
         manager = _manager(request)
-        if route.subresource is not None:
-            allowed = {"status"} if rt.has_status else set()
-            if rt.plural == "pods" and not rt.group:
-                allowed.add("binding")
-            if route.subresource not in allowed:
-                raise ApiError.page_not_found()
+        if route.subresource == "finalize":
+            body = await _json_body(request)
+            self._check_kind(rt, body)
+            obj = finalize(self.api, rt, route.name or "", body, manager=manager)
+            return self._object_response(rt, obj, media)
         if verb == "watch":
             return await self._watch(request, route, media)
         if verb == "list":
@@ -362,10 +375,10 @@ class SimServer:
             return self._object_response(rt, obj, media)
         if verb == "delete":
             opts = await _delete_options(request)
-            gone, status = self.api.delete(rt, route.namespace, route.name or "", opts)
-            if gone is not None:
-                return self._object_response(rt, gone, media)
-            return _json_response(status)
+            outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
+            if outcome.obj is not None:
+                return self._object_response(rt, outcome.obj, media, outcome.code)
+            return _json_response(outcome.status, outcome.code)
         if verb == "deletecollection":
             opts = await _delete_options(request)
             lsel, fsel = self._selectors(rt, q)
@@ -702,26 +715,22 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
     )
 
 
-async def _delete_options(request: web.Request) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    if request.can_read_body:
-        raw = await request.read()
-        if raw.strip():
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise ApiError.bad_request(f"json parse error: {exc}") from None
-            if isinstance(data, dict):
-                opts.update(data)
-    q = request.query
-    if "gracePeriodSeconds" in q:
-        try:
-            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-        except ValueError:
-            raise ApiError.bad_request("invalid gracePeriodSeconds") from None
-    if "propagationPolicy" in q:
-        opts["propagationPolicy"] = q["propagationPolicy"]
-    return opts
+async def _delete_options(request: web.Request) -> DeleteOptions:
+    body = await request.read() if request.can_read_body else b""
+    return read_delete_options(request.query, body, request.query.getall("dryRun", []))
+
+
+def _check_subresource(route: _Route, verb: str) -> None:
+    """404 for a subresource the type does not serve (for a custom resource the registry's
+    ``<plural>.<group> "<name>" not found``), 405 for a verb it does not take."""
+    rt = route.rt
+    sub = next((s for s in rt.subresources if s.name == route.subresource), None)
+    if sub is None:
+        if rt.custom:
+            raise ApiError.not_found(rt.plural, rt.group, route.name or "")
+        raise ApiError.page_not_found()
+    if verb not in sub.verbs:
+        raise ApiError.method_not_allowed()
 
 
 def _yaml_response(doc: Any, status: int) -> web.Response:

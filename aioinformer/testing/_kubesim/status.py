@@ -111,7 +111,8 @@ class ApiError(Exception):
             else "The object might have been modified"
         )
         msg = (
-            f'Operation cannot be fulfilled on {kind} "{name}": the {what} in the precondition '
+            f'Operation cannot be fulfilled on {_qualified(kind, group)} "{name}": the {what} '
+            "in the precondition "
             f"({expected}) does not match the {what} in record ({actual}). {tail}"
         )
         return cls(409, status_body(409, msg, "Conflict", _details(name, group, kind)))
