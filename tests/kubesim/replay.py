@@ -55,7 +55,7 @@ async def send(
 
 def masked(doc: Any) -> Any:
     """``doc`` without what differs between two servers: uid, resourceVersion, timestamps
-    (metadata, status conditions) and a Status' details.uid are replaced by ``"*"``; managedFields are reduced to who
+    (metadata, status conditions) and a Status' details.uid are replaced, in a list's items too by ``"*"``; managedFields are reduced to who
     wrote (manager, operation, subresource), in no order."""
     out = copy.deepcopy(doc)
     if not isinstance(out, dict):
@@ -78,6 +78,8 @@ def masked(doc: Any) -> Any:
     details = out.get("details")
     if isinstance(details, dict) and "uid" in details:
         details["uid"] = "*"
+    if isinstance(out.get("items"), list):
+        out["items"] = [masked(item) for item in out["items"]]
     return out
 
 
@@ -92,18 +94,22 @@ async def eventually(cond: Callable[[], bool], what: str, timeout: float = 10.0)
 
 class Replayer:
     """Sends recorded requests with the recorded method, path, query, Content-Type and body,
-    and learns which of KubeSim's uids stands for each recorded uid, so recorded
-    ownerReferences and preconditions point at KubeSim's objects."""
+    and learns which of KubeSim's uids and resourceVersions stand for the recorded ones, so
+    recorded ownerReferences, preconditions and resourceVersions point at KubeSim's."""
 
     def __init__(self, http: aiohttp.ClientSession) -> None:
         self.http = http
         self.uids: dict[str, str] = {}
+        self.rvs: dict[str, str] = {}
 
     def ours(self, doc: Any) -> Any:
-        """``doc`` with every recorded uid replaced by KubeSim's."""
+        """``doc`` with every recorded uid, and every resourceVersion seen in an answer,
+        replaced by KubeSim's."""
         text = json.dumps(doc)
         for theirs, mine in self.uids.items():
             text = text.replace(theirs, mine)
+        for theirs, mine in self.rvs.items():
+            text = text.replace(f'"resourceVersion": "{theirs}"', f'"resourceVersion": "{mine}"')
         return json.loads(text)
 
     async def send(self, exchange: dict[str, Any]) -> tuple[int, Any, bytes]:
@@ -120,6 +126,10 @@ class Replayer:
             mine = (got.get("metadata") or {}).get("uid")
             if theirs and mine:
                 self.uids.setdefault(theirs, mine)
+            theirs = (recorded.get("metadata") or {}).get("resourceVersion")
+            mine = (got.get("metadata") or {}).get("resourceVersion")
+            if theirs and mine and status < 300:
+                self.rvs.setdefault(theirs, mine)
         return status, got, raw
 
     async def check(self, exchange: dict[str, Any]) -> Any:

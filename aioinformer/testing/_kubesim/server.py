@@ -28,6 +28,7 @@ from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.namespace_lifecycle import finalize
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from aioinformer.testing._kubesim.scale import get_scale, patch_scale, update_scale
 from aioinformer.testing._kubesim.selectors import (
     FieldSelector,
     LabelSelector,
@@ -314,6 +315,8 @@ class SimServer:
         rt = route.rt
         q = request.query
         manager = _manager(request)
+        if route.subresource == "scale":
+            return await self._scale(request, route, verb, manager)
         if route.subresource == "finalize":
             body = await _json_body(request)
             self._check_kind(rt, body)
@@ -387,6 +390,20 @@ class SimServer:
             )
             return await self._list_response(request, rt, page, media)
         raise ApiError.method_not_allowed()
+
+    async def _scale(
+        self, request: web.Request, route: _Route, verb: str, manager: str
+    ) -> web.StreamResponse:
+        rt, ns, name = route.rt, route.namespace, route.name or ""
+        if verb == "get":
+            return _json_response(get_scale(self.api, rt, ns, name))
+        if verb == "update":
+            body = await _json_body(request)
+            return _json_response(update_scale(self.api, rt, ns, name, body, manager=manager))
+        ctype = request.headers.get("Content-Type", "")
+        patch = await _json_body(request, allow_list=True)
+        scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
+        return _json_response(scale)
 
     @staticmethod
     def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
