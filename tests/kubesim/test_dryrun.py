@@ -3,12 +3,15 @@ answers as a real write would and stores nothing (no new RV, no watch event)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aioinformer.testing import KubeSim
 from aioinformer.testing._kubesim import dryrun
 from aioinformer.testing._kubesim.dryrun import parse_dry_run
 from aioinformer.testing._kubesim.status import ApiError
+from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import MERGE, masked, recorder, send
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -178,3 +181,71 @@ async def test_dry_run_reaches_status_and_deletecollection(sim: KubeSim) -> None
     assert sim.get("pods", "p1", "rec-dry-a")["status"]["phase"] == "Pending"
     assert [c["metadata"]["name"] for c in sim.list("configmaps", "rec-dry-a")] == ["cm1"]
     assert dryrun.is_dry_run() is False
+
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: {replicas}
+  selector:
+    matchLabels: {{app: web}}
+  template:
+    metadata:
+      labels: {{app: web}}
+    spec:
+      containers:
+      - name: c
+        image: busybox:{tag}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  mode: {mode}
+"""
+
+
+async def test_kubectl_apply_dry_run_and_diff_change_nothing(tmp_path: Path) -> None:
+    """``kubectl apply --dry-run=server`` reports the objects configured (server dry run) and
+    ``kubectl diff`` shows the change (exit 1), yet neither moves the ConfigMap's data, the
+    Deployment's generation or any resourceVersion; a plain apply then does. (kubectl 1.29+
+    for diff: kubectl 1.28's diff downloads /openapi/v2 first; ``--validate=false`` because
+    client-side validation does too.)"""
+    async with kubectl_sim(tmp_path, min_minor=29) as (sim, kubectl):
+        await kubectl.ok(
+            "apply",
+            "--validate=false",
+            "-f",
+            "-",
+            stdin=DEPLOYMENT.format(replicas=1, tag="1.36", mode="a"),
+        )
+        before = (
+            sim.get("deployments", "web", "default"),
+            sim.get("configmaps", "settings", "default"),
+        )
+        rv = sim.resource_version
+        changed = DEPLOYMENT.format(replicas=3, tag="1.37", mode="b")
+        out = await kubectl.ok(
+            "apply", "--validate=false", "--dry-run=server", "-f", "-", stdin=changed
+        )
+        assert out.splitlines() == [
+            "deployment.apps/web configured (server dry run)",
+            "configmap/settings configured (server dry run)",
+        ]
+        diff = await kubectl("diff", "-f", "-", stdin=changed)
+        assert diff.returncode == 1, diff.stderr
+        assert "-  replicas: 1" in diff.stdout and "+  replicas: 3" in diff.stdout
+        assert "-  mode: a" in diff.stdout and "+  mode: b" in diff.stdout
+        after = (
+            sim.get("deployments", "web", "default"),
+            sim.get("configmaps", "settings", "default"),
+        )
+        assert after == before and sim.resource_version == rv
+        await kubectl.ok("apply", "--validate=false", "-f", "-", stdin=changed)
+        deployed = sim.get("deployments", "web", "default")
+        assert (deployed["spec"]["replicas"], deployed["metadata"]["generation"]) == (3, 2)
+        assert sim.get("configmaps", "settings", "default")["data"] == {"mode": "b"}

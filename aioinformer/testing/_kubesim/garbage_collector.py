@@ -15,7 +15,8 @@ when an object of that name with that uid exists. For any kind, built-in or cust
   dependent, then the finalizer, and the owner goes while the dependents stay.
 
 The collector learns from commits (:meth:`GarbageCollector.observe`, which indexes
-ownerReferences cheaply: most commits have none) and acts in :meth:`step`. Every write it
+ownerReferences cheaply: most commits have none, and a reference to an owner it cannot act
+on is not indexed) and acts in :meth:`step`. Every write it
 makes goes through the normal API as ``kube-controller-manager``: merge patches of
 ``ownerReferences`` and ``finalizers``, and DELETEs with a uid precondition.
 
@@ -114,6 +115,7 @@ class GarbageCollector:
         self._owners_dirty: set[Key] = set()
         self._dependents_dirty: set[Key] = set()
         self._types: dict[str, ResourceType] = {}
+        self._kinds: dict[tuple[str, str], ResourceType] = {}
 
     @property
     def pending(self) -> bool:
@@ -139,7 +141,7 @@ class GarbageCollector:
         work = False
         raw = stored.raw
         if _REFS in raw or key in self._refs:
-            refs = owner_references(raw)
+            refs = tuple(r for r in owner_references(raw) if self._known(r, stored.namespace))
             old = self._refs.get(key, ())
             if refs != old:
                 self._unindex(key, old)
@@ -155,6 +157,14 @@ class GarbageCollector:
             self._owners_dirty.add(key)
             work = True
         return work
+
+    def _known(self, ref: OwnerRef, namespace: str) -> bool:
+        """Whether the collector can ever act on ``ref``: its owner exists (with this uid or,
+        if re-created, another) or was seen deleted. Other references are not indexed."""
+        if ref.uid in self._deleted or ref.uid in self._deleting:
+            return True
+        owner = self._owner(ref, namespace)
+        return isinstance(owner, Stored)
 
     def _unindex(self, key: Key, refs: tuple[OwnerRef, ...]) -> None:
         self._refs.pop(key, None)
@@ -234,7 +244,11 @@ class GarbageCollector:
         """The owner ``ref`` names: its stored object, None if it is not there, or False
         when the reference cannot be resolved (unknown kind, a namespaced owner of a
         cluster-scoped dependent)."""
-        rt = self._api.registry.by_kind(ref.api_version, ref.kind)
+        rt = self._kinds.get((ref.api_version, ref.kind))
+        if rt is None or not self._api.served(rt):
+            rt = self._api.registry.by_kind(ref.api_version, ref.kind)
+            if rt is not None:
+                self._kinds[(ref.api_version, ref.kind)] = rt
         if rt is None or (rt.namespaced and not namespace):
             return False
         ts = self._api.mvcc.types.get(self._api.type_name(rt))
