@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from aioinformer.testing._kubesim import json_decode
 from aioinformer.testing._kubesim.dryrun import is_dry_run, parse_dry_run
 from aioinformer.testing._kubesim.mvcc import Stored
 from aioinformer.testing._kubesim.status import ApiError, status_body, success_status
@@ -153,7 +154,7 @@ def read_delete_options(
     ``dryRun`` values (``dry_run``) of the query."""
     if body.strip():
         try:
-            doc = orjson.loads(body)
+            doc = json_decode.loads(body)
         except orjson.JSONDecodeError as exc:
             raise ApiError.bad_request(
                 f"couldn't get version/kind; json parse error: {exc}"

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from aioinformer.testing._kubesim import rbac
+from aioinformer.testing._kubesim import json_decode, rbac
 from aioinformer.testing._kubesim.deletion import DeleteOptions, read_delete_options
 from aioinformer.testing._kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
 from aioinformer.testing._kubesim.faults import Faults
@@ -721,7 +721,7 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
             ),
         )
     try:
-        data = orjson.loads(raw)
+        data = json_decode.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
     if isinstance(data, dict) or (allow_list and isinstance(data, list)):
