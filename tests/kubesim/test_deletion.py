@@ -198,3 +198,24 @@ async def test_official_client_typed_deletes(apiserver: KubeSim) -> None:
     assert isinstance(pod, client.V1Pod) and pod.metadata.deletion_timestamp is not None
     assert cm["kind"] == "Status" and cm["status"] == "Success"  # typed "object" since v36
     assert cm["details"]["kind"] == "configmaps" and cm["details"]["name"] == "cm"
+
+
+async def test_a_pod_in_its_grace_period_survives_status_writes(apiserver: KubeSim) -> None:
+    """The kubelet keeps writing the status of a pod it is stopping: such a write does not
+    delete it (only a write that drops the last finalizer of an object with no grace
+    period running does)."""
+    body = {
+        "metadata": {"name": "web"},
+        "spec": {"nodeName": "node-1", "containers": [{"name": "c", "image": "x"}]},
+    }
+    apiserver.create("pods", body, "default")
+    apiserver.delete("pods", "web", "default")
+    apiserver.patch(
+        "pods", "web", {"status": {"phase": "Running"}}, "default", subresource="status"
+    )
+    apiserver.patch("pods", "web", {"metadata": {"labels": {"a": "b"}}}, "default")
+    pod = apiserver.get("pods", "web", "default")
+    assert pod["metadata"]["deletionGracePeriodSeconds"] == 30
+    assert pod["status"]["phase"] == "Running"
+    apiserver.delete("pods", "web", "default", gracePeriodSeconds=0)
+    assert apiserver.list("pods", "default") == []

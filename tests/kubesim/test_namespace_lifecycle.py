@@ -128,3 +128,16 @@ async def test_finalize_keeps_a_namespace_with_metadata_finalizers(apiserver: Ku
             )
         )
         assert status == 422 and body["details"]["causes"][0]["field"] == "spec.finalizers[0]"
+
+
+async def test_malformed_finalize_bodies_are_400(apiserver: KubeSim) -> None:
+    """A /finalize body whose spec or finalizers has the wrong JSON type is the decoder's
+    400, never a 500; the namespace keeps its finalizers."""
+    async with recorder(apiserver) as http:
+        for spec in (["kubernetes"], {"finalizers": "kubernetes"}, {"finalizers": [1]}):
+            body = {"metadata": {"name": "default"}, "spec": spec}
+            async with http.put("/api/v1/namespaces/default/finalize", json=body) as r:
+                answer = await r.json()
+            assert r.status == 400 and answer["reason"] == "BadRequest", spec
+            assert answer["message"].startswith('Namespace in version "v1" cannot be handled')
+    assert apiserver.get("namespaces", "default")["spec"]["finalizers"] == ["kubernetes"]

@@ -163,3 +163,36 @@ async def test_kubectl_scale(tmp_path: Path) -> None:
         assert sim.get("deployments", "web", "default")["spec"]["replicas"] == 1
         failed = await kubectl("scale", "deployment/web", "--current-replicas=5", "--replicas=2")
         assert failed.returncode != 0 and "Expected replicas to be 5, was 1" in failed.stderr
+
+
+async def test_malformed_scale_bodies_are_400(sim: KubeSim) -> None:
+    """A Scale whose spec, metadata or replicas has the wrong JSON type is the decoder's 400
+    (never a 500), and the Deployment is not touched."""
+    labels = {"app": "w"}
+    sim.create(
+        "deployments",
+        {
+            "metadata": {"name": "w"},
+            "spec": {
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "x"}]},
+                },
+            },
+        },
+    )
+    before = sim.get("deployments", "w", "default")
+    path = "/apis/apps/v1/namespaces/default/deployments/w/scale"
+    async with recorder(sim) as http:
+        for body, field in (
+            ({"spec": "x"}, "Scale.spec of type v1.ScaleSpec"),
+            ({"metadata": [], "spec": {"replicas": 1}}, "Scale.metadata of type v1.ObjectMeta"),
+            ({"spec": {"replicas": "3"}}, "ScaleSpec.spec.replicas of type int32"),
+            ({"spec": {"replicas": 1.5}}, "ScaleSpec.spec.replicas of type int32"),
+        ):
+            async with http.put(path, json=body) as r:
+                answer = await r.json()
+            assert r.status == 400 and answer["reason"] == "BadRequest", body
+            assert answer["message"].endswith(f"into Go struct field {field}"), answer["message"]
+    assert sim.get("deployments", "w", "default") == before

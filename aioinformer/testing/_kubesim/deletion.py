@@ -125,6 +125,9 @@ class DeleteOptions:
             raise ApiError.bad_request(f"invalid propagationPolicy: {policy!r}")
         if not isinstance(pre, Mapping):
             raise ApiError.bad_request("invalid preconditions")
+        dry = raw.get("dryRun")
+        if dry is not None and not (isinstance(dry, list) and all(isinstance(d, str) for d in dry)):
+            raise ApiError.bad_request(f"invalid dryRun: {dry!r}")
         if orphan is not None and policy is not None:
             detail = (
                 f"Invalid value: {go_quote(policy)}: orphanDependents and deletionPropagation "

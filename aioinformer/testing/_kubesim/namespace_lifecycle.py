@@ -84,6 +84,16 @@ def spec_finalizers(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     new["spec"] = spec
 
 
+def _undecodable(value: object, field: str, go_type: str) -> ApiError:
+    json_type = {str: "string", list: "array", dict: "object", bool: "bool"}.get(
+        type(value), "number"
+    )
+    return ApiError.bad_request(
+        'Namespace in version "v1" cannot be handled as a Namespace: json: cannot unmarshal '
+        f"{json_type} into Go struct field {field} of type {go_type}"
+    )
+
+
 def _validate_finalizers(finalizers: object) -> list[Cause]:
     if not isinstance(finalizers, list):
         return []
@@ -98,12 +108,20 @@ def finalize(
 ) -> Stored:
     """``PUT namespaces/<name>/finalize`` (see the module docstring)."""
     cur = api.get(rt, None, name)
-    errs = _validate_finalizers((body.get("spec") or {}).get("finalizers"))
+    spec = body.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise _undecodable(spec, "Namespace.spec", "v1.NamespaceSpec")
+    finalizers = (spec or {}).get("finalizers")
+    if finalizers is not None and not isinstance(finalizers, list):
+        raise _undecodable(finalizers, "NamespaceSpec.spec.finalizers", "[]v1.FinalizerName")
+    for f in finalizers or []:
+        if not isinstance(f, str):
+            raise _undecodable(f, "NamespaceSpec.spec.finalizers", "v1.FinalizerName")
+    errs = _validate_finalizers(finalizers)
     if errs:
         raise api._invalid(rt, name, errs)
     new = dict(body)
-    spec = _dict(body.get("spec"))
-    new["spec"] = {k: v for k, v in spec.items() if k != "finalizers" or v}
+    new["spec"] = {k: v for k, v in _dict(spec).items() if k != "finalizers" or v}
     old = cur.decode()
     if "status" in old:
         new["status"] = old["status"]

@@ -149,14 +149,28 @@ def _schema_minimum(schema: Mapping[str, Any], path: str) -> int | float | None:
     return minimum if isinstance(minimum, int | float) else None
 
 
+def _json_type(value: Any) -> str:
+    """The JSON type Go's decoder names in an unmarshal error."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "null")
+
+
+def _undecodable(value: Any, field: str, go_type: str) -> ApiError:
+    return ApiError.bad_request(
+        'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
+        f"{_json_type(value)} into Go struct field {field} of type {go_type}"
+    )
+
+
 def _check_replicas(rt: ResourceType, name: str, replicas: Any, paths: ScalePaths) -> int:
+    if replicas is None:
+        replicas = 0
     if not isinstance(replicas, int) or isinstance(replicas, bool):
-        replicas = 0 if replicas is None else replicas
-    if not isinstance(replicas, int):
-        raise ApiError.bad_request(
-            'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
-            f"{type(replicas).__name__} into Go struct field ScaleSpec.spec.replicas of type int32"
-        )
+        raise _undecodable(replicas, "ScaleSpec.spec.replicas", "int32")
     if replicas >= 0:
         return replicas
     causes: list[Cause]
@@ -232,8 +246,12 @@ def _write(
 ) -> dict[str, Any]:
     parent = cur.decode()
     name = parent["metadata"]["name"]
-    raw_meta = scale.get("metadata")
-    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
+    raw_meta, spec = scale.get("metadata"), scale.get("spec")
+    if raw_meta is not None and not isinstance(raw_meta, dict):
+        raise _undecodable(raw_meta, "Scale.metadata", "v1.ObjectMeta")
+    if spec is not None and not isinstance(spec, dict):
+        raise _undecodable(spec, "Scale.spec", "v1.ScaleSpec")
+    meta: dict[str, Any] = raw_meta or {}
     if meta.get("name") not in (None, name):
         raise ApiError.bad_request(
             f"the name of the object ({meta.get('name')}) does not match the name on the URL "
@@ -243,7 +261,7 @@ def _write(
     if rv and str(rv) != str(cur.rv):
         raise ApiError.conflict(rt.plural, rt.group, name)
     paths = _paths(api, rt)
-    replicas = _check_replicas(rt, name, (scale.get("spec") or {}).get("replicas"), paths)
+    replicas = _check_replicas(rt, name, (spec or {}).get("replicas"), paths)
     _set(parent, paths.spec, replicas)
     managed: dict[str, Any] = {}
     _set(managed, paths.spec, replicas)

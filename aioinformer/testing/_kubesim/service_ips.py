@@ -27,6 +27,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from aioinformer.testing._kubesim.status import ApiError
 from aioinformer.testing._kubesim.validation import Cause, GoRepr, go_quote
 
 __all__ = ["NODE_PORTS", "SERVICE_CIDR", "allocate", "keep_allocated"]
@@ -88,6 +89,11 @@ def allocate(obj: dict[str, Any], existing: Iterable[Mapping[str, Any]]) -> list
     obj["spec"] = spec
     kind = spec.get("type") or "ClusterIP"
     used_ips, used_ports = _used(existing)
+    if not isinstance(spec.get("clusterIPs", []), list):
+        raise ApiError.bad_request(
+            'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal '
+            "string into Go struct field ServiceSpec.spec.clusterIPs of type []string"
+        )
     if kind != "ExternalName":
         wanted = spec.get("clusterIPs") or ([spec["clusterIP"]] if spec.get("clusterIP") else [])
         if wanted and wanted[0] != "None":
