@@ -1,59 +1,101 @@
 """aioinformer: asyncio informers for Kubernetes.
 
-Async watch tasks feed an async DeltaFIFO; one writer applies deltas to a persistent store
+Async watch tasks feed an in-order FIFO; one writer applies its deltas to a persistent store
 and publishes immutable snapshots, so readers never take a lock and never slow the writer;
 reads can wait for freshness (``wait_for_rv``, ``query(min_rv=...)``, ``wait_until``).
-``aioinformer.testing.KubeSim`` is the embedded API server the tests, examples and
-benchmarks run on.
+Controllers run on top (:class:`Manager`, :class:`Controller`), and
+``aioinformer.testing.KubeSim`` is the embedded API server to test them on.
 
     async with InformerFactory(api_client) as factory:
         pods = factory.informer("v1", "pods")
         await factory.wait_for_sync()
         mine = pods.snapshot().by_index("controller", owner_uid)
+
+The public API is what this module exports (``__all__``); everything in the underscored
+subpackages is private. Names kept from older releases (``ApiStatusError``,
+``WatchExpired``, ``StreamError``, ``WatchError``, ``InformerStats``, ``DeltaType``, ``Delta``,
+``Replace``, ``Bookmark``, ``DeltaFIFO``) still import, with a ``DeprecationWarning``.
 """
 
 from __future__ import annotations
 
+import warnings
+
+from aioinformer._cache.deltas import Change as Change
+from aioinformer._cache.deltas import ChangeType as ChangeType
 from aioinformer._cache.factory import InformerFactory as InformerFactory
-from aioinformer._cache.fifo import Bookmark as Bookmark
-from aioinformer._cache.fifo import Delta as Delta
-from aioinformer._cache.fifo import DeltaFIFO as DeltaFIFO
-from aioinformer._cache.fifo import DeltaType as DeltaType
-from aioinformer._cache.fifo import FifoStatistics as FifoStatistics
-from aioinformer._cache.fifo import Replace as Replace
+from aioinformer._cache.handlers import EventStream as EventStream
+from aioinformer._cache.handlers import HandlerFailure as HandlerFailure
 from aioinformer._cache.handlers import Subscription as Subscription
+from aioinformer._cache.handlers import SubscriptionStatistics as SubscriptionStatistics
+from aioinformer._cache.index import IndexFunc as IndexFunc
 from aioinformer._cache.index import by_controller_uid as by_controller_uid
 from aioinformer._cache.index import by_field as by_field
 from aioinformer._cache.index import by_label as by_label
 from aioinformer._cache.index import by_namespace as by_namespace
 from aioinformer._cache.informer import Informer as Informer
-from aioinformer._cache.informer import InformerStats as InformerStats
-from aioinformer._cache.store import Change as Change
-from aioinformer._cache.store import LockedStore as LockedStore
-from aioinformer._cache.store import Snapshot as Snapshot
-from aioinformer._cache.store import SnapshotStore as SnapshotStore
+from aioinformer._cache.informer import InformerStatistics as InformerStatistics
+from aioinformer._cache.snapshot_store import Snapshot as Snapshot
+from aioinformer._cache.store import StoreKind as StoreKind
+from aioinformer._cache.store import StoreReader as StoreReader
+from aioinformer._cache.store import StoreView as StoreView
+from aioinformer._cache.watcher import WatchOptions as WatchOptions
+from aioinformer._client.client import Client as Client
+from aioinformer._client.client import ObjectLike as ObjectLike
+from aioinformer._client.client import Operation as Operation
+from aioinformer._client.client import PatchType as PatchType
+from aioinformer._client.client import WriteHook as WriteHook
+from aioinformer._client.client import WriteRequest as WriteRequest
+from aioinformer._client.client import merge_diff as merge_diff
+from aioinformer._client.discovery import ApiResource as ApiResource
+from aioinformer._client.discovery import Discovery as Discovery
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
+from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
 from aioinformer._core.errors import AioinformerError as AioinformerError
-from aioinformer._core.errors import ApiStatusError as ApiStatusError
+from aioinformer._core.errors import AlreadyExists as AlreadyExists
+from aioinformer._core.errors import ApiError as ApiError
+from aioinformer._core.errors import BadRequest as BadRequest
+from aioinformer._core.errors import Cause as Cause
 from aioinformer._core.errors import ClosedError as ClosedError
 from aioinformer._core.errors import ConfigError as ConfigError
+from aioinformer._core.errors import Conflict as Conflict
 from aioinformer._core.errors import DecodeError as DecodeError
+from aioinformer._core.errors import Expired as Expired
+from aioinformer._core.errors import Forbidden as Forbidden
 from aioinformer._core.errors import FreshnessTimeout as FreshnessTimeout
-from aioinformer._core.errors import HandlerError as HandlerError
-from aioinformer._core.errors import StreamError as StreamError
-from aioinformer._core.errors import WatchError as WatchError
-from aioinformer._core.errors import WatchExpired as WatchExpired
+from aioinformer._core.errors import Invalid as Invalid
+from aioinformer._core.errors import NotFound as NotFound
+from aioinformer._core.errors import NotOwner as NotOwner
+from aioinformer._core.errors import ServerError as ServerError
+from aioinformer._core.errors import ServerTimeout as ServerTimeout
+from aioinformer._core.errors import StatusError as StatusError
+from aioinformer._core.errors import TooManyRequests as TooManyRequests
+from aioinformer._core.errors import TransportError as TransportError
+from aioinformer._core.errors import Unauthorized as Unauthorized
 from aioinformer._core.errors import WouldBlock as WouldBlock
 from aioinformer._core.objects import KubeObject as KubeObject
 from aioinformer._core.objects import ObjectMeta as ObjectMeta
 from aioinformer._core.objects import OwnerReference as OwnerReference
+from aioinformer._core.objects import Transform as Transform
 from aioinformer._core.objects import decode_object as decode_object
 from aioinformer._core.objects import drop_managed_fields as drop_managed_fields
+from aioinformer._core.owners import owner_reference as owner_reference
+from aioinformer._core.owners import set_owner as set_owner
+from aioinformer._runtime.context import Reconciling as Reconciling
+from aioinformer._runtime.context import current_reconcile as current_reconcile
+from aioinformer._runtime.context import install_log_context as install_log_context
 from aioinformer._runtime.controller import Controller as Controller
+from aioinformer._runtime.controller import ControllerStatistics as ControllerStatistics
+from aioinformer._runtime.controller import Mapper as Mapper
+from aioinformer._runtime.controller import Predicate as Predicate
+from aioinformer._runtime.controller import Reconciler as Reconciler
 from aioinformer._runtime.controller import Result as Result
 from aioinformer._runtime.controller import generation_changed as generation_changed
+from aioinformer._runtime.events import EventRecorder as EventRecorder
+from aioinformer._runtime.events import EventType as EventType
 from aioinformer._runtime.expectations import Expectations as Expectations
+from aioinformer._runtime.finalizers import finalizer as finalizer
 from aioinformer._runtime.manager import LeaderElection as LeaderElection
 from aioinformer._runtime.manager import Manager as Manager
 from aioinformer._runtime.manager import Sharding as Sharding
@@ -69,60 +111,136 @@ from aioinformer._runtime.ratelimit import (
     default_controller_rate_limiter as default_controller_rate_limiter,
 )
 from aioinformer._runtime.workqueue import WorkQueue as WorkQueue
+from aioinformer._runtime.workqueue import WorkQueueStatistics as WorkQueueStatistics
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AioinformerError",
-    "ApiStatusError",
-    "Bookmark",
+    "AlreadyExists",
+    "ApiError",
+    "ApiResource",
+    "BadRequest",
     "BucketRateLimiter",
+    "Cause",
     "Change",
+    "ChangeType",
+    "Client",
     "ClosedError",
     "ConfigError",
+    "Conflict",
     "Controller",
+    "ControllerStatistics",
     "DecodeError",
-    "Delta",
-    "DeltaFIFO",
-    "DeltaType",
+    "Discovery",
+    "EventRecorder",
+    "EventStream",
+    "EventType",
     "Expectations",
-    "FifoStatistics",
+    "Expired",
+    "Forbidden",
     "FreshnessTimeout",
-    "HandlerError",
+    "HandlerFailure",
+    "IndexFunc",
     "Informer",
     "InformerFactory",
-    "InformerStats",
+    "InformerStatistics",
+    "Invalid",
     "ItemExponentialFailureRateLimiter",
     "KubeObject",
     "LeaderElection",
     "LeaderElector",
-    "LockedStore",
+    "LeadershipScope",
     "Manager",
+    "Mapper",
     "MaxOfRateLimiter",
     "Metrics",
+    "NotFound",
+    "NotOwner",
+    "ObjectLike",
     "ObjectMeta",
+    "Operation",
     "OwnerReference",
+    "PatchType",
+    "Predicate",
     "RateLimiter",
-    "Replace",
+    "Reconciler",
+    "Reconciling",
     "Result",
+    "ServerError",
+    "ServerTimeout",
     "ShardManager",
     "Sharding",
     "Snapshot",
-    "SnapshotStore",
-    "StreamError",
+    "StatusError",
+    "StoreKind",
+    "StoreReader",
+    "StoreView",
     "Subscription",
-    "WatchError",
-    "WatchExpired",
+    "SubscriptionStatistics",
+    "TooManyRequests",
+    "Transform",
+    "TransportError",
+    "Unauthorized",
+    "WatchOptions",
     "WorkQueue",
+    "WorkQueueStatistics",
     "WouldBlock",
+    "WriteHook",
+    "WriteRequest",
     "__version__",
     "by_controller_uid",
     "by_field",
     "by_label",
     "by_namespace",
+    "current_reconcile",
     "decode_object",
     "default_controller_rate_limiter",
     "drop_managed_fields",
+    "finalizer",
     "generation_changed",
+    "install_log_context",
+    "merge_diff",
+    "owner_reference",
     "run",
+    "set_owner",
 ]
+
+# Tracebacks and reprs show the public names (httpx does the same).
+for _name in __all__:
+    _obj = globals()[_name]
+    if isinstance(_obj, type) or (callable(_obj) and hasattr(_obj, "__code__")):
+        try:
+            _obj.__module__ = "aioinformer"
+        except (AttributeError, TypeError):  # (a C type that does not allow it)
+            pass
+del _name, _obj
+
+_DEPRECATED = {
+    "ApiStatusError": ("aioinformer._core.errors", "StatusError"),
+    "WatchExpired": ("aioinformer._core.errors", "Expired"),
+    "StreamError": ("aioinformer._core.errors", "TransportError"),
+    "WatchError": ("aioinformer._core.errors", "ApiError"),
+    "InformerStats": ("aioinformer._cache.informer", "InformerStatistics"),
+    "DeltaType": ("aioinformer._cache.deltas", "DeltaType"),
+    "Delta": ("aioinformer._cache.deltas", "Delta"),
+    "Replace": ("aioinformer._cache.deltas", "Replace"),
+    "Bookmark": ("aioinformer._cache.deltas", "Bookmark"),
+    "DeltaFIFO": ("aioinformer._cache.fifo", "RealFIFO"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """The deprecated names of older releases (see the module docstring)."""
+    if name in _DEPRECATED:
+        import importlib
+
+        module, new = _DEPRECATED[name]
+        warnings.warn(
+            f"aioinformer.{name} is deprecated"
+            + (f": use aioinformer.{new}" if new in __all__ else " (an internal type)"),
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(importlib.import_module(module), new)
+    raise AttributeError(f"module 'aioinformer' has no attribute {name!r}")

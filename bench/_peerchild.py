@@ -133,7 +133,7 @@ class AioinformerPeer(Peer):
         await self.factory.start()
 
     def objects(self) -> int:
-        return self.informer.stats().objects if self.informer.has_synced else 0
+        return self.informer.statistics().objects if self.informer.has_synced else 0
 
     async def stop(self) -> None:
         self.readers(False)

@@ -30,14 +30,14 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import orjson
 
-from aioinformer._cache.fifo import Delta, DeltaType, Replace
+from aioinformer._cache.deltas import Delta, DeltaType, Replace
 from aioinformer._cache.informer import Informer
-from aioinformer._cache.store import SnapshotStore
+from aioinformer._cache.snapshot_store import snapshot_store
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.objects import KubeObject, decode_event, decode_list
 from aioinformer._harness.workload import realistic_pod
@@ -179,7 +179,7 @@ async def paired_blocks(
     lw = BlockListWatch(body)
     inf = Informer(lw, name="pods", store=store)  # type: ignore[arg-type]
     task = asyncio.create_task(inf.run())
-    await inf.wait_synced(timeout=120)
+    await inf.wait_for_sync(timeout=120)
     pairs = []
     for n, start in enumerate(range(0, len(lines) - block + 1, block)):
         chunk = lines[start : start + block]
@@ -199,16 +199,6 @@ async def paired_blocks(
     return pairs
 
 
-def _complete(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run a coroutine that never suspends (SnapshotStore.apply) without an event loop."""
-    try:
-        coro.send(None)
-    except StopIteration as done:
-        return done.value
-    coro.close()
-    raise RuntimeError("the coroutine suspended")
-
-
 def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]:
     """Where the pipeline's time goes: each stage's rate against the bare loop (median and
     quartiles of paired chunks, as for the pipeline), all without asyncio.
@@ -216,14 +206,14 @@ def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]
     * ``decode``: decode_event, the object dropped at once.
     * ``decode_into_dict``: the objects kept in a dict by key, replacing the previous
       version: the least any cache of them costs (new memory, the old object freed).
-    * ``decode_into_snapshot_store``: Delta items applied to a SnapshotStore with the
+    * ``decode_into_snapshot_store``: Delta items applied to a snapshot store with the
       default indexes, one batch (and one snapshot) per read's lines, as the writer does.
     """
     batch = max(1, READ_BYTES * len(lines) // sum(map(len, lines)))
     items, rv, _ = decode_list(body)
     cache = {obj.key: obj for obj in items}
-    store = SnapshotStore()
-    _complete(store.apply([Replace(items, int(rv), 0.0)], changes=False))
+    _, writer = snapshot_store()
+    writer.apply([Replace(items, int(rv), 0.0)], changes=False)
     del items
 
     def decode(part: list[bytes]) -> None:
@@ -241,7 +231,7 @@ def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]
                 Delta(DeltaType.UPDATED, decode_event(line)[1], 0.0)  # type: ignore[arg-type]
                 for line in part[start : start + batch]
             ]
-            _complete(store.apply(deltas, changes=False))
+            writer.apply(deltas, changes=False)
 
     runs: dict[str, Callable[[list[bytes]], None]] = {
         "decode": decode,

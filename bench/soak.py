@@ -128,7 +128,7 @@ async def measure(
     exact = pods.add_handler(remember, lambda _old, new: remember(new), forget, name="exact")
     merged = pods.add_handler(remember, lambda _o, n: None, None, coalesce=True, name="merged")
     await factory.wait_for_sync(timeout=300)
-    await exact.wait_synced(timeout=300)
+    await exact.wait_for_sync(timeout=300)
     loop = asyncio.get_running_loop()
     start = loop.time()
     relists_at: list[float] = []
@@ -150,7 +150,7 @@ async def measure(
     reader.cancel()
     after = [s for s in samples if s[0] >= args.warmup] or samples[-1:]
     base, end = after[0][1], after[-1][1]
-    stats = pods.stats()
+    stats = pods.statistics()
     return {
         "minutes": args.minutes,
         "rate_events_per_second": args.rate,
@@ -168,7 +168,7 @@ async def measure(
         "watch_restarts": stats.watch_restarts,
         "relists": stats.relists,
         "relists_forced_at_seconds": relists_at,
-        "metadata_objects": meta.stats().objects,
+        "metadata_objects": meta.statistics().objects,
         "handled_exact": exact.handled_total,
         "handled_coalescing": merged.handled_total,
         "handler_peak_depth": {"exact": exact.peak_depth, "coalescing": merged.peak_depth},

@@ -1,10 +1,12 @@
-"""SnapshotStore against LockedStore: publish cost, indexed vs scanned reads, iteration, memory.
+"""The snapshot store against the lock-based baseline: publish cost, indexed vs scanned reads,
+iteration, memory.
 
 For each store size (default 10k and 200k realistic pods, 1000 per StatefulSet, managed
 fields dropped, the seed scenario's shape; ``--per-owner 100`` for owners the size of most
 ReplicaSets, whose index buckets are small) and each store kind this measures:
 
-* **publish cost per update**: ``await store.apply(batch)`` of status-like updates (new
+* **publish cost per update**: applying batches (``async with writer.writing():
+  writer.apply(batch)``, as the informer does) of status-like updates (new
   resourceVersion, same index values) to random existing pods, in batches of 1 and of 100,
   in microseconds per update (CPU time; the best of ``--repeat`` passes). For the snapshot
   store each batch publishes one new immutable Snapshot. Target: at 200k within 2x of 10k,
@@ -24,8 +26,8 @@ ReplicaSets, whose index buckets are small) and each store kind this measures:
   the time of a full ``gc.collect()`` with the store loaded (best of 3; the same with
   nothing loaded is ``full_gc_ms_baseline``), and again after ``gc.freeze()``.
 
-The LockedStore is measured with the same indexes, batches and code paths (reads inside
-``async with store.read()``); there are no readers here, so it shows the uncontended cost.
+The locked store is measured with the same indexes, batches and code paths (reads inside
+``async with reader.read()``); there are no readers here, so it shows the uncontended cost.
 
     python bench/store_bench.py --json bench/results/store.json
     python bench/store_bench.py --sizes 10000 --updates 5000      # quick
@@ -50,14 +52,32 @@ from typing import Any
 import msgspec
 import orjson
 
-from aioinformer._cache.fifo import Delta, DeltaType, Replace
-from aioinformer._cache.locked_store import LockedStore
-from aioinformer._cache.store import SnapshotStore
+from aioinformer._cache.deltas import Delta, DeltaType, Item, Replace
+from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.store import StoreKind, open_store
 from aioinformer._core.objects import KubeObject, decode_object, drop_managed_fields
 from aioinformer._harness.workload import realistic_pod
 
 PER_OWNER = 1000
-Store = SnapshotStore | LockedStore
+KINDS: tuple[StoreKind, ...] = ("snapshot", "locked")
+
+
+class Store:
+    """A store's reader/writer pair, batches applied as the informer applies them."""
+
+    def __init__(self, kind: StoreKind) -> None:
+        self.kind = kind
+        self.reader, self.writer = open_store(kind)
+
+    async def apply(self, batch: list[Item]) -> None:
+        async with self.writer.writing():
+            self.writer.apply(batch)
+
+    def snapshot(self) -> Snapshot:
+        return self.reader.snapshot()
+
+    def read(self) -> Any:
+        return self.reader.read()
 
 
 def build_pods(n: int, per_owner: int = PER_OWNER) -> list[KubeObject]:
@@ -82,8 +102,8 @@ async def best(repeat: int, fn: Callable[[], Awaitable[float]]) -> float:
     return min([await fn() for _ in range(repeat)])
 
 
-async def load(kind: type[Store], pods: list[KubeObject]) -> Store:
-    store = kind()
+async def load(kind: StoreKind, pods: list[KubeObject]) -> Store:
+    store = Store(kind)
     await store.apply([Replace(pods, max(p.rv for p in pods), time.monotonic())])
     return store
 
@@ -117,7 +137,7 @@ async def publish_cost(
 
 
 async def paired_publish_ratios(
-    kind: type[Store], sizes: tuple[int, int], per_owner: int, updates: int, pairs: int
+    kind: StoreKind, sizes: tuple[int, int], per_owner: int, updates: int, pairs: int
 ) -> dict[str, list[float]]:
     """Publish cost per update at the larger size over that at the smaller one: the
     quartiles of ``pairs`` ratios, each of two passes run back to back (alternating which
@@ -172,7 +192,7 @@ def full_gc_ms() -> float:
 
 async def read_costs(store: Store, repeat: int) -> dict[str, float]:
     """Milliseconds (CPU) per call: by_index of one owner, list+filter, list, iter_chunks."""
-    target = store.snapshot().list()[0] if isinstance(store, SnapshotStore) else None
+    target = store.snapshot().list()[0] if store.kind == "snapshot" else None
     async with store.read() as view:
         any_pod = view.get(view.keys()[0]) if target is None else target
     assert any_pod is not None and any_pod.controller_ref is not None
@@ -220,7 +240,7 @@ async def read_costs(store: Store, repeat: int) -> dict[str, float]:
     }
 
 
-async def memory(kind: type[Store], pods: list[KubeObject]) -> dict[str, float]:
+async def memory(kind: StoreKind, pods: list[KubeObject]) -> dict[str, float]:
     gc.collect()
     tracked0 = len(gc.get_objects())
     tracemalloc.start()
@@ -238,7 +258,7 @@ async def memory(kind: type[Store], pods: list[KubeObject]) -> dict[str, float]:
     gc.freeze()  # what a long-running process can do once its caches are synced
     out["full_gc_ms_after_freeze"] = full_gc_ms()
     gc.unfreeze()
-    if isinstance(store, SnapshotStore):
+    if store.kind == "snapshot":
         rng = random.Random(7)
         replace = msgspec.structs.replace
         updates = [replace(rng.choice(pods), rv=10**9 + i) for i in range(1000)]
@@ -285,7 +305,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         pods = build_pods(size, args.per_owner)
         print(f"built {size} pods in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         per_size: dict[str, Any] = {}
-        for kind in (SnapshotStore, LockedStore):
+        for kind in KINDS:
             t0 = cpu()
             store = await load(kind, pods)
             row: dict[str, Any] = {"load_s": cpu() - t0}
@@ -298,8 +318,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             del store
             gc.collect()
             row.update(await memory(kind, pods))
-            per_size[kind.__name__] = row
-            print(f"{size:>7} {kind.__name__:<13} {json.dumps(_rounded(row))}", file=sys.stderr)
+            per_size[kind] = row
+            print(f"{size:>7} {kind:<13} {json.dumps(_rounded(row))}", file=sys.stderr)
         results["sizes"][str(size)] = per_size
         del pods
         gc.collect()
@@ -312,14 +332,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 / results["sizes"][small][kind][f"publish_us_per_update_batch{b}"]
                 for b in (1, 100)
             }
-            for kind in ("SnapshotStore", "LockedStore")
+            for kind in KINDS
         }
         # the target's figure: the two sizes loaded together, their passes interleaved
         results["paired_ratio_large_vs_small"] = {
-            kind.__name__: await paired_publish_ratios(
+            kind: await paired_publish_ratios(
                 kind, (args.sizes[0], args.sizes[-1]), args.per_owner, args.updates, args.pairs
             )
-            for kind in (SnapshotStore, LockedStore)
+            for kind in KINDS
         }
     return results
 

@@ -5,7 +5,7 @@ retry loop, and nothing already cached is lost. Each test checks the same four t
 informer keeps running (a write made afterwards reaches the cache), the cache keeps what
 it had, the right counter moved, and the log says clearly what happened. Permanent errors
 (401/403/404) are retried with a growing backoff, never in a tight loop, and are visible
-in ``informer.stats().last_error`` and an ERROR log naming verb, resource and namespace.
+in ``informer.statistics().last_error`` and an ERROR log naming verb, resource and namespace.
 
 The bad bytes come from the server side (``sim.faults.inject_line``, ``respond_next``,
 ``cut_next``) or from real server behaviour (RBAC, revoked tokens, deleted CRDs and
@@ -25,8 +25,7 @@ from typing import Any
 import orjson
 import pytest
 
-from aioinformer import Informer, InformerFactory
-from aioinformer._core.backoff import Backoff
+from aioinformer import Informer, InformerFactory, WatchOptions
 from aioinformer.testing import KubeSim
 from tests.cache.test_watcher import ModelFifo, eventually, make_watcher, running
 from tests.support import transcript
@@ -42,13 +41,14 @@ def pod(name: str) -> dict[str, Any]:
     }
 
 
-def options() -> dict[str, Any]:
-    # one Backoff per factory, one informer per factory: the backoff is never shared
-    return {
-        "min_watch_timeout": 2.0,
-        "max_watch_timeout": 4.0,
-        "backoff": Backoff(initial=0.05, maximum=10.0, jitter=0.0),
-    }
+def options() -> WatchOptions:
+    return WatchOptions(
+        min_watch_timeout=2.0,
+        max_watch_timeout=4.0,
+        backoff_initial=0.05,
+        backoff_maximum=10.0,
+        backoff_jitter=0.0,
+    )
 
 
 def cached(inf: Informer) -> dict[str, str]:
@@ -99,10 +99,10 @@ async def watching_pods(
             api = await stack.enter_async_context(sim.api_client())
         sim.create("pods", pod("a"), "default")
         sim.create("pods", pod("b"), "default")
-        factory = InformerFactory(api, "default", watcher_options=options())
+        factory = InformerFactory(api, "default", watch_options=options())
         await stack.enter_async_context(factory)
         inf = factory.informer("v1", "pods")
-        await inf.wait_synced(timeout=15)
+        await inf.wait_for_sync(timeout=15)
         await eventually(lambda: sim.open_watches == 1, "the watch")
         case = Case(sim, inf, caplog, cached(inf))
         assert sorted(case.before) == ["default/a", "default/b"]
@@ -112,12 +112,12 @@ async def watching_pods(
 async def bad_line(caplog: pytest.LogCaptureFixture, line: bytes, why: str) -> None:
     """The common shape of a skipped watch line: counted, logged, nothing else happens."""
     async with watching_pods(caplog) as case:
-        restarts = case.inf.stats().watch_restarts
+        restarts = case.inf.statistics().watch_restarts
         await case.inject(line)
-        await eventually(lambda: case.inf.stats().decode_errors == 1, "the skip to be counted")
+        await eventually(lambda: case.inf.statistics().decode_errors == 1, "the skip to be counted")
         case.assert_kept()
         await case.assert_keeps_running()
-        st = case.inf.stats()
+        st = case.inf.statistics()
         assert st.decode_errors == 1 and st.watch_restarts == restarts  # the stream was kept
         assert st.stream_errors == 0 and st.errors_by_code == {} and st.last_error == ""
         msg = case.logged(logging.WARNING, "pods[default]: skipped a bad watch line", why)
@@ -177,10 +177,10 @@ async def test_error_event_with_a_non_410_status(caplog: pytest.LogCaptureFixtur
     async with watching_pods(caplog) as case:
         err = {**STATUS, "message": "etcdserver: leader changed", "reason": "", "code": 500}
         await case.inject(orjson.dumps({"type": "ERROR", "object": err}))
-        await eventually(lambda: case.inf.stats().errors_by_code.get(500) == 1, "the 500")
+        await eventually(lambda: case.inf.statistics().errors_by_code.get(500) == 1, "the 500")
         case.assert_kept()
         await case.assert_keeps_running()
-        st = case.inf.stats()
+        st = case.inf.statistics()
         assert st.relists == 0 and st.watch_restarts >= 1  # re-watched from the RV, no relist
         assert "ERROR event 500" in st.last_error and "leader changed" in st.last_error
         case.logged(
@@ -205,7 +205,7 @@ async def test_line_of_3_mib(caplog: pytest.LogCaptureFixture, limit: str) -> No
                 lambda: "b" in case.inf.snapshot().get("default/a").annotations,  # type: ignore[union-attr]
                 "the 3 MiB event",
             )
-            assert case.inf.stats().decode_errors == 0
+            assert case.inf.statistics().decode_errors == 0
             assert case.inf.snapshot().get("default/a").annotations["b"] == blob  # type: ignore[union-attr]
             await case.assert_keeps_running()
         return
@@ -215,16 +215,16 @@ async def test_line_of_3_mib(caplog: pytest.LogCaptureFixture, limit: str) -> No
         sink = ModelFifo()
         w = make_watcher(api, sink, max_line_bytes=1024 * 1024)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             await eventually(lambda: sim.open_watches == 1, "the watch")
-            before, restarts = dict(sink.state), w.stats.watch_restarts
+            before, restarts = dict(sink.state), w.statistics().watch_restarts
             line = b'{"type":"ADDED","object":"' + blob.encode() + b'"}'
             sim.faults.inject_line(line + b"\n")
-            await eventually(lambda: w.stats.decode_errors == 1, "the skip")
+            await eventually(lambda: w.statistics().decode_errors == 1, "the skip")
             assert sink.state == before
             sim.create("pods", pod("b"), "default")
             await eventually(lambda: sink.state == sim.versions("pods"), "convergence")
-        assert w.stats.watch_restarts == restarts and w.stats.stream_errors == 0
+        assert w.statistics().watch_restarts == restarts and w.statistics().stream_errors == 0
         assert f"a line of {len(line)} bytes, over the line limit" in caplog.text
 
 
@@ -235,11 +235,11 @@ async def test_chunk_cut_in_the_middle_of_a_line(caplog: pytest.LogCaptureFixtur
         await eventually(lambda: sorted(added) == ["a", "b"], "the initial adds")
         case.sim.faults.cut_next(1)
         case.sim.create("pods", pod("c"), "default")  # this event is cut half way
-        await eventually(lambda: case.inf.stats().stream_errors == 1, "the cut")
+        await eventually(lambda: case.inf.statistics().stream_errors == 1, "the cut")
         assert all(cached(case.inf)[k] == v for k, v in case.before.items())
         await case.assert_keeps_running()  # c arrives whole after the resume, then z
         assert sorted(added) == ["a", "b", "c", "z"]  # each exactly once
-        st = case.inf.stats()
+        st = case.inf.statistics()
         assert case.sim.faults.injected["cut_mid_line"] == 1
         assert st.relists == 0 and st.decode_errors == 0 and st.watch_restarts >= 1
         assert 'watch pods in namespace "default"' in st.last_error
@@ -275,9 +275,9 @@ async def test_html_body_or_non_json_content_type(
         await eventually(lambda: not sim.faults.request_faults, "both bad answers served")
         case.assert_kept()
         await case.assert_keeps_running()
-        st = case.inf.stats()
+        st = case.inf.statistics()
         where = f'{verb} pods in namespace "default"'
-        if status != 200:  # a clear ApiStatusError, counted by code, with the page's text
+        if status != 200:  # a clear StatusError, counted by code, with the page's text
             assert st.errors_by_code[status] == 2
             case.logged(logging.WARNING, where, "HTTP 502", "non-JSON error body (text/html")
         elif ctype != "application/json":  # a DecodeError: not JSON
@@ -330,12 +330,12 @@ async def test_401_403_404_on_list_and_on_watch(
         from kubernetes_asyncio import client
 
         async with client.ApiClient(configuration=cfg) as api:
-            factory = InformerFactory(api, "default", watcher_options=options())
+            factory = InformerFactory(api, "default", watch_options=options())
             async with factory:
                 inf = factory.informer(gv, plural)
                 if verb == "watch":
                     sim.create("pods", pod("a"), "default")
-                    await inf.wait_synced(timeout=15)
+                    await inf.wait_for_sync(timeout=15)
                     before = cached(inf)
                     assert list(before) == ["default/a"]
                     if code == 401:
@@ -349,13 +349,15 @@ async def test_401_403_404_on_list_and_on_watch(
                             verbs=["watch"],
                         )
                     sim.drop_watches()
-                await eventually(lambda: inf.stats().errors_by_code.get(code, 0) >= 4, "4 errors")
+                await eventually(
+                    lambda: inf.statistics().errors_by_code.get(code, 0) >= 4, "4 errors"
+                )
                 # a tight loop would make hundreds of requests here; the backoff (0.05 s
                 # doubling: 0.8 s after four failures) allows at most two
                 served = sim.server.requests_served
                 await asyncio.sleep(0.5)
                 assert sim.server.requests_served - served <= 2
-                st = inf.stats()
+                st = inf.statistics()
                 if verb == "watch":
                     assert cached(inf) == before and st.relists == 0
                 else:
@@ -370,7 +372,7 @@ async def test_401_403_404_on_list_and_on_watch(
                 else:
                     sim.create("customresourcedefinitions", transcript("13a")["request"]["body"])
                     await sim.wait_served(PODSETS)
-                await inf.wait_synced(timeout=30)
+                await inf.wait_for_sync(timeout=30)
                 if resource == "pods":
                     sim.create("pods", pod("z"), "default")
                 want = sim.versions(resource, "default")
@@ -405,15 +407,15 @@ async def test_crd_deleted_while_watched(caplog: pytest.LogCaptureFixture) -> No
         sim.create("customresourcedefinitions", crd)
         await sim.wait_served(PODSETS)
         sim.create(PODSETS, {**body, "metadata": {"name": "old"}}, "default")
-        async with InformerFactory(api, watcher_options=options()) as factory:
+        async with InformerFactory(api, watch_options=options()) as factory:
             inf = factory.informer("example.aioinformer.dev/v1", "podsets")
-            await inf.wait_synced(timeout=15)
+            await inf.wait_for_sync(timeout=15)
             assert list(cached(inf)) == ["default/old"]
             await eventually(lambda: sim.open_watches == 1, "the watch")
             sim.delete("customresourcedefinitions", crd["metadata"]["name"])
-            await eventually(lambda: inf.stats().errors_by_code.get(404, 0) >= 3, "404s")
+            await eventually(lambda: inf.statistics().errors_by_code.get(404, 0) >= 3, "404s")
             assert cached(inf) == {}  # the DELETED event came before the watch ended
-            assert "is the CRD installed?" in inf.stats().last_error
+            assert "is the CRD installed?" in inf.statistics().last_error
             sim.create("customresourcedefinitions", crd)
             await sim.wait_served(PODSETS)
             sim.create(PODSETS, {**body, "metadata": {"name": "new"}}, "default")
@@ -432,7 +434,7 @@ async def test_namespace_deleted_while_watched(caplog: pytest.LogCaptureFixture)
         sim.create("namespaces", {"metadata": {"name": "team"}})
         sim.create("pods", pod("a"), "team")
         sim.create("pods", pod("other"), "default")
-        async with InformerFactory(api, watcher_options=options()) as factory:
+        async with InformerFactory(api, watch_options=options()) as factory:
             team = factory.informer("v1", "pods", namespace="team")
             every = factory.informer("v1", "pods", namespace=None)
             await factory.wait_for_sync(timeout=15)
@@ -445,7 +447,7 @@ async def test_namespace_deleted_while_watched(caplog: pytest.LogCaptureFixture)
             want = sim.versions("pods", "team")
             await eventually(lambda: cached(team) == want, "the namespace back")
             for inf in (team, every):
-                st = inf.stats()
+                st = inf.statistics()
                 assert st.errors_by_code == {} and st.decode_errors == 0 and st.last_error == ""
                 assert st.relists == 0
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
@@ -465,9 +467,9 @@ async def test_index_function_raising(caplog: pytest.LogCaptureFixture) -> None:
 
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", {**pod("a"), "metadata": {"name": "a", "annotations": {"team": "x"}}})
-        async with InformerFactory(api, "default", watcher_options=options()) as factory:
+        async with InformerFactory(api, "default", watch_options=options()) as factory:
             inf = factory.informer("v1", "pods", indexers={"team": by_owner_team})
-            await inf.wait_synced(timeout=15)
+            await inf.wait_for_sync(timeout=15)
             sim.create("pods", pod("b"), "default")  # no annotation: the function raises
             sim.create("pods", pod("c"), "default")
             want = sim.versions("pods", "default")
@@ -476,7 +478,7 @@ async def test_index_function_raising(caplog: pytest.LogCaptureFixture) -> None:
             assert sorted(snap.keys()) == ["default/a", "default/b", "default/c"]
             assert [o.key for o in snap.by_index("team", "x")] == ["default/a"]
             assert snap.index_values("team") == ["x"]
-            assert inf.stats().index_errors == 2
+            assert inf.statistics().index_errors == 2
     msg = next(r.getMessage() for r in caplog.records if "index 'team'" in r.getMessage())
     assert "default/b" in msg and "KeyError('team')" in msg and "left out of that index" in msg
 
@@ -498,16 +500,16 @@ async def test_user_code_returning_the_wrong_shape(caplog: pytest.LogCaptureFixt
 
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
-        async with InformerFactory(api, "default", watcher_options=options()) as factory:
+        async with InformerFactory(api, "default", watch_options=options()) as factory:
             inf = factory.informer(
                 "v1", "pods", transform=to_dict_by_mistake, indexers={"name": bare_string}
             )
             inf.on_publish(listener)
-            await inf.wait_synced(timeout=15)
+            await inf.wait_for_sync(timeout=15)
             sim.create("pods", pod("b"), "default")  # the transform returns a dict: skipped
             sim.create("pods", pod("c"), "default")
             await eventually(lambda: "default/c" in cached(inf), "c")
-            st = inf.stats()
+            st = inf.statistics()
             assert sorted(cached(inf)) == ["default/a", "default/c"]
             assert st.transform_errors == 1 and st.index_errors == 2  # a, then c
             assert inf.snapshot().index_values("name") == []

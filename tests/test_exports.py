@@ -1,25 +1,55 @@
 """The public API is what ``aioinformer.__all__`` (and ``aioinformer.testing.__all__``)
-export: every name exists, is documented, and nothing public is missing from it."""
+export: every name exists, is documented, and nothing public is missing from it; the old
+names still import, with a DeprecationWarning; ``import aioinformer`` loads no testing,
+harness, demo or CLI module."""
 
 from __future__ import annotations
 
+import ast
 import inspect
+import itertools
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 import aioinformer
 import aioinformer.testing
 
+PACKAGE = Path(aioinformer.__file__).parent
+
+
+def attribute_docstrings() -> set[str]:
+    """Names given a docstring by the string right after their assignment (how type
+    aliases and constants are documented), anywhere in the package."""
+    found: set[str] = set()
+    for path in PACKAGE.rglob("*.py"):
+        body = ast.parse(path.read_text()).body
+        for stmt, after in itertools.pairwise(body):
+            is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+            if not is_doc or not isinstance(after.value.value, str):  # type: ignore[attr-defined]
+                continue
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                found.add(stmt.target.id)
+            elif isinstance(stmt, ast.Assign):
+                found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return found
+
 
 @pytest.mark.parametrize("module", [aioinformer, aioinformer.testing])
 def test_all_names_exist_and_are_documented(module: object) -> None:
     names = module.__all__  # type: ignore[attr-defined]
     assert names == sorted(names), "__all__ is kept sorted"
+    documented = attribute_docstrings()
     for name in names:
         obj = getattr(module, name)
         if name.startswith("__"):
             continue
-        assert inspect.getdoc(obj), f"{module.__name__}.{name} has no docstring"  # type: ignore[attr-defined]
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            assert inspect.getdoc(obj), f"{module.__name__}.{name} has no docstring"  # type: ignore[attr-defined]
+        else:
+            assert name in documented, f"{module.__name__}.{name} has no docstring"  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("module", [aioinformer, aioinformer.testing])
@@ -30,3 +60,45 @@ def test_no_public_name_is_left_out(module: object) -> None:
         if not n.startswith("_") and not inspect.ismodule(v) and n != "annotations"
     }
     assert public <= set(module.__all__)  # type: ignore[attr-defined]
+
+
+def test_public_classes_show_the_public_module() -> None:
+    assert aioinformer.Informer.__module__ == "aioinformer"
+    assert repr(aioinformer.Conflict).endswith("aioinformer.Conflict'>")
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("ApiStatusError", "StatusError"),
+        ("WatchExpired", "Expired"),
+        ("StreamError", "TransportError"),
+        ("WatchError", "ApiError"),
+        ("InformerStats", "InformerStatistics"),
+        ("DeltaType", "ChangeType"),
+    ],
+)
+def test_old_names_still_import_with_a_warning(old: str, new: str) -> None:
+    with pytest.warns(DeprecationWarning, match=old):
+        assert getattr(aioinformer, old) is getattr(aioinformer, new)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        aioinformer.Nope  # type: ignore[attr-defined]  # noqa: B018
+
+
+def test_import_loads_the_library_only() -> None:
+    code = "import aioinformer, sys; print(sorted(m for m in sys.modules if m.startswith('aioinformer')))"
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    modules = set(eval(out))
+    assert modules, out
+    for prefix in ("aioinformer.testing", "aioinformer._harness", "aioinformer._cli"):
+        assert not [m for m in modules if m == prefix or m.startswith(prefix + ".")], modules
+    code = (
+        "import aioinformer, sys; "
+        "print([m for m in ('rich', 'matplotlib', 'yaml', 'cryptography') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]", out

@@ -19,7 +19,7 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client, config
 
-from aioinformer import AioinformerError, InformerFactory, Manager, StreamError
+from aioinformer import AioinformerError, InformerFactory, Manager, TransportError
 from aioinformer._client.listwatch import ListWatch
 from aioinformer.testing import KubeSim
 from tests.cache.test_watcher import eventually
@@ -73,9 +73,9 @@ async def test_tls_is_verified_with_the_ca_from_the_kubeconfig(tmp_path: Path) -
         cfg = await configuration(sim.kubeconfig(), tmp_path)
         assert cfg.verify_ssl is True and cfg.ssl_ca_cert
         async with client.ApiClient(configuration=cfg) as api:
-            async with InformerFactory(api, watcher_options=options()) as factory:
+            async with InformerFactory(api, watch_options=options()) as factory:
                 pods = factory.informer("v1", "pods")
-                await pods.wait_synced(timeout=15)
+                await pods.wait_for_sync(timeout=15)
                 assert [o.key for o in pods.snapshot().list()] == ["default/a"]
 
 
@@ -86,17 +86,17 @@ async def test_kubeconfig_without_the_ca_fails_with_a_clear_error(tmp_path: Path
         cfg = await configuration(doc, tmp_path)
         assert cfg.verify_ssl is True  # verification stays on: the kubeconfig did not say off
         async with client.ApiClient(configuration=cfg) as api:
-            with pytest.raises(StreamError) as info:
+            with pytest.raises(TransportError) as info:
                 await ListWatch(api, "v1", "pods", namespace="default").list_page("", 10, None)
             msg = str(info.value)
             assert 'list pods in namespace "default": request failed' in msg
             assert "certificate verify failed" in msg
             assert "is the cluster's CA in the kubeconfig" in msg
-            async with InformerFactory(api, watcher_options=options()) as factory:
+            async with InformerFactory(api, watch_options=options()) as factory:
                 pods = factory.informer("v1", "pods")
-                await eventually(lambda: pods.stats().stream_errors >= 4, "4 failures")
+                await eventually(lambda: pods.statistics().stream_errors >= 4, "4 failures")
                 served = sim.server.requests_served
-                assert "certificate verify failed" in pods.stats().last_error
+                assert "certificate verify failed" in pods.statistics().last_error
                 assert not pods.has_synced
             # the handshake fails before any request reaches the handler
             assert sim.server.requests_served == served == 0
@@ -111,9 +111,9 @@ async def test_insecure_skip_tls_verify_in_the_kubeconfig_turns_it_off(tmp_path:
         cfg = await configuration(doc, tmp_path)
         assert cfg.verify_ssl is False
         async with client.ApiClient(configuration=cfg) as api:
-            async with InformerFactory(api, watcher_options=options()) as factory:
+            async with InformerFactory(api, watch_options=options()) as factory:
                 pods = factory.informer("v1", "pods")
-                await pods.wait_synced(timeout=15)
+                await pods.wait_for_sync(timeout=15)
                 assert [o.key for o in pods.snapshot().list()] == ["default/a"]
 
 
@@ -163,7 +163,7 @@ async def test_no_token_key_or_authorization_header_in_logs_errors_or_reprs(
                 patch = {"metadata": {"annotations": {"reconciled": "yes"}}}
                 await core.patch_namespaced_config_map(name, ns, patch)
 
-            manager = Manager(api, watcher_options=options())
+            manager = Manager(api, watch_options=options())
             cms = manager.informer("v1", "configmaps", namespace="default")
             manager.informer("v1", "pods")
             ctl = manager.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
@@ -176,7 +176,7 @@ async def test_no_token_key_or_authorization_header_in_logs_errors_or_reprs(
                     snap = cms.snapshot()
                     return all(o.annotations.get("reconciled") for o in snap.list())
 
-                await cms.wait_synced(timeout=15)
+                await cms.wait_for_sync(timeout=15)
                 await eventually(lambda: len(cms.snapshot()) == 1 and annotated(), "reconcile")
                 # a relist: the watch history expires while the watch is stalled
                 sim.stall_watches()
@@ -184,19 +184,19 @@ async def test_no_token_key_or_authorization_header_in_logs_errors_or_reprs(
                 sim.expire_watch_history()
                 sim.unstall_watches()
                 sim.drop_watches()
-                await eventually(lambda: cms.stats().relists >= 1, "the relist")
+                await eventually(lambda: cms.statistics().relists >= 1, "the relist")
                 await eventually(lambda: len(cms.snapshot()) == 2 and annotated(), "reconcile")
                 # 401 and 403 informers, side by side
                 async with (
-                    InformerFactory(bad_api, watcher_options=options()) as bad,
-                    InformerFactory(nobody_api, watcher_options=options()) as nobody,
+                    InformerFactory(bad_api, watch_options=options()) as bad,
+                    InformerFactory(nobody_api, watch_options=options()) as nobody,
                 ):
                     b = bad.informer("v1", "secrets")
                     n = nobody.informer("v1", "secrets", namespace="default")
                     objects += [bad, nobody, b, n, b._watcher, n._watcher]
-                    await eventually(lambda: b.stats().errors_by_code.get(401, 0) >= 2, "401s")
-                    await eventually(lambda: n.stats().errors_by_code.get(403, 0) >= 2, "403s")
-                    objects += [b.stats(), n.stats(), cms.stats()]
+                    await eventually(lambda: b.statistics().errors_by_code.get(401, 0) >= 2, "401s")
+                    await eventually(lambda: n.statistics().errors_by_code.get(403, 0) >= 2, "403s")
+                    objects += [b.statistics(), n.statistics(), cms.statistics()]
                 for lw_api in (bad_api, nobody_api):
                     try:
                         await ListWatch(lw_api, "v1", "secrets").list_page("", 1, None)

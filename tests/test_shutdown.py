@@ -83,7 +83,7 @@ async def test_cancelling_the_factory_runner_stops_every_task_and_response(
         sim.create("pods", pod("a"), "default")
         sim.create("configmaps", cm("c"), "default")
         before = asyncio.all_tasks()
-        factory = InformerFactory(api, watcher_options=options())
+        factory = InformerFactory(api, watch_options=options())
         slow_started = asyncio.Event()
 
         async def slow(obj: KubeObject) -> None:  # a handler busy when the cancel comes
@@ -99,7 +99,7 @@ async def test_cancelling_the_factory_runner_stops_every_task_and_response(
                     factory.informer("example.aioinformer.dev/v1", "podsets")  # 404
                     pods.add_handler(on_add=slow)
                     pods.add_handler(on_add=lambda obj: None, coalesce=True)
-                    await pods.wait_synced(timeout=15)
+                    await pods.wait_for_sync(timeout=15)
                     await asyncio.Event().wait()
 
             task = asyncio.create_task(runner(), name="user-runner")
@@ -131,7 +131,7 @@ async def test_cancelling_the_manager_run_stops_controllers_informers_and_respon
             await asyncio.sleep(0.05)
 
         with no_pending_task_reports() as reports:
-            manager = Manager(api, metrics_port=0, watcher_options=options())
+            manager = Manager(api, metrics_port=0, watch_options=options())
             cms = manager.informer("v1", "configmaps", namespace="default")
             manager.informer("v1", "pods")
             manager.controller(
@@ -181,7 +181,7 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
             except ClosedError:
                 finished.append((key, False))
 
-        manager = Manager(api, watcher_options=options())
+        manager = Manager(api, watch_options=options())
         cms = manager.informer("v1", "configmaps", namespace="default")
         manager.controller(
             "cm",
@@ -198,7 +198,7 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
             await task
     assert finished == [("default/quick", True)]  # it finished, its informer still running
     assert cancelled == ["default/stuck"]
-    assert "cancelling reconciles still running after 1.0s" in caplog.text
+    assert "cm: cancelling 1 running reconciles (stopping, shutdown_timeout 1s)" in caplog.text
 
 
 async def test_one_failing_informer_does_not_stop_the_others(
@@ -216,26 +216,26 @@ async def test_one_failing_informer_does_not_stop_the_others(
     def bad_listener(seq: int, rv: int) -> None:
         raise RuntimeError("publish listener bug")
 
-    async def broken_apply(*args: object, **kwargs: object) -> list[object]:
+    def broken_apply(*args: object, **kwargs: object) -> list[object]:
         raise RuntimeError("store bug")
 
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("configmaps", cm("c"), "default")
         sim.create("secrets", {"metadata": {"name": "s"}, "data": {}}, "default")
         sim.create("serviceaccounts", {"metadata": {"name": "sa"}}, "default")
-        async with InformerFactory(api, watcher_options=options()) as factory:
+        async with InformerFactory(api, watch_options=options()) as factory:
             pods = factory.informer("v1", "pods")
             cms = factory.informer("v1", "configmaps", transform=explode)
             podsets = factory.informer("example.aioinformer.dev/v1", "podsets")
             indexed = factory.informer("v1", "secrets", indexers={"bad": bad_index})
             pods.on_publish(bad_listener)
             secrets = factory.informer("v1", "serviceaccounts")
-            secrets._store.apply = broken_apply  # type: ignore[method-assign]
-            await pods.wait_synced(timeout=15)
+            secrets._writer.apply = broken_apply  # type: ignore[method-assign]
+            await pods.wait_for_sync(timeout=15)
             await eventually(
                 lambda: "informer serviceaccounts stopped" in caplog.text, "the dead one"
             )
-            await eventually(lambda: podsets.stats().errors_by_code.get(404, 0) >= 2, "404s")
+            await eventually(lambda: podsets.statistics().errors_by_code.get(404, 0) >= 2, "404s")
             for i in range(3):
                 sim.create("pods", pod(f"p{i}"), "default")
                 sim.create("configmaps", cm(f"c{i}"), "default")
@@ -243,12 +243,16 @@ async def test_one_failing_informer_does_not_stop_the_others(
             await eventually(
                 lambda: {o.key: str(o.rv) for o in pods.snapshot().list()} == want, "pods"
             )
-            await eventually(lambda: cms.stats().transform_errors >= 4, "transform errors")
+            await eventually(lambda: cms.statistics().transform_errors >= 4, "transform errors")
             assert cms.has_synced and cms.snapshot().list() == []  # every object skipped
-            assert not podsets.has_synced and "is the CRD installed?" in podsets.stats().last_error
+            assert (
+                not podsets.has_synced
+                and "is the CRD installed?" in podsets.statistics().last_error
+            )
             assert indexed.has_synced and indexed.snapshot().keys() == ["default/s"]
             assert (
-                indexed.stats().index_errors >= 1 and indexed.snapshot().index_values("bad") == []
+                indexed.statistics().index_errors >= 1
+                and indexed.snapshot().index_values("bad") == []
             )
             assert secrets.snapshot().keys() == []  # its writer died before the first batch
     dead = [r for r in caplog.records if "informer serviceaccounts stopped" in r.getMessage()]

@@ -2,16 +2,13 @@
 
 A :data:`Bucket` is an immutable set of object keys, shared by every snapshot that has
 not changed it. Up to :data:`SMALL` keys it is a plain ``dict`` (key -> True), copied
-whole when a batch changes it (~1 us at 128 keys, as fast as a HAMT update up to ~100);
-above, an ``immutables.Map``, path-copied. Why two kinds: a dict of strings and True is
-never tracked by the cyclic GC, while a HAMT holds about one tracked node per 1.5 keys,
-which every full collection walks. Most buckets are small (a node's pods, bounded by the
-kubelet's 110; most owners' pods; most label values'). At 200k pods in owners of 100
-(``bench/store_bench.py --per-owner 100``) the store's tracked objects went from 124k to
-49k and a full collection from 244 to 130-181 ms (the locked store's: 126 ms). Large
-buckets stay HAMTs: a Python persistent map (``._pmap.FrozenMap``, nearly untracked) was
-measured here at ~3.5 us per one-key change against the HAMT's 0.5 us, up to 2x slower
-per index-changing event.
+whole when a batch changes it; above, an ``immutables.Map``, path-copied. Why two kinds:
+a dict of strings and True is never tracked by the cyclic GC, while a HAMT holds about one
+tracked node per 1.5 keys, which every full collection walks; and most buckets are small
+(a node's pods, bounded by the kubelet's 110; most owners' pods; most label values'), where
+copying a dict costs no more than a HAMT update. Large buckets stay HAMTs, whose one-key
+change stays cheap at any size. (What this saves in GC time and costs per event:
+``bench/store_bench.py --per-owner 100``, bench/RESULTS.md.)
 
 Contract: a published bucket never changes. :func:`bucket_writer` starts a private copy
 of one (a dict or an ``immutables`` mutation: ``w[key] = True`` adds a key,

@@ -13,31 +13,87 @@ function raising in its writer) is logged at ERROR when it dies, and the others 
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import logging
-from collections.abc import Mapping
+import time
+import warnings
+from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, Final, Literal
 
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer, StoreKind
+from aioinformer._cache.informer import Informer
+from aioinformer._cache.store import STORE_KINDS, StoreKind
+from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.listwatch import ListWatch
+from aioinformer._client.rest import RestClient
+from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._core.objects import Transform
 
-__all__ = ["InformerFactory"]
+__all__ = [
+    "ALL_NAMESPACES",
+    "FACTORY_NAMESPACE",
+    "InformerFactory",
+    "NamespaceDefault",
+    "watch_options_from",
+]
 
 log = logging.getLogger("aioinformer.factory")
 
-_ALL = object()
+
+class NamespaceDefault(enum.Enum):
+    """The type of :data:`FACTORY_NAMESPACE`."""
+
+    FACTORY = "the factory's namespace"
+
+
+FACTORY_NAMESPACE: Final = NamespaceDefault.FACTORY
+"""``namespace=FACTORY_NAMESPACE`` (the default): the factory's own namespace."""
+ALL_NAMESPACES: Final = None
+"""``namespace=ALL_NAMESPACES`` (None): watch every namespace."""
+
+
+def watch_options_from(options: WatchOptions | Mapping[str, Any] | None) -> WatchOptions:
+    """A :class:`WatchOptions` from itself, None (the defaults) or a mapping of its field
+    names (the older ``watcher_options`` form; a ``backoff`` entry, a Backoff, gives its
+    settings). An unknown name is a :class:`ConfigError`."""
+    if options is None:
+        return WatchOptions()
+    if isinstance(options, WatchOptions):
+        return options
+    fields = dict(options)
+    backoff = fields.pop("backoff", None)
+    if isinstance(backoff, Backoff):
+        fields.update(
+            backoff_initial=backoff.initial,
+            backoff_maximum=backoff.maximum,
+            backoff_reset_after=backoff.reset_after,
+            backoff_jitter=backoff.jitter,
+        )
+    try:
+        return WatchOptions(**fields)
+    except TypeError as exc:
+        raise ConfigError(f"watch options: {exc}") from None
 
 
 class InformerFactory:
     """Creates, shares and runs informers on one kubernetes_asyncio ``ApiClient``.
 
-    ``namespace`` is the default namespace of the informers (None: all namespaces);
-    ``store`` the default store kind ("snapshot", or "locked" for the baseline);
-    ``watcher_options`` are passed to every informer's watcher (timeouts, backoff, ...).
+    Args:
+        api_client: a kubernetes_asyncio ``ApiClient`` (its configuration gives the host,
+            credentials and TLS settings), or a :class:`~aioinformer._client.rest.RestClient`.
+        namespace: the default namespace of the informers (None: all namespaces).
+        store: the default store kind: "snapshot" (immutable snapshots, readers take no
+            lock) or "locked" (the lock-based baseline, for comparisons).
+        staleness_bound: seconds; freshness-aware reads of every informer also wait while
+            its store lags the watcher by more than this (None: no bound).
+        watch_options: how every informer lists, watches and recovers
+            (:class:`~aioinformer.WatchOptions`: page size, watch timeouts, watchdog,
+            limits, backoff).
+        watcher_options: the same as a mapping (older form).
+        clock: the informers' clock (``time.monotonic``): receive times and staleness.
     """
 
     def __init__(
@@ -47,14 +103,29 @@ class InformerFactory:
         *,
         store: StoreKind = "snapshot",
         staleness_bound: float | None = None,
+        watch_options: WatchOptions | None = None,
         watcher_options: Mapping[str, Any] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if store not in STORE_KINDS:
+            raise ConfigError(f"store must be one of {STORE_KINDS}, not {store!r}")
+        if watcher_options is not None:
+            if watch_options is not None:
+                raise ConfigError("give watch_options or watcher_options, not both")
+            warnings.warn(
+                "watcher_options= is deprecated: pass watch_options=WatchOptions(...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
         self.api_client = api_client
+        self.rest = api_client if isinstance(api_client, RestClient) else RestClient(api_client)
+        """The client layer every informer's requests go through."""
         self.namespace = namespace
-        self.store = store
+        self.store: StoreKind = store
         self.staleness_bound = staleness_bound
-        self.watcher_options = dict(watcher_options or {})
-        self._informers: dict[tuple[Any, ...], Informer] = {}
+        self.watch_options = watch_options_from(watch_options or watcher_options)
+        self.clock = clock
+        self._informers: dict[tuple[object, ...], Informer] = {}
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
         self._running = False
         self._closed = False
@@ -64,7 +135,7 @@ class InformerFactory:
         group_version: str,
         plural: str,
         *,
-        namespace: Any = _ALL,
+        namespace: str | Literal[NamespaceDefault.FACTORY] | None = FACTORY_NAMESPACE,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
         label_selector: str | None = None,
@@ -74,13 +145,28 @@ class InformerFactory:
         streaming_list: bool = False,
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
-        ``"apps/v1", "statefulsets"``) and these options; created on first use."""
+        ``"apps/v1", "statefulsets"``) and these options; created on first use.
+
+        Args:
+            group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
+            plural: the resource's plural name (``"pods"``).
+            namespace: one namespace, or None for all (default: the factory's).
+            indexers: extra indexes, name -> function (merged when the informer is shared).
+            transform: applied to each object before it is stored (e.g.
+                :func:`~aioinformer.drop_managed_fields`); None drops the object.
+            label_selector, field_selector: server-side filters.
+            metadata_only: cache PartialObjectMetadata only.
+            store: this informer's store kind (default: the factory's).
+            streaming_list: sync with a streaming list (WatchList) instead of a list.
+        """
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
         if not group_version or not plural or "/" in plural:
             raise ConfigError(f"bad resource: group_version={group_version!r} plural={plural!r}")
-        ns = self.namespace if namespace is _ALL else namespace
         kind = store or self.store
+        if kind not in STORE_KINDS:
+            raise ConfigError(f"store must be one of {STORE_KINDS}, not {kind!r}")
+        ns = self.namespace if namespace is FACTORY_NAMESPACE else namespace
         key = (
             group_version,
             plural,
@@ -107,14 +193,19 @@ class InformerFactory:
         name = f"{plural}.{group}" if group else plural
         if ns:
             name = f"{name}[{ns}]"
+        options = self.watch_options
         lw = ListWatch(
-            self.api_client,
+            self.rest,
             group_version,
             plural,
             namespace=ns,
             label_selector=label_selector,
             field_selector=field_selector,
             metadata_only=metadata_only,
+            max_line_bytes=options.max_line_bytes,
+            max_list_bytes=options.max_list_bytes,
+            header_timeout=options.header_timeout,
+            list_timeout=options.list_timeout,
         )
         inf = Informer(
             lw,
@@ -124,7 +215,8 @@ class InformerFactory:
             transform=transform,
             staleness_bound=self.staleness_bound,
             streaming_list=streaming_list,
-            watcher_options=self.watcher_options,
+            watch_options=options,
+            clock=self.clock,
         )
         self._informers[key] = inf
         if self._running:
@@ -156,12 +248,12 @@ class InformerFactory:
         list/watch error."""
         try:
             await asyncio.wait_for(
-                asyncio.gather(*(inf.wait_synced() for inf in self._informers.values())),
+                asyncio.gather(*(inf.wait_for_sync() for inf in self._informers.values())),
                 timeout,
             )
         except TimeoutError:
             pending = [
-                f"{i.name} ({i.stats().last_error or 'no error seen'})"
+                f"{i.name} ({i.statistics().last_error or 'no error seen'})"
                 for i in self._informers.values()
                 if not i.has_synced
             ]

@@ -1,109 +1,60 @@
-"""The DeltaFIFO: an async, in-order, unbounded queue from the watcher to the store writer.
+"""The informer's FIFO: an async, in-order, unbounded queue from the watcher to the writer.
 
-Items are :class:`Delta` (one watch event), :class:`Replace` (a relist: the full new state,
-applied by the store as one atomic swap) and :class:`Bookmark` (a resourceVersion with no
-object change). Contract:
+Items are :mod:`~aioinformer._cache.deltas` items: a ``Delta`` (one watch event), a
+``Replace`` (a relist: the full new state, applied by the store as one atomic swap) and a
+``Bookmark`` (a resourceVersion with no object change). :class:`RealFIFO` is client-go's
+RealFIFO in asyncio (the FIFO the seed's "RealFIFO backlog" is about, minus the per-key
+grouping). Contract:
 
 * **In order, nothing dropped, nothing merged.** Items come out exactly in the order they
-  went in. Unlike client-go's DeltaFIFO there is no per-key compression: the store applies
-  every delta, which is cheap with a persistent map, and handlers see every transition.
-* **Unbounded puts.** :meth:`DeltaFIFO.put_nowait` never blocks (back-pressure is the
-  watcher's business: it stops reading the stream), nor does :meth:`DeltaFIFO.put_many`,
-  the same for several items; :meth:`DeltaFIFO.put` is built on ``put_nowait`` and only
+  went in. There is no per-key grouping or compression (client-go's RealFIFO has one,
+  its RealFIFO has not): the store applies every delta, which is cheap with a persistent
+  map, and handlers see every transition.
+* **Unbounded puts.** :meth:`RealFIFO.put_nowait` never blocks (back-pressure is the
+  watcher's business: it stops reading the stream), nor does :meth:`RealFIFO.put_many`,
+  the same for several items; :meth:`RealFIFO.put` is built on ``put_nowait`` and only
   adds a scheduling point, as trio's ``send`` is built on ``send_nowait``.
-* **Batched pops.** :meth:`DeltaFIFO.pop_batch` waits for at least one item, then returns
+* **Batched pops.** :meth:`RealFIFO.pop_batch` waits for at least one item, then returns
   every item already queued, up to ``max_items``, without waiting for more (client-go's
   RealFIFO ``PopBatch``). The store writer publishes one snapshot per batch.
-* **Closing is the stop signal.** After :meth:`DeltaFIFO.close`, puts raise
+* **Closing is the stop signal.** After :meth:`RealFIFO.close`, puts raise
   :class:`ClosedError`; pops drain what is left, then raise :class:`ClosedError`. Closing
   wakes every waiting pop. ``close()`` is idempotent.
-* :meth:`DeltaFIFO.statistics` reports depth, peak depth and the age of the oldest item
-  (how far the store lags what the watcher has received).
+* :meth:`RealFIFO.statistics` reports depth, peak depth and the age of the oldest item
+  (how far the store lags what the watcher has received), by the FIFO's ``clock`` (the
+  clock the watcher stamps ``received`` with).
+* **Receipt listeners** (:meth:`RealFIFO.on_put`) see every batch of items as it is put,
+  before the writer can take them: for instrumentation (e.g. timing each event from the
+  socket to the published state).
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
+import logging
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeAlias
 
-import msgspec
-
+from aioinformer._cache.deltas import Item
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
-from aioinformer._core.objects import KubeObject
 
-__all__ = [
-    "Bookmark",
-    "Delta",
-    "DeltaFIFO",
-    "DeltaType",
-    "FifoStatistics",
-    "Item",
-    "Replace",
-]
+__all__ = ["FifoStatistics", "RealFIFO"]
 
-
-class DeltaType(enum.StrEnum):
-    """What happened to one object, as the watch reported it."""
-
-    ADDED = "Added"
-    UPDATED = "Updated"
-    DELETED = "Deleted"
-
-
-class Delta(msgspec.Struct, frozen=True, gc=False):
-    """One watch event: ``type`` happened to ``obj``.
-
-    ``received`` is ``time.monotonic()`` when the watcher read the event. For DELETED,
-    ``obj`` is the object's final state as the server sent it. Immutable (a frozen
-    struct built in C: one per watch event, so it is kept cheap, and it is never tracked
-    by the cyclic GC since it only refers to an untracked object, a str and a float).
-    """
-
-    type: DeltaType
-    obj: KubeObject
-    received: float
-
-
-@dataclass(frozen=True, slots=True)
-class Replace:
-    """An atomic relist: ``objects`` is the complete new state at ``resource_version``.
-
-    The store swaps it in as one snapshot and reports objects that vanished as deletions
-    (tombstones).
-    """
-
-    objects: Sequence[KubeObject]
-    resource_version: int
-    received: float
-
-
-@dataclass(frozen=True, slots=True)
-class Bookmark:
-    """The store is current up to ``resource_version``; no object changed."""
-
-    resource_version: int
-    received: float
-
-
-Item: TypeAlias = Delta | Replace | Bookmark
-"""One entry of the FIFO."""
+log = logging.getLogger("aioinformer.fifo")
 
 
 @dataclass(frozen=True, slots=True)
 class FifoStatistics:
-    """A point-in-time view of a :class:`DeltaFIFO`."""
+    """A point-in-time view of a :class:`RealFIFO`."""
 
     depth: int
     """Items queued now."""
     peak_depth: int
     """The largest ``depth`` ever reached."""
     oldest_received: float | None
-    """``received`` of the oldest queued item (``time.monotonic()`` clock); None if empty."""
+    """``received`` of the oldest queued item (the FIFO's clock); None if empty."""
     oldest_age: float
     """Seconds the oldest queued item has waited since it was received; 0.0 if empty."""
     puts_total: int
@@ -114,7 +65,7 @@ class FifoStatistics:
     """Tasks blocked in ``pop``/``pop_batch`` right now."""
 
 
-class DeltaFIFO:
+class RealFIFO:
     """An unbounded, in-order async queue of :data:`Item` with a closed state.
 
     Intended for one producer (the watcher) and one consumer (the store writer), but safe
@@ -122,16 +73,18 @@ class DeltaFIFO:
 
     Example::
 
-        fifo = DeltaFIFO()
+        fifo = RealFIFO()
         fifo.put_nowait(Delta(DeltaType.ADDED, obj, time.monotonic()))
         batch = await fifo.pop_batch(1000)   # [Delta(...)]
         fifo.close()
         await fifo.pop()                     # raises ClosedError
     """
 
-    __slots__ = ("_closed", "_items", "_peak", "_pops", "_puts", "_waiters")
+    __slots__ = ("_clock", "_closed", "_items", "_listeners", "_peak", "_pops", "_puts", "_waiters")
 
-    def __init__(self) -> None:
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._listeners: list[Callable[[Sequence[Item]], None]] = []
         self._items: deque[Item] = deque()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._closed = False
@@ -151,7 +104,9 @@ class DeltaFIFO:
     def put_nowait(self, item: Item) -> None:
         """Append ``item``. Never blocks; raises :class:`ClosedError` once closed."""
         if self._closed:
-            raise ClosedError("put on a closed DeltaFIFO")
+            raise ClosedError("put on a closed RealFIFO")
+        if self._listeners:
+            self._notify((item,))
         items = self._items
         items.append(item)
         self._puts += 1
@@ -165,7 +120,9 @@ class DeltaFIFO:
         for the events of one read of a watch). Raises :class:`ClosedError` once closed,
         with nothing appended."""
         if self._closed:
-            raise ClosedError("put on a closed DeltaFIFO")
+            raise ClosedError("put on a closed RealFIFO")
+        if self._listeners:
+            self._notify(items)
         queued = self._items
         queued.extend(items)
         self._puts += len(items)
@@ -186,8 +143,8 @@ class DeltaFIFO:
         """
         if not self._items:
             if self._closed:
-                raise ClosedError("DeltaFIFO is closed and drained")
-            raise WouldBlock("DeltaFIFO is empty")
+                raise ClosedError("RealFIFO is closed and drained")
+            raise WouldBlock("RealFIFO is empty")
         self._pops += 1
         return self._items.popleft()
 
@@ -228,6 +185,26 @@ class DeltaFIFO:
             if not fut.done():
                 fut.set_result(None)
 
+    def on_put(self, listener: Callable[[Sequence[Item]], None]) -> Callable[[], None]:
+        """Call ``listener(items)`` with the items of every put, in order, as they are put
+        (before any pop can take them); returns a function that removes it. The listener
+        runs on the watcher's path, so it must be quick; what it raises is logged and the
+        put goes on."""
+        self._listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return remove
+
+    def _notify(self, items: Sequence[Item]) -> None:
+        for listener in tuple(self._listeners):
+            try:
+                listener(items)
+            except Exception:
+                log.exception("FIFO put listener %r raised", listener)
+
     def statistics(self) -> FifoStatistics:
         """Depth, peak depth, age of the oldest item, totals and waiters, as of now."""
         oldest = self._items[0].received if self._items else None
@@ -235,7 +212,7 @@ class DeltaFIFO:
             depth=len(self._items),
             peak_depth=self._peak,
             oldest_received=oldest,
-            oldest_age=0.0 if oldest is None else max(0.0, time.monotonic() - oldest),
+            oldest_age=0.0 if oldest is None else max(0.0, self._clock() - oldest),
             puts_total=self._puts,
             pops_total=self._pops,
             waiters=sum(1 for fut in self._waiters if not fut.done()),
@@ -243,13 +220,13 @@ class DeltaFIFO:
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
-        return f"<DeltaFIFO {state} depth={len(self._items)} peak={self._peak}>"
+        return f"<RealFIFO {state} depth={len(self._items)} peak={self._peak}>"
 
     async def _wait_nonempty(self) -> None:
         """Return once an item is queued; raise ClosedError if closed and drained."""
         while not self._items:
             if self._closed:
-                raise ClosedError("DeltaFIFO is closed and drained")
+                raise ClosedError("RealFIFO is closed and drained")
             fut = asyncio.get_running_loop().create_future()
             self._waiters.append(fut)
             try:

@@ -4,7 +4,7 @@ The store writer applies a batch and calls :meth:`Dispatcher.dispatch` with its 
 list; ``dispatch`` never awaits or blocks, it appends to one queue per subscription. Each
 subscription drains its queue in its own task (:meth:`Dispatcher.add_handler`, sync or async
 ``on_add(obj)``, ``on_update(old, new)``, ``on_delete(obj)``) or through an async iterator
-(:meth:`Dispatcher.events`), so a handler that sleeps for minutes delays only itself, never
+(:meth:`Dispatcher.events`), so a handler that awaits for minutes delays only itself, never
 the writer nor another subscriber (client-go's processorListener). Per subscription:
 
 * **Order.** Exact subscribers get every change in dispatch order. Coalescing ones get each
@@ -30,11 +30,11 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   per event for as long as it is stuck. ``max_queue=None`` opts out (exact forever,
   unbounded: an audit log that must see every intermediate state, at the price of memory).
   The backlog is visible as ``depth``/``peak_depth``/``overflows`` in
-  :meth:`Subscription.statistics`, in ``InformerStats.handlers`` and as the Prometheus
+  :meth:`Subscription.statistics`, in ``InformerStatistics.handlers`` and as the Prometheus
   series ``aioinformer_handler_queue_depth`` and ``aioinformer_handler_overflows_total``.
 * **Errors.** A handler's exception is logged at ERROR with its traceback, the subscriber
   and the object key, counted in ``errors_total`` and kept as ``last_error`` (a
-  :class:`HandlerError`); the subscription goes on. ``CancelledError`` is never swallowed.
+  :class:`HandlerFailure`); the subscription goes on. ``CancelledError`` is never swallowed.
 * **Slow warning.** While a synced subscription holds ``slow_warning_depth`` notifications
   or more, a WARNING names the dispatcher, the subscriber and the depth, at most once per
   ``slow_warning_interval`` (client-go's "DeltaFIFO Pop Process ... slow event handlers
@@ -47,8 +47,10 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   objects in that namespace (a namespace never changes, so nothing else is ever owed to
   it). The others are never queued: a namespaced controller on a cluster-wide informer
   does not pay, per event of the other namespaces, for a notification and a handler call.
-* **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms; a
-  sync handler still runs on the loop, and one that blocks, blocks everything.
+* **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms. A
+  slow *async* handler delays only its own subscription; a *sync* handler runs on the loop,
+  and one that blocks, blocks everything (``Informer.add_handler(..., in_thread=True)`` runs
+  sync handlers in a thread instead).
 * **Shutdown.** :meth:`Dispatcher.aclose` drops what is queued, cancels running handlers,
   awaits every task and ends every stream; idempotent. Nothing is drained: notifications
   are hints over state the final snapshot holds, and a stuck handler must not hang shutdown.
@@ -66,14 +68,15 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self, TypeAlias
 
-from aioinformer._cache.store import Change
-from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout, HandlerError
+from aioinformer._cache.deltas import Change, DeltaType
+from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
     "Dispatcher",
     "EventStream",
+    "HandlerFailure",
     "OnAdd",
     "OnDelete",
     "OnUpdate",
@@ -96,6 +99,16 @@ slow-handler warning depth: a healthy handler never reaches it."""
 
 _YIELD_INTERVAL = 0.002  # a consumer draining a backlog yields to the loop this often (s)
 _SLOW, _OVERFLOW = 0, 1  # the two rate-limited warnings
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerFailure:
+    """The last failure of a subscription's handler: the ``key`` of the object it was
+    handling, the ``change`` type and the ``error`` it raised."""
+
+    key: str
+    change: DeltaType
+    error: Exception
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,13 +139,13 @@ class _Pending:
 
     def notification(self) -> Change:
         last = self.last
-        if last.type == "DELETED":  # so ``had``: entries that cancel out are removed
+        if last.type == DeltaType.DELETED:  # so ``had``: entries that cancel out are removed
             return last
         if not self.had:
-            return last if last.type == "ADDED" else Change("ADDED", last.obj, None)
-        if last.type == "UPDATED" and last.old is self.base:
+            return last if last.type == DeltaType.ADDED else Change(DeltaType.ADDED, last.obj, None)
+        if last.type == DeltaType.UPDATED and last.old is self.base:
             return last
-        return Change("UPDATED", last.obj, self.base)
+        return Change(DeltaType.UPDATED, last.obj, self.base)
 
 
 class Subscription:
@@ -155,7 +168,7 @@ class Subscription:
         self.namespace = namespace
         """Only changes of objects in this namespace are queued (None: every change)."""
         self.peak_depth = self.handled_total = self.errors_total = self.overflows = 0
-        self.last_error: HandlerError | None = None
+        self.last_error: HandlerFailure | None = None
         self._dispatcher = dispatcher
         self._coalesce = coalesce  # as configured; _coalescing is the current mode
         self._coalescing = coalesce
@@ -203,7 +216,7 @@ class Subscription:
             self.overflows, self._coalescing, self._synced,
         )  # fmt: skip
 
-    async def wait_synced(self, timeout: float | None = None) -> None:
+    async def wait_for_sync(self, timeout: float | None = None) -> None:
         """Wait until :attr:`has_synced`; :class:`FreshnessTimeout` after ``timeout``
         seconds, :class:`ClosedError` if the subscription is closed first."""
         if not self._synced:
@@ -263,14 +276,18 @@ class Subscription:
         key = change.obj.key
         entry = self._pending.get(key)
         if entry is None:
-            if change.type == "ADDED":
+            if change.type == DeltaType.ADDED:
                 self._pending[key] = _Pending(seq, False, None, change)
             else:  # the subscriber saw the previous state: UPDATED's old, DELETED's obj
-                base = change.obj if change.type == "DELETED" or change.old is None else change.old
+                base = (
+                    change.obj
+                    if change.type == DeltaType.DELETED or change.old is None
+                    else change.old
+                )
                 self._pending[key] = _Pending(seq, True, base, change)
         else:
             entry.last = change
-            if change.type == "DELETED" and not entry.had:
+            if change.type == DeltaType.DELETED and not entry.had:
                 del self._pending[key]  # added and deleted while pending: nothing to say
 
     def _overflow(self) -> None:
@@ -359,9 +376,9 @@ class Subscription:
         while (change := await self._next()) is not None:
             obj = change.obj
             try:
-                if change.type == "ADDED":
+                if change.type == DeltaType.ADDED:
                     result = on_add(obj) if on_add else None
-                elif change.type == "UPDATED":
+                elif change.type == DeltaType.UPDATED:
                     old = change.old if change.old is not None else obj
                     result = on_update(old, obj) if on_update else None
                 else:
@@ -370,11 +387,16 @@ class Subscription:
                     await result
             except Exception as exc:
                 self.errors_total += 1
-                where = f"{self._dispatcher.name}: handler {self.name!r}"
-                err = HandlerError(f"{where} failed on {change.type} {obj.key}: {exc!r}", obj.key)
-                err.__cause__ = exc
-                self.last_error = err
-                self._dispatcher._logger.error("%s", err, exc_info=exc)
+                self.last_error = HandlerFailure(obj.key, change.type, exc)
+                self._dispatcher._logger.error(
+                    "%s: handler %r failed on %s %s: %r",
+                    self._dispatcher.name,
+                    self.name,
+                    change.type,
+                    obj.key,
+                    exc,
+                    exc_info=exc,
+                )
 
 
 class EventStream:
@@ -441,6 +463,11 @@ class Dispatcher:
         self._tasks: set[asyncio.Task[None]] = set()
         self._synced = self._closed = False
         self._count = 0
+
+    @property
+    def has_subscribers(self) -> bool:
+        """Whether any subscription is open (else no Change needs to be built)."""
+        return bool(self._subs)
 
     @property
     def subscriptions(self) -> list[Subscription]:
@@ -512,7 +539,7 @@ class Dispatcher:
             raise ConfigError(f"namespace must be a non-empty string or None, not {namespace!r}")
         self._count += 1
         sub = Subscription(self, name, coalesce, max_queue, namespace)
-        sub._enqueue(Change("ADDED", obj, None) for obj in initial)
+        sub._enqueue(Change(DeltaType.ADDED, obj, None) for obj in initial)
         if self._synced:
             sub._set_sync_target()
         self._subs.append(sub)

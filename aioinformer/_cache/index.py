@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterable, Mapping
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+from aioinformer._core.errors import ConfigError
+
 if TYPE_CHECKING:
     from aioinformer._core.objects import KubeObject, ObjectMeta
 
@@ -35,12 +37,16 @@ __all__ = [
     "DEFAULT_INDEXERS",
     "IndexFunc",
     "IndexGuard",
+    "IndexPlan",
     "by_controller_uid",
     "by_field",
     "by_label",
     "by_namespace",
+    "index_plan",
+    "merge_indexers",
     "metadata_reader",
     "metadata_readers",
+    "unknown_index",
 ]
 
 IndexFunc: TypeAlias = "Callable[[KubeObject], Iterable[str]]"
@@ -219,3 +225,39 @@ DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
     "controller": by_controller_uid,
 }
 """The indexes every store has: ``"namespace"`` and ``"controller"`` (controller uid)."""
+
+
+def merge_indexers(
+    indexers: Mapping[str, IndexFunc] | None, guard: IndexGuard
+) -> dict[str, IndexFunc]:
+    """DEFAULT_INDEXERS plus ``indexers``, each made safe by ``guard``; redefining a
+    default index is a ConfigError."""
+    merged = dict(DEFAULT_INDEXERS)
+    for name, fn in (indexers or {}).items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        if name in merged and merged[name] is not fn:
+            raise ConfigError(f"index {name!r} is built in and cannot be redefined")
+        merged[name] = fn
+    return {name: guard.guard(name, fn) for name, fn in merged.items()}
+
+
+def unknown_index(name: str, known: Iterable[str]) -> ConfigError:
+    """The error for a query on an index that does not exist."""
+    return ConfigError(f"no index {name!r}; known indexes: {', '.join(sorted(known))}")
+
+
+IndexPlan: TypeAlias = tuple[
+    "list[tuple[str, IndexFunc, Callable[[ObjectMeta], object] | None]]",
+    "Callable[[ObjectMeta], object] | None",
+]
+"""Per index (name, function, metadata reader), and the reader of all of them at once:
+worked out when the indexes change, not per batch."""
+
+
+def index_plan(funcs: Mapping[str, IndexFunc]) -> IndexPlan:
+    """The :data:`IndexPlan` of ``funcs``."""
+    return (
+        [(name, fn, metadata_reader(fn)) for name, fn in funcs.items()],
+        metadata_readers(funcs.values()),
+    )

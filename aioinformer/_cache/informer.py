@@ -1,76 +1,86 @@
-"""The informer: watch -> DeltaFIFO -> store writer -> handlers, and freshness-aware reads.
+"""The informer: watch -> FIFO -> store writer -> handlers, and freshness-aware reads.
 
 An :class:`Informer` keeps a local cache of one resource (one group/version/plural, one
 namespace or all, optional selectors) in sync with the API server. Its data flow is one
-direction with one writer:
+direction with one writer, and reads top to bottom in :meth:`Informer.run`:
 
-    Watcher task --Delta/Replace/Bookmark--> DeltaFIFO --pop_batch--> store writer
-        --publish Snapshot--> readers (no lock)      --changes--> Dispatcher (handlers)
+    Watcher task --Delta/Replace/Bookmark--> RealFIFO --pop_batch--> store writer
+        --publish--> readers (no lock)      --changes--> Dispatcher (handlers)
 
 Contracts:
 
-* Readers never block the writer. ``informer.snapshot()`` is O(1), takes no lock and never
-  awaits; a Snapshot never changes, so it can be iterated across awaits. With
-  ``store="locked"`` (the baseline) reads go through ``async with informer.read()``, which
-  holds a read lock for its body, as client-go's ThreadSafeStore does.
+* Readers never block the writer. With the snapshot store (the default)
+  ``informer.snapshot()`` is O(1), takes no lock and never awaits; a Snapshot never
+  changes, so it can be iterated across awaits. ``async with informer.read() as view``
+  works with both stores; with ``store="locked"`` (the lock-based baseline) it holds a read
+  lock for its body, as client-go's ThreadSafeStore does, and ``snapshot()`` raises
+  :class:`~aioinformer.ConfigError`.
 * resourceVersions compare as integers. ``wait_for_rv(rv)`` returns a snapshot whose RV is
   at least ``rv``; ``query(index, value, min_rv=...)`` combines freshness and an index;
-  ``wait_until(predicate)`` re-evaluates after every publish.
-* ``staleness`` is how long the oldest delta still waiting in the FIFO has been waiting
-  (0 when the store is caught up): how far the cache lags what the watcher has already
-  received. With ``staleness_bound`` set, reads that ask for freshness (``wait_for_rv``,
+  ``wait_until(predicate)`` re-evaluates after every publish. The store's RV is the RV of
+  the last event, bookmark or relist applied.
+* ``staleness`` is how long the oldest delta the watcher has received but the store has not
+  yet published has been waiting (0 when caught up), by the informer's ``clock``. With
+  ``staleness_bound`` set, reads that ask for freshness (``wait_for_rv``,
   ``query(min_rv=...)``, ``wait_fresh``) also wait while the staleness exceeds the bound.
-* Handlers run in their own tasks (see :mod:`._handlers`): a slow handler delays only itself.
+* Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow async
+  handler delays only itself (a blocking sync one blocks the loop). Each change reaches
+  each subscriber exactly once: nothing can run between a batch's apply and its dispatch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal
 
-from aioinformer._cache.fifo import DeltaFIFO, Replace
+from aioinformer._cache.deltas import Item, Replace
+from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
     Dispatcher,
     EventStream,
+    OnAdd,
+    OnDelete,
+    OnUpdate,
     Subscription,
     SubscriptionStatistics,
 )
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.store import LockedStore, Snapshot, SnapshotStore
-from aioinformer._cache.watcher import Watcher
-from aioinformer._client.listwatch import ListWatch
+from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.store import StoreKind, StoreReader, StoreView, open_store
+from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
+from aioinformer._client.discovery import ApiResource
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject, Transform
 
-__all__ = ["Informer", "InformerStats"]
+__all__ = ["Informer", "InformerStatistics"]
 
 log = logging.getLogger("aioinformer.informer")
 
-StoreKind = Literal["snapshot", "locked"]
-
 
 @dataclass(frozen=True, slots=True)
-class InformerStats:
+class InformerStatistics:
     """A point-in-time view of one informer's health."""
 
     name: str
     """The informer's name (``plural[.group]``, plus the namespace when it has one)."""
+    store: StoreKind
+    """Which store it keeps: "snapshot", or "locked" (the baseline)."""
     objects: int
     """Objects in the store."""
     resource_version: int
     """RV of the last published state."""
     seq: int
     """Number of the last published state (one per applied batch)."""
-    synced: bool
+    has_synced: bool
     """Whether the initial list has been applied."""
     fifo_depth: int
-    """Items waiting in the DeltaFIFO."""
+    """Items waiting in the FIFO."""
     fifo_peak: int
     """Largest FIFO depth seen."""
     staleness: float
@@ -79,12 +89,16 @@ class InformerStats:
     """Deltas applied per second, averaged over the last few seconds."""
     applied_total: int
     """Deltas applied since start."""
+    batches: int
+    """Batches applied (one published state each)."""
+    in_place_batches: int
+    """Batches the snapshot store applied in place (nobody held the current snapshot)."""
     relists: int
-    """Relists after a 410 (or a restart of the server)."""
+    """Syncs after the first (after a 410, a resourceVersion regression, a restart)."""
     watch_restarts: int
     """Watches re-established after a close, a drop or a stall."""
     decode_errors: int
-    """Lines skipped because they were not valid events or objects."""
+    """Lines or list items skipped because they were not valid events or objects."""
     transform_errors: int = 0
     """Objects the transform raised on (skipped)."""
     index_errors: int = 0
@@ -94,9 +108,22 @@ class InformerStats:
     errors_by_code: Mapping[int, int] = field(default_factory=dict)
     """HTTP status (or watch ERROR event code) -> times seen, 410s included."""
     last_error: str = ""
-    """The most recent failed list or watch (see ``WatcherStats.last_error``); "" if none."""
+    """The most recent failed list or watch (``WatcherStatistics.last_error``); "" if none."""
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
+
+
+def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:
+    """``fn`` (a sync handler) as a coroutine function running it in a thread."""
+    if fn is None:
+        return None
+    if inspect.iscoroutinefunction(fn):
+        raise ConfigError(f"in_thread is for sync handlers; {fn!r} is a coroutine function")
+
+    async def run_in_thread(*args: object) -> None:
+        await asyncio.to_thread(fn, *args)
+
+    return run_in_thread
 
 
 class _Rate:
@@ -119,12 +146,16 @@ class _Rate:
 
 
 class Informer:
-    """A shared, indexed, freshness-aware cache of one resource. Create it through
-    :meth:`aioinformer.InformerFactory.informer`; the factory runs it."""
+    """A shared, indexed, freshness-aware cache of one resource.
+
+    Create it through :meth:`aioinformer.InformerFactory.informer` (the factory runs it);
+    the parameters are the factory's. ``clock`` (default ``time.monotonic``) stamps every
+    delta's receive time and measures staleness and the rate of events.
+    """
 
     def __init__(
         self,
-        list_watch: ListWatch,
+        list_watch: ListerWatcher,
         *,
         name: str,
         store: StoreKind = "snapshot",
@@ -133,40 +164,56 @@ class Informer:
         staleness_bound: float | None = None,
         batch_size: int = 1000,
         streaming_list: bool = False,
-        watcher_options: Mapping[str, Any] | None = None,
+        watch_options: WatchOptions | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if store not in ("snapshot", "locked"):
-            raise ConfigError(f"store must be 'snapshot' or 'locked', not {store!r}")
+        if batch_size < 1:
+            raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
+        if staleness_bound is not None and staleness_bound <= 0:
+            raise ConfigError(f"staleness_bound must be positive, not {staleness_bound}")
         self.name = name
         self._namespace: str | None = getattr(list_watch, "namespace", None) or None
-        self.store_kind: StoreKind = store
-        self._fifo = DeltaFIFO()
-        self._store: SnapshotStore | LockedStore = (
-            SnapshotStore(indexers) if store == "snapshot" else LockedStore(indexers)
+        self.group: str = getattr(list_watch, "group", "")
+        """The API group of the resource ("" for core)."""
+        self.version: str = getattr(list_watch, "version", "")
+        """The API version of the resource ("v1")."""
+        self.plural: str = getattr(list_watch, "plural", "") or list_watch.resource
+        """The resource's plural name ("pods")."""
+        self.selective: bool = bool(
+            getattr(list_watch, "label_selector", None)
+            or getattr(list_watch, "field_selector", None)
         )
+        """Whether a label or field selector leaves some of the resource's objects out."""
+        self.api_resource: ApiResource | None = None
+        """What discovery says the resource is (set when a manager or factory resolved it)."""
+        self.store_kind: StoreKind = store
+        self._clock = clock
+        self._fifo = RealFIFO(clock=clock)
+        self._reader, self._writer = open_store(store, indexers)
         self._dispatcher = Dispatcher(name)
         self._watcher = Watcher(
             list_watch,
             self._fifo,
             transform=transform,
             streaming_list=streaming_list,
+            options=watch_options,
+            clock=clock,
             name=name,
-            **dict(watcher_options or {}),
         )
         self._batch_size = batch_size
         self._staleness_bound = staleness_bound
         self._synced = asyncio.Event()
         self._waiters: list[asyncio.Future[None]] = []  # one per waiting reader, woken by a publish
-        self._rv = 0
-        self._seq = 0
-        self._objects = 0
         self._applied_total = 0
         self._rate = _Rate()
         self._closed = False
         self._pending_indexers: dict[str, IndexFunc] = {}
-        self._inflight_since: float | None = None
+        self._applying_since: float | None = None
         self._publish_listeners: list[Callable[[int, int], None]] = []
         self._listener_errors = 0
+
+    def __repr__(self) -> str:
+        return f"<Informer {self.name} store={self.store_kind} rv={self._reader.resource_version}>"
 
     @property
     def namespace(self) -> str | None:
@@ -175,9 +222,24 @@ class Informer:
         return self._namespace
 
     @property
+    def kind(self) -> str | None:
+        """The kind of the cached objects: from discovery, else from the first object
+        cached; None before either."""
+        if self.api_resource is not None:
+            return self.api_resource.kind
+        for obj in self._reader.list_now()[:1]:
+            return obj.kind
+        return None
+
+    @property
+    def reader(self) -> StoreReader:
+        """The store's reader: what every reader of this informer's cache uses."""
+        return self._reader
+
+    @property
     def indexers(self) -> list[str]:
         """Names of this informer's indexes."""
-        return [*self._store.indexers, *self._pending_indexers]
+        return [*self._reader.indexers, *self._pending_indexers]
 
     def merge_indexer(self, name: str, fn: IndexFunc) -> None:
         """Add an index before the informer runs (the factory merges requests with it)."""
@@ -186,66 +248,55 @@ class Informer:
     # -- the data flow ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the watcher and the store writer until cancelled or :meth:`stop` ped."""
+        """Run the pipeline until :meth:`stop` ped or cancelled: the watcher lists and
+        watches into the FIFO, the one writer applies what it queued and publishes."""
         for name, fn in self._pending_indexers.items():
-            await self._store.add_indexer(name, fn)
+            await self._writer.add_indexer(name, fn)
         self._pending_indexers.clear()
+        fifo, writer, dispatcher = self._fifo, self._writer, self._dispatcher
         try:
             async with asyncio.TaskGroup() as tg:
+                # 1. list+watch: the server's events become Deltas in the FIFO
                 tg.create_task(self._watcher.run(), name=f"{self.name}-watcher")
-                tg.create_task(self._write_loop(), name=f"{self.name}-writer")
+                while True:
+                    # 2. the writer takes everything queued, up to a batch (oldest first)
+                    try:
+                        batch = await fifo.pop_batch(self._batch_size)
+                    except ClosedError:  # stop(): the FIFO is closed and drained
+                        break
+                    self._applying_since = batch[0].received  # still lag until published
+                    # 3. apply the batch and publish one state (the baseline waits here
+                    # for its readers), 4. hand its changes to the subscribers: no await
+                    # in between, so each subscriber gets each change exactly once
+                    async with writer.writing():
+                        changes = writer.apply(batch, changes=dispatcher.has_subscribers)
+                        dispatcher.dispatch(changes)
+                    self._applying_since = None
+                    # 5. sync state, publish listeners, freshness waiters
+                    self._published(batch)
         finally:
             self._closed = True
             self._fifo.close()
             self._wake_waiters()
-            await self._dispatcher.aclose()
+            await dispatcher.aclose()
 
-    async def _write_loop(self) -> None:
-        """The single writer: pop a batch, apply it, publish, notify."""
-        dispatcher, store = self._dispatcher, self._store
-        snapshots = isinstance(store, SnapshotStore)
-
-        def has_subscribers() -> bool:
-            return bool(dispatcher.subscriptions)
-
-        while True:
+    def _published(self, batch: Sequence[Item]) -> None:
+        """After each published batch: note the sync, count, tell the publish listeners
+        and wake every freshness waiter."""
+        if not self._synced.is_set() and any(type(item) is Replace for item in batch):
+            self._synced.set()
+            self._dispatcher.mark_synced()
+        self._applied_total += len(batch)
+        self._rate.add(len(batch), self._clock())
+        seq, rv = self._reader.seq, self._reader.resource_version
+        for listener in self._publish_listeners:
             try:
-                batch = await self._fifo.pop_batch(self._batch_size)
-            except ClosedError:
-                return
-            # Change objects only if someone subscribed when the batch is applied (a later
-            # subscriber starts from the snapshot); no await between publishing and
-            # dispatching: a handler added in between would get this batch twice
-            # popped but not yet applied still counts as lag (a locked writer may wait here);
-            # items come in the order received, so the first is the oldest
-            self._inflight_since = batch[0].received
-            try:
-                changes = await store.apply(batch, changes=has_subscribers)
-            finally:
-                self._inflight_since = None
-            dispatcher.dispatch(changes)
-            if not self._synced.is_set() and any(isinstance(i, Replace) for i in batch):
-                self._synced.set()
-                self._dispatcher.mark_synced()
-            self._applied_total += len(batch)
-            self._rate.add(len(batch), time.monotonic())
-            if snapshots:  # O(1) and no await: a snapshot needs no reader context
-                view = store.snapshot()
-                self._rv, self._seq, self._objects = view.resource_version, view.seq, len(view)
-                # held over to the next batch, it would cost that batch its in-place writes
-                del view
-            else:
-                async with store.read() as locked:
-                    self._rv, self._seq = locked.resource_version, locked.seq
-                    self._objects = len(locked)
-            for listener in self._publish_listeners:
-                try:
-                    listener(self._seq, self._rv)
-                except Exception:  # against its contract: logged, and the writer goes on
-                    self._listener_errors += 1
-                    if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
-                        log.exception("%s: publish listener %r raised", self.name, listener)
-            self._wake_waiters()
+                listener(seq, rv)
+            except Exception:  # against its contract: logged, and the writer goes on
+                self._listener_errors += 1
+                if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
+                    log.exception("%s: publish listener %r raised", self.name, listener)
+        self._wake_waiters()
 
     def stop(self) -> None:
         """Stop: close the FIFO (the writer ends) and the watcher. Idempotent."""
@@ -258,9 +309,9 @@ class Informer:
         """Call ``listener(seq, resource_version)`` from the writer right after each batch
         is published (before any waiter wakes); returns a function that removes it.
 
-        For instrumentation (the benchmarks time publishes with it): the listener runs on
-        the writer's path, so it must be quick. An exception it raises is logged (the first
-        10, then every 1000th) and the writer goes on."""
+        For instrumentation: the listener runs on the writer's path, so it must be quick.
+        An exception it raises is logged (the first 10, then every 1000th) and the writer
+        goes on."""
         self._publish_listeners.append(listener)
 
         def remove() -> None:
@@ -269,34 +320,41 @@ class Informer:
 
         return remove
 
+    def on_receive(self, listener: Callable[[Sequence[Item]], None]) -> Callable[[], None]:
+        """Call ``listener(items)`` with the FIFO items of every read of the watch (and each
+        relist), as the watcher queues them, before the writer can apply them; returns a
+        function that removes it. Each item has ``received`` (the informer clock's time)
+        and, for a Delta, ``obj.rv``: with :meth:`on_publish` this times every event from
+        the socket to the published state. Quick listeners only; exceptions are logged."""
+        return self._fifo.on_put(listener)
+
     # -- reads --------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """The latest published state: O(1), no lock, no await (snapshot store only)."""
-        if isinstance(self._store, LockedStore):
-            raise ConfigError(
-                f"informer {self.name} uses store='locked', which has no snapshots: "
-                "read it with `async with informer.read() as view`"
-            )
-        return self._store.snapshot()
+        """The latest published state: O(1), no lock, no await (snapshot store only; the
+        lock-based baseline raises :class:`~aioinformer.ConfigError`)."""
+        return self._reader.snapshot()
 
-    def read(self) -> AbstractAsyncContextManager[Any]:
+    def read(self) -> AbstractAsyncContextManager[StoreView]:
         """``async with informer.read() as view``: a reader with the Snapshot API, for both
         store kinds (the locked store holds its read lock for the body)."""
-        return self._store.read()
+        return self._reader.read()
 
     @property
     def has_synced(self) -> bool:
         """Whether the initial list has been applied to the store."""
         return self._synced.is_set()
 
-    async def wait_synced(self, timeout: float | None = None) -> None:
-        """Wait until the initial list has been applied (``FreshnessTimeout`` after
-        ``timeout`` seconds)."""
+    async def wait_for_sync(self, timeout: float | None = None) -> None:
+        """Wait until the initial list has been applied (:class:`FreshnessTimeout` after
+        ``timeout`` seconds, naming the last list/watch error)."""
         try:
             await asyncio.wait_for(self._synced.wait(), timeout)
         except TimeoutError:
-            raise FreshnessTimeout(f"informer {self.name} not synced after {timeout}s") from None
+            last = self._watcher.statistics().last_error or "no error seen"
+            raise FreshnessTimeout(
+                f"informer {self.name} not synced after {timeout}s ({last})"
+            ) from None
 
     async def wait_fresh(
         self, min_rv: int | str | None = None, timeout: float | None = None
@@ -304,14 +362,16 @@ class Informer:
         """Wait until the store has seen ``min_rv`` (RVs compare as integers) and, with a
         staleness bound, until the store lags the FIFO by no more than the bound."""
         target = int(min_rv) if min_rv is not None else 0
+        reader = self._reader
         await self._wait(
-            lambda: self._rv >= target and self._within_bound(),
+            lambda: reader.resource_version >= target and self._within_bound(),
             timeout,
-            f"resourceVersion {target} (have {self._rv})",
+            lambda: f"resourceVersion {target} (have {reader.resource_version})",
         )
 
     async def wait_for_rv(self, rv: int | str, timeout: float | None = None) -> Snapshot:
-        """A snapshot whose resource_version is at least ``rv``."""
+        """A snapshot whose resource_version is at least ``rv`` (snapshot store only)."""
+        self._require_snapshots("wait_for_rv")
         await self.wait_fresh(rv, timeout)
         return self.snapshot()
 
@@ -319,7 +379,8 @@ class Informer:
         self, predicate: Callable[[Snapshot], bool], timeout: float | None = None
     ) -> Snapshot:
         """The first published snapshot for which ``predicate`` holds (re-evaluated after
-        every publish)."""
+        every publish; snapshot store only)."""
+        self._require_snapshots("wait_until")
         holder: list[Snapshot] = []
 
         def check() -> bool:
@@ -329,8 +390,21 @@ class Informer:
                 return True
             return False
 
-        await self._wait(check, timeout, "predicate")
+        await self._wait(check, timeout, lambda: "predicate")
         return holder[-1]
+
+    async def wait_gone(
+        self, key: str, uid: str | None = None, timeout: float | None = None
+    ) -> None:
+        """Wait until the store no longer holds the object ``key`` (with ``uid``: or holds
+        another object under that key): a deletion has been seen. Both store kinds."""
+        reader = self._reader
+
+        def gone() -> bool:
+            obj = reader.get_now(key)
+            return obj is None or (uid is not None and obj.uid != uid)
+
+        await self._wait(gone, timeout, lambda: f"{key} to be deleted")
 
     async def query(
         self,
@@ -343,9 +417,15 @@ class Informer:
         """``by_index(index, value)`` on a state at least as fresh as ``min_rv``."""
         if min_rv is not None or self._staleness_bound is not None:
             await self.wait_fresh(min_rv, timeout)
-        async with self._store.read() as view:
-            result: list[KubeObject] = view.by_index(index, value)
-            return result
+        async with self._reader.read() as view:
+            return view.by_index(index, value)
+
+    def _require_snapshots(self, what: str) -> None:
+        if not self._reader.supports_snapshots:
+            raise ConfigError(
+                f"informer {self.name}: {what} returns a snapshot, and store='locked' has "
+                "none: use wait_fresh() then `async with informer.read() as view`"
+            )
 
     def _within_bound(self) -> bool:
         if self._staleness_bound is None:
@@ -357,11 +437,13 @@ class Informer:
         return self._lag(self._fifo.statistics().oldest_age)
 
     def _lag(self, fifo_oldest_age: float) -> float:
-        if self._inflight_since is None:
+        if self._applying_since is None:
             return fifo_oldest_age
-        return max(fifo_oldest_age, time.monotonic() - self._inflight_since)
+        return max(fifo_oldest_age, self._clock() - self._applying_since)
 
-    async def _wait(self, ready: Callable[[], bool], timeout: float | None, what: str) -> None:
+    async def _wait(
+        self, ready: Callable[[], bool], timeout: float | None, what: Callable[[], str]
+    ) -> None:
         """Return once ``ready()`` holds, checked after every publish; FreshnessTimeout after
         ``timeout`` seconds, ClosedError once stopped. One timer for the whole wait and one
         future per wake-up: waiting costs next to nothing per publish."""
@@ -374,7 +456,9 @@ class Informer:
             async with asyncio.timeout(timeout):
                 while not ready():
                     if self._closed:
-                        raise ClosedError(f"informer {self.name} stopped while waiting for {what}")
+                        raise ClosedError(
+                            f"informer {self.name} stopped while waiting for {what()}"
+                        )
                     waiter = loop.create_future()
                     self._waiters.append(waiter)
                     try:
@@ -387,7 +471,9 @@ class Informer:
                         if (waiter.cancelled() or not waiter.done()) and waiter in self._waiters:
                             self._waiters.remove(waiter)
         except TimeoutError:
-            raise FreshnessTimeout(f"informer {self.name}: timed out waiting for {what}") from None
+            raise FreshnessTimeout(
+                f"informer {self.name}: timed out waiting for {what()}"
+            ) from None
 
     def _wake_waiters(self) -> None:
         waiters, self._waiters = self._waiters, []
@@ -398,26 +484,34 @@ class Informer:
     # -- handlers ------------------------------------------------------------------------------
 
     def _initial(self, namespace: str | None = None) -> Iterable[KubeObject]:
-        if not self.has_synced or isinstance(self._store, LockedStore):
+        if not self.has_synced:
             return ()
-        return self._store.snapshot().list(namespace)
+        return self._reader.list_now(namespace)
 
     def add_handler(
         self,
-        on_add: Callable[..., Any] | None = None,
-        on_update: Callable[..., Any] | None = None,
-        on_delete: Callable[..., Any] | None = None,
+        on_add: OnAdd | None = None,
+        on_update: OnUpdate | None = None,
+        on_delete: OnDelete | None = None,
         *,
         coalesce: bool = False,
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         namespace: str | None = None,
+        in_thread: bool = False,
     ) -> Subscription:
         """Subscribe handlers (sync or async): ``on_add(obj)``, ``on_update(old, new)``,
         ``on_delete(obj)``. Each subscription has its own queue and task; a late one first
         receives ADDED for every cached object. ``max_queue`` caps an exact subscriber's
         backlog (None: unbounded); ``namespace`` restricts it to the objects of one
-        namespace, the others never queued (see :mod:`aioinformer._cache.handlers`)."""
+        namespace, the others never queued (see :mod:`aioinformer._cache.handlers`).
+
+        A sync handler runs on the event loop: it must not block (a blocking one stalls the
+        whole process; the manager's watchdog names it). With ``in_thread`` sync handlers
+        run in the default thread pool instead, one call at a time per subscription, in
+        order: they may block, and must not touch the loop's objects."""
+        if in_thread:
+            on_add, on_update, on_delete = (_threaded(f) for f in (on_add, on_update, on_delete))
         return self._dispatcher.add_handler(
             on_add,
             on_update,
@@ -449,33 +543,36 @@ class Informer:
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
         """Add an index after start; readers and the writer keep going while it builds."""
-        await self._store.add_indexer(name, fn)
+        await self._writer.add_indexer(name, fn)
 
-    # -- stats ---------------------------------------------------------------------------------
+    # -- statistics ----------------------------------------------------------------------------
 
-    def stats(self) -> InformerStats:
+    def statistics(self) -> InformerStatistics:
         """Objects, RV, FIFO depth and peak, staleness, events/s, relists, restarts, errors."""
         fifo = self._fifo.statistics()
-        ws = self._watcher.stats
-        now = time.monotonic()
-        return InformerStats(
+        ws = self._watcher.statistics()
+        reader, writer = self._reader, self._writer
+        return InformerStatistics(
             name=self.name,
-            objects=self._objects,
-            resource_version=self._rv,
-            seq=self._seq,
-            synced=self.has_synced,
+            store=self.store_kind,
+            objects=len(reader),
+            resource_version=reader.resource_version,
+            seq=reader.seq,
+            has_synced=self.has_synced,
             fifo_depth=fifo.depth,
             fifo_peak=fifo.peak_depth,
             staleness=self._lag(fifo.oldest_age),
-            events_per_second=self._rate.rate(now),
+            events_per_second=self._rate.rate(self._clock()),
             applied_total=self._applied_total,
+            batches=writer.batches,
+            in_place_batches=writer.in_place_batches,
             relists=ws.relists,
             watch_restarts=ws.watch_restarts,
             decode_errors=ws.decode_errors,
             transform_errors=ws.transform_errors,
-            index_errors=self._store.index_errors,
+            index_errors=reader.index_errors,
             stream_errors=ws.stream_errors,
-            errors_by_code=dict(ws.errors_by_code),
+            errors_by_code=ws.errors_by_code,
             last_error=ws.last_error,
             handlers=tuple(self._dispatcher.statistics()),
         )

@@ -1,20 +1,27 @@
-"""LockedStore: the baseline store, a dict plus dict-of-sets indexes behind an RW lock.
+"""The lock-based baseline: a dict plus dict-of-sets indexes behind a readers-writer lock.
 
-This is the shape of client-go's ThreadSafeStore, kept so that benchmarks can compare the
-snapshot store against it honestly: the same batch semantics (shared
-:func:`._store.apply_batch`), the same indexes updated the same way, the same batch sizes.
-Contract:
+This is the shape of client-go's ThreadSafeStore, kept so that the demo and the benchmarks
+compare the snapshot store against it honestly, behind the same interface and the same
+informer: the same batch semantics (:mod:`~aioinformer._cache.batch`), the same indexes
+updated the same way, the same batch sizes. :func:`locked_store` returns a
+``(LockedReader, LockedWriter)`` pair, as :func:`~aioinformer._cache.snapshot_store.snapshot_store`
+does. Contract:
 
-* :meth:`LockedStore.apply` takes the write lock once per batch, applies it, bumps ``seq``
-  and releases. ``aiorwlock.RWLock`` prefers writers: once the writer waits, new readers
-  queue behind it, but it still waits for every reader already inside.
-* :meth:`LockedStore.read` is an async context manager that holds the read lock for its
+* The writer takes the write lock once per batch (``async with writer.writing():``) and
+  applies it synchronously (:meth:`LockedWriter.apply`). ``aiorwlock.RWLock`` prefers
+  writers: once the writer waits, new readers queue behind it, but it still waits for every
+  reader already inside.
+* :meth:`LockedReader.read` is an async context manager that holds the read lock for its
   whole body and yields a :class:`LockedView` with the Snapshot reader API over the live
   dicts. ``list()`` and ``by_index()`` copy out, as client-go's ``List`` does. The view is
   only valid inside the ``async with`` body; ``iter_chunks`` awaits between chunks while
   still holding the lock, which is exactly what blocks the writer.
-* :meth:`LockedStore.add_indexer` builds the index under the write lock (client-go's
-  ``AddIndexers``). There are no snapshots: :meth:`LockedStore.snapshot` raises.
+* There are no snapshots: :meth:`LockedReader.snapshot` raises :class:`ConfigError`. The
+  resourceVersion, sequence number and size of the last applied batch are read without the
+  lock, and so is :meth:`LockedReader.list_now` (a copy taken in one go: the writer never
+  holds the dicts across an await, so they are consistent between two awaits).
+* :meth:`LockedWriter.add_indexer` builds the index under the write lock (client-go's
+  ``AddIndexers``).
 """
 
 from __future__ import annotations
@@ -22,19 +29,18 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, NoReturn
 
 import aiorwlock
 
-from aioinformer._cache.index import IndexFunc, IndexGuard
-from aioinformer._cache.store import (
-    Change,
+from aioinformer._cache.batch import apply_batch, check_batch
+from aioinformer._cache.deltas import Change, Item
+from aioinformer._cache.index import (
+    IndexFunc,
+    IndexGuard,
     IndexPlan,
-    StoreItem,
-    apply_batch,
-    check_batch,
     index_plan,
     merge_indexers,
     unknown_index,
@@ -44,7 +50,7 @@ from aioinformer._core.errors import ConfigError
 if TYPE_CHECKING:
     from aioinformer._core.objects import KubeObject
 
-__all__ = ["LockedStore", "LockedView"]
+__all__ = ["LockedReader", "LockedView", "LockedWriter", "locked_store"]
 
 log = logging.getLogger("aioinformer.store")
 
@@ -78,7 +84,8 @@ def _index_change(
 
 
 class _DictState:
-    """The store's :class:`._store._State`: the live dicts, mutated in place."""
+    """The :class:`~aioinformer._cache.batch.BatchState` of the baseline: the live dicts,
+    mutated in place."""
 
     __slots__ = ("get", "objects", "same", "updaters")
 
@@ -128,12 +135,12 @@ class _DictState:
 
 
 class LockedView:
-    """The reader API of a :class:`._store.Snapshot` over a :class:`LockedStore`'s live
-    dicts. Valid only while the read lock is held (inside ``async with store.read()``)."""
+    """The reader API of a :class:`~aioinformer.Snapshot` over the baseline's live dicts.
+    Valid only while the read lock is held (inside ``async with reader.read()``)."""
 
     __slots__ = ("_store",)
 
-    def __init__(self, store: LockedStore) -> None:
+    def __init__(self, store: LockedWriter) -> None:
         self._store = store
 
     @property
@@ -209,16 +216,11 @@ class LockedView:
         return f"<LockedView seq={store._seq} rv={store._rv} objects={len(store._objects)}>"
 
 
-class LockedStore:
-    """The baseline store: ``dict`` + dict-of-sets indexes behind ``aiorwlock.RWLock``.
+class LockedWriter:
+    """The one writer of the baseline store (see the module docstring). Made by
+    :func:`locked_store`."""
 
-    Example::
-
-        store = LockedStore()
-        await store.apply(batch)
-        async with store.read() as view:
-            pods = view.list("default")
-    """
+    supports_snapshots = False
 
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._guard = IndexGuard(log)
@@ -232,47 +234,29 @@ class LockedStore:
         # yield either); the baseline pays for contention, not for a courtesy sleep(0).
         self._lock = aiorwlock.RWLock(fast=True)
         self._view = LockedView(self)
-        self.on_publish: builtins.list[Callable[[LockedView], None]] = []
-        """Called after each batch (write lock released) with the store's view; only
-        ``resource_version`` and ``seq`` may be read there without taking the read lock."""
-
-    def snapshot(self) -> NoReturn:
-        """Always raises :class:`ConfigError`: a LockedStore has no snapshots."""
-        raise ConfigError(
-            "LockedStore has no snapshots: read it with `async with store.read() as view`"
-        )
+        self.batches = 0
+        """Batches applied."""
+        self.in_place_batches = 0
+        """Always 0: the baseline has no copy-on-write to avoid."""
 
     @asynccontextmanager
-    async def read(self) -> AsyncIterator[LockedView]:
-        """Hold the read lock for the body and yield the live view."""
-        async with self._lock.reader_lock:
-            yield self._view
+    async def writing(self) -> AsyncIterator[None]:
+        """``async with writer.writing():`` around ``apply``: the write lock, which waits
+        for every reader inside ``read()``."""
+        async with self._lock.writer_lock:
+            yield
 
-    @property
-    def indexers(self) -> builtins.list[str]:
-        """The names of the indexes."""
-        return builtins.list(self._funcs)
-
-    @property
-    def index_errors(self) -> int:
-        """Index function calls that raised (each left its object out of that index)."""
-        return self._guard.errors
-
-    async def apply(
-        self, batch: Sequence[StoreItem], *, changes: bool | Callable[[], bool] = True
-    ) -> builtins.list[Change]:
-        """Apply ``batch`` under the write lock (one acquisition per batch). ``changes``
-        as for :meth:`._store.SnapshotStore.apply` (a callable is asked once the write
-        lock is held)."""
+    def apply(self, batch: Sequence[Item], *, changes: bool = True) -> builtins.list[Change]:
+        """Apply ``batch`` to the live dicts (call it inside ``writing()``); return the
+        changes in order (``[]`` without building any when ``changes`` is false).
+        Synchronous. A malformed batch raises TypeError and changes nothing."""
         if not batch:
             return []
         upserts = check_batch(batch)
-        async with self._lock.writer_lock:
-            state = _DictState(self._objects, self._indexes, self._plan)
-            collect = changes() if callable(changes) else changes
-            applied, self._rv = apply_batch(state, batch, self._rv, collect, upserts=upserts)
-            self._seq += 1
-        self._notify()
+        state = _DictState(self._objects, self._indexes, self._plan)
+        applied, self._rv = apply_batch(state, batch, self._rv, changes, upserts=upserts)
+        self._seq += 1
+        self.batches += 1
         return applied
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
@@ -290,14 +274,74 @@ class LockedStore:
             self._funcs[name] = fn
             self._plan = index_plan(self._funcs)
             self._seq += 1
-        self._notify()
-
-    def _notify(self) -> None:
-        for hook in tuple(self.on_publish):
-            try:
-                hook(self._view)
-            except Exception:
-                log.exception("on_publish hook %r failed", hook)
 
     def __repr__(self) -> str:
-        return f"<LockedStore {self._view!r} indexes={self.indexers}>"
+        return f"<LockedWriter {self._view!r} indexes={builtins.list(self._funcs)}>"
+
+
+class LockedReader:
+    """What every reader of the baseline store gets: reads under the read lock."""
+
+    supports_snapshots = False
+    __slots__ = ("_writer",)
+
+    def __init__(self, writer: LockedWriter) -> None:
+        self._writer = writer
+
+    def snapshot(self) -> NoReturn:
+        """Always raises :class:`ConfigError`: the lock-based baseline has no snapshots."""
+        raise ConfigError(
+            "the lock-based store (store='locked') has no snapshots: read it with "
+            "`async with informer.read() as view`"
+        )
+
+    @asynccontextmanager
+    async def read(self) -> AsyncIterator[LockedView]:
+        """Hold the read lock for the body and yield the live view."""
+        async with self._writer._lock.reader_lock:
+            yield self._writer._view
+
+    def get_now(self, key: str) -> KubeObject | None:
+        """The object under ``key``, read without the lock (see the module docstring)."""
+        return self._writer._objects.get(key)
+
+    def list_now(self, namespace: str | None = None) -> builtins.list[KubeObject]:
+        """A copy of every object (or of those in ``namespace``), taken without the lock
+        (see the module docstring)."""
+        return self._writer._view.list(namespace)
+
+    @property
+    def resource_version(self) -> int:
+        """The resourceVersion after the last applied batch."""
+        return self._writer._rv
+
+    @property
+    def seq(self) -> int:
+        """The number of batches applied (and index additions)."""
+        return self._writer._seq
+
+    def __len__(self) -> int:
+        """The number of objects after the last applied batch."""
+        return len(self._writer._objects)
+
+    @property
+    def indexers(self) -> builtins.list[str]:
+        """The names of the indexes."""
+        return builtins.list(self._writer._funcs)
+
+    @property
+    def index_errors(self) -> int:
+        """Index function calls that raised (each left its object out of that index)."""
+        return self._writer._guard.errors
+
+    def __repr__(self) -> str:
+        return f"<LockedReader {self._writer._view!r}>"
+
+
+def locked_store(
+    indexers: Mapping[str, IndexFunc] | None = None,
+) -> tuple[LockedReader, LockedWriter]:
+    """A new, empty baseline store with the default indexes plus ``indexers``: its reader
+    and its one writer."""
+    writer = LockedWriter(indexers)
+    return LockedReader(writer), writer

@@ -1,6 +1,6 @@
 """The Watcher (client-go's reflector, kube-rs's watcher): list+watch one resource into a FIFO.
 
-:class:`Watcher` feeds a :class:`FifoSink` (the DeltaFIFO) from a :class:`ListerWatcher`
+:class:`Watcher` feeds a :class:`FifoSink` (the informer's FIFO) from a :class:`ListerWatcher`
 (:class:`~aioinformer._client.listwatch.ListWatch` over HTTP) until cancelled, :meth:`Watcher.stop`
 ped, or the FIFO is closed. Recovery:
 
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 import time
@@ -48,21 +49,33 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aioinformer._cache.fifo import Bookmark, Delta, DeltaType, Item, Replace
-from aioinformer._client.listwatch import IdleStreamError
+from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Item, Replace
+from aioinformer._client.listwatch import (
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_LIST_TIMEOUT,
+    DEFAULT_MAX_LIST_BYTES,
+    IdleStreamError,
+)
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import (
-    ApiStatusError,
     ClosedError,
     ConfigError,
     DecodeError,
-    StreamError,
-    WatchExpired,
+    Expired,
+    StatusError,
+    TransportError,
     in_namespace,
 )
 from aioinformer._core.objects import KubeObject, Transform, decode_event
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "FifoSink", "ListerWatcher", "Watcher", "WatcherStats"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "FifoSink",
+    "ListerWatcher",
+    "WatchOptions",
+    "Watcher",
+    "WatcherStatistics",
+]
 
 log = logging.getLogger("aioinformer.watch")
 
@@ -108,13 +121,13 @@ class ListerWatcher(Protocol):
         """The raw event lines of one watch request, a list per read (never empty)."""
         ...
 
-    def error_from_status(self, status: Mapping[str, Any], verb: str) -> ApiStatusError:
+    def error_from_status(self, status: Mapping[str, Any], verb: str) -> StatusError:
         """The error for a Status object (a watch ERROR event)."""
         ...
 
 
 class FifoSink(Protocol):
-    """The subset of :class:`~aioinformer._cache.fifo.DeltaFIFO` the watcher uses."""
+    """The subset of :class:`~aioinformer._cache.fifo.RealFIFO` the watcher uses."""
 
     def put_nowait(self, item: Item) -> None:
         """Queue ``item``; raises :class:`ClosedError` once closed (the stop signal)."""
@@ -126,8 +139,8 @@ class FifoSink(Protocol):
 
 
 @dataclass
-class WatcherStats:
-    """Counters of one :class:`Watcher` (live: the watcher updates this object in place)."""
+class WatcherStatistics:
+    """Counters of one :class:`Watcher` (a copy: :meth:`Watcher.statistics`)."""
 
     lists: int = 0
     """Initial syncs completed (a Replace pushed), by list or streaming list."""
@@ -160,24 +173,77 @@ class WatcherStats:
     """``clock()`` when the last line arrived."""
     backoff_current: float = 0.0
     """The base of the next backoff delay, in seconds."""
-    synced: bool = False
+    has_synced: bool = False
     """Whether the first Replace has been pushed."""
+
+
+@dataclass(frozen=True, slots=True)
+class WatchOptions:
+    """How a watcher lists, watches and recovers (client-go's defaults).
+
+    Checked when the watcher is made (:class:`~aioinformer.ConfigError` for a bad value).
+    """
+
+    page_size: int = 500
+    """List page limit (0: one unpaged list)."""
+    min_watch_timeout: float = 300.0
+    """Each watch asks the server for a ``timeoutSeconds`` drawn from
+    [``min_watch_timeout``, ``max_watch_timeout``] (5-10 minutes, as client-go)."""
+    max_watch_timeout: float = 600.0
+    """See ``min_watch_timeout``."""
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+    """Seconds without a byte after which a watch is presumed dead (the watchdog)."""
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT
+    """Seconds from sending a list or watch to its response headers."""
+    list_timeout: float = DEFAULT_LIST_TIMEOUT
+    """Seconds one list page may take in all."""
+    max_list_bytes: int = DEFAULT_MAX_LIST_BYTES
+    """The largest list page body accepted (decompressed)."""
+    max_line_bytes: int = 16 * 1024 * 1024
+    """The longest watch line accepted; longer ones are skipped (counted)."""
+    backoff_initial: float = 0.8
+    """The first retry delay after a failure, in seconds (doubling, jittered)."""
+    backoff_maximum: float = 30.0
+    """The cap on the retry delay's base, in seconds."""
+    backoff_reset_after: float = 120.0
+    """Seconds of real progress after which the retry delay starts from the beginning."""
+    backoff_jitter: float = 1.0
+    """Up to this fraction of each delay's base is added at random."""
+
+    def __post_init__(self) -> None:
+        if self.page_size < 0:
+            raise ConfigError(f"page_size must be >= 0, not {self.page_size}")
+        if not 1 <= self.min_watch_timeout <= self.max_watch_timeout:
+            raise ConfigError("need 1 <= min_watch_timeout <= max_watch_timeout")
+        for name in ("idle_timeout", "header_timeout", "list_timeout"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
+        if self.max_list_bytes < 1 or self.max_line_bytes < 1:
+            raise ConfigError("max_list_bytes and max_line_bytes must be positive")
+
+    def new_backoff(self) -> Backoff:
+        """A fresh :class:`~aioinformer._core.backoff.Backoff` with these settings (each
+        watcher owns its own)."""
+        return Backoff(
+            initial=self.backoff_initial,
+            maximum=self.backoff_maximum,
+            reset_after=self.backoff_reset_after,
+            jitter=self.backoff_jitter,
+        )
 
 
 class Watcher:
     """Lists and watches one resource into a FIFO, recovering from every failure.
 
-    ``page_size`` is the list page limit (0: no paging); ``streaming_list`` uses a watch
-    with initial events instead of a list; watch timeouts are drawn from
-    [``min_watch_timeout``, ``max_watch_timeout``]; ``idle_timeout`` (None:
-    :data:`DEFAULT_IDLE_TIMEOUT`) is the silent-stream watchdog; ``backoff`` is owned by
-    this watcher; ``clock`` stamps ``received``, ``stats.last_event_at`` and health.
+    ``options`` say how (:class:`WatchOptions`); ``streaming_list`` uses a watch with
+    initial events instead of a list; ``backoff`` (default: a new one from ``options``) is
+    owned by this watcher; ``clock`` stamps ``received``, ``last_event_at`` and health.
 
     Example::
 
         watcher = Watcher(ListWatch(api, "v1", "pods"), fifo)
         task = asyncio.create_task(watcher.run())
-        await watcher.wait_synced()
+        await watcher.wait_for_sync()
     """
 
     def __init__(
@@ -186,36 +252,28 @@ class Watcher:
         fifo: FifoSink,
         *,
         transform: Transform | None = None,
-        page_size: int = 500,
         streaming_list: bool = False,
-        min_watch_timeout: float = 300.0,
-        max_watch_timeout: float = 600.0,
-        idle_timeout: float | None = None,
+        options: WatchOptions | None = None,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str | None = None,
     ) -> None:
-        if page_size < 0:
-            raise ConfigError(f"page_size must be >= 0, not {page_size}")
-        if not 1 <= min_watch_timeout <= max_watch_timeout:
-            raise ConfigError("need 1 <= min_watch_timeout <= max_watch_timeout")
-        if idle_timeout is not None and idle_timeout <= 0:
-            raise ConfigError(f"idle_timeout must be positive, not {idle_timeout}")
+        options = options or WatchOptions()
+        self.options = options
+        self.page_size = options.page_size
+        self.min_watch_timeout = options.min_watch_timeout
+        self.max_watch_timeout = options.max_watch_timeout
+        self.idle_timeout = options.idle_timeout
+        self.streaming_list = streaming_list
+        """Whether the next sync is a streaming list (False after a 422 fallback)."""
+        self.backoff = backoff if backoff is not None else options.new_backoff()
         self._lw = list_watch
         self._fifo = fifo
         self._transform = transform
-        self.page_size = page_size
-        self.streaming_list = streaming_list
-        """Whether the next sync is a streaming list (False after a 422 fallback)."""
-        self.min_watch_timeout = min_watch_timeout
-        self.max_watch_timeout = max_watch_timeout
-        self.idle_timeout = DEFAULT_IDLE_TIMEOUT if idle_timeout is None else idle_timeout
-        self.backoff = backoff if backoff is not None else Backoff()
         self._clock = clock
         ns = list_watch.namespace
         self.name = name or (f"{list_watch.resource}[{ns}]" if ns else list_watch.resource)
-        self.stats = WatcherStats(backoff_current=self.backoff.current)
-        """Live counters (see :class:`WatcherStats`)."""
+        self._stats = WatcherStatistics(backoff_current=self.backoff.current)
         self._rv: str | None = None  # None: a (re)list is needed
         self._after_list = False
         self._healthy_since: float | None = None
@@ -226,20 +284,25 @@ class Watcher:
         self._done = False
 
     def __repr__(self) -> str:
-        return f"<Watcher {self.name} rv={self.stats.last_rv or '-'} synced={self.stats.synced}>"
+        rv = self._stats.last_rv or "-"
+        return f"<Watcher {self.name} rv={rv} has_synced={self._stats.has_synced}>"
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     @property
-    def synced(self) -> bool:
+    def has_synced(self) -> bool:
         """Whether the first Replace has been pushed into the FIFO."""
-        return self.stats.synced
+        return self._stats.has_synced
 
-    async def wait_synced(self) -> None:
+    def statistics(self) -> WatcherStatistics:
+        """A copy of the counters (see :class:`WatcherStatistics`)."""
+        return dataclasses.replace(self._stats, errors_by_code=dict(self._stats.errors_by_code))
+
+    async def wait_for_sync(self) -> None:
         """Wait until the first Replace has been pushed; :class:`ClosedError` if the watcher
         stopped before that."""
         await self._settled.wait()
-        if not self.stats.synced:
+        if not self._stats.has_synced:
             raise ClosedError(f"watcher {self.name} stopped before it synced")
 
     def stop(self) -> None:
@@ -282,34 +345,34 @@ class Watcher:
                     if self._after_list:
                         self._after_list = False
                     else:
-                        self.stats.watch_restarts += 1
+                        self._stats.watch_restarts += 1
                     await self._watch(self._rv)
                 continue  # a clean close: resume at once
-            except WatchExpired as exc:
+            except Expired as exc:
                 delay = self._on_expired(exc)
-            except ApiStatusError as exc:
+            except StatusError as exc:
                 self._count(exc.code)
                 self._note(exc)
                 delay = self._failure_delay(exc.retry_after)
                 level = logging.ERROR if exc.code in _LOUD_ERRORS else logging.WARNING
                 log.log(level, "%s: %s; retrying in %.1f s", self.name, exc, delay)
             except IdleStreamError as exc:
-                self.stats.stream_errors += 1
+                self._stats.stream_errors += 1
                 self._note(exc)
                 log.warning("%s: %s; watching again", self.name, exc)
                 continue
             except ClosedError:
                 raise  # the FIFO was closed: the stop signal
-            except Exception as exc:  # StreamError, DecodeError; anything else (e.g. a
-                self.stats.stream_errors += 1  # failing credential plugin) with a traceback
+            except Exception as exc:  # TransportError, DecodeError; anything else (e.g. a
+                self._stats.stream_errors += 1  # failing credential plugin) with a traceback
                 self._note(exc)
                 delay = self._failure_delay(None)
-                trace = not isinstance(exc, StreamError | DecodeError)
+                trace = not isinstance(exc, TransportError | DecodeError)
                 log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay, exc_info=trace)
             if delay > 0:
                 await asyncio.sleep(delay)
 
-    def _on_expired(self, exc: WatchExpired) -> float:
+    def _on_expired(self, exc: Expired) -> float:
         self._count(exc.code)
         self._expired_in_a_row += 1
         what = "resourceVersion" if self._rv is not None else "list continue token"
@@ -325,15 +388,15 @@ class Watcher:
         delay = self.backoff.next_delay()
         if retry_after is not None:
             delay = max(delay, min(retry_after, _MAX_RETRY_AFTER))
-        self.stats.backoff_current = self.backoff.current
+        self._stats.backoff_current = self.backoff.current
         return delay
 
     def _note(self, exc: Exception) -> None:
-        self.stats.last_error = f"{type(exc).__name__}: {exc}"
-        self.stats.last_error_at = self._clock()
+        self._stats.last_error = f"{type(exc).__name__}: {exc}"
+        self._stats.last_error_at = self._clock()
 
     def _count(self, code: int) -> None:
-        by_code = self.stats.errors_by_code
+        by_code = self._stats.errors_by_code
         by_code[code] = by_code.get(code, 0) + 1
 
     # -- list ---------------------------------------------------------------------------------
@@ -343,7 +406,7 @@ class Watcher:
             try:
                 await self._watch("", initial=True)
                 return
-            except ApiStatusError as exc:
+            except StatusError as exc:
                 if exc.code != 422:
                     raise
                 self.streaming_list = False
@@ -371,20 +434,20 @@ class Watcher:
     def _replace(self, objects: list[KubeObject], rv: str) -> None:
         now = self._clock()
         self._fifo.put_nowait(Replace(objects, int(rv), now))
-        stats = self.stats
+        stats = self._stats
         stats.lists += 1
-        if stats.synced:
+        if stats.has_synced:
             stats.relists += 1
         self._advance(rv)
         if self._healthy_since is None:
             self._healthy_since = now
-        if not stats.synced:
-            stats.synced = True
+        if not stats.has_synced:
+            stats.has_synced = True
             self._settled.set()
         log.debug("%s: synced %d objects at resourceVersion %s", self.name, len(objects), rv)
 
     def _advance(self, rv: str) -> None:
-        self._rv = self.stats.last_rv = rv
+        self._rv = self._stats.last_rv = rv
 
     # -- watch --------------------------------------------------------------------------------
 
@@ -393,8 +456,8 @@ class Watcher:
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
         started = self._clock()
         received = False
-        valid_before = self.stats.events_total + self.stats.bookmarks
-        skipped_before = self.stats.decode_errors
+        valid_before = self._stats.events_total + self._stats.bookmarks
+        skipped_before = self._stats.decode_errors
         buffer: dict[str, KubeObject] | None = {} if initial else None
         reads = self._lw.watch(
             rv,
@@ -406,7 +469,7 @@ class Watcher:
         )
         # the per-line path is hot (it runs once per event): everything it uses is local,
         # and what it produces goes to the FIFO once per read (see _queue)
-        stats, transform = self.stats, self._transform
+        stats, transform = self._stats, self._transform
         delta_types, decode = _DELTA_TYPES, decode_event
         async with contextlib.aclosing(reads):
             async for lines in reads:
@@ -458,9 +521,8 @@ class Watcher:
                 finally:  # an ERROR event raises: what came before it still counts
                     self._queue(queued, last, events)
         if buffer is not None:
-            raise StreamError(
-                f"{self._where('watch')}: the streaming list ended before its "
-                f"{_INITIAL_EVENTS_END} bookmark"
+            raise self._stream_error(
+                f"the streaming list ended before its {_INITIAL_EVENTS_END} bookmark"
             )
         # bad lines only (e.g. an HTML page labelled JSON) do not make a watch worth
         # resuming at once: that would let a broken proxy drive a tight loop
@@ -468,21 +530,29 @@ class Watcher:
         if not valid and self._clock() - started < _SHORT_WATCH:
             skipped = stats.decode_errors - skipped_before
             but = f", {skipped} bad lines skipped" if skipped else ""
-            raise StreamError(
-                f"{self._where('watch')}: very short watch (closed within "
-                f"{_SHORT_WATCH:g} s without a valid event{but})"
+            raise self._stream_error(
+                f"very short watch (closed within {_SHORT_WATCH:g} s without a valid event{but})"
             )
 
     def _queue(self, items: list[Item], last: KubeObject | None, events: int) -> None:
         """Put the items made from one read into the FIFO and advance the watch position to
         ``last`` (the object of the last event or bookmark among them)."""
         if events:
-            self.stats.events_total += events
+            self._stats.events_total += events
             self._expired_in_a_row = 0
         if items:
             self._fifo.put_many(items)
         if last is not None:
             self._advance(last.metadata.resource_version)
+
+    def _stream_error(self, message: str) -> TransportError:
+        lw = self._lw
+        return TransportError(
+            f"{self._where('watch')}: {message}",
+            verb="watch",
+            resource=lw.resource,
+            namespace=lw.namespace,
+        )
 
     def _where(self, verb: str) -> str:
         return f"{verb} {self._lw.resource} {in_namespace(self._lw.namespace)}"
@@ -495,7 +565,7 @@ class Watcher:
                 return result
             raise TypeError(f"the transform returned a {type(result).__name__}, not a KubeObject")
         except Exception:
-            n = self.stats.transform_errors = self.stats.transform_errors + 1
+            n = self._stats.transform_errors = self._stats.transform_errors + 1
             if n <= 10 or n % 1000 == 0:
                 log.exception("%s: the transform raised on %s; skipped", self.name, obj.key)
             return None
@@ -507,6 +577,6 @@ class Watcher:
         self._skipped(f"a line of {size} bytes, over the line limit")
 
     def _skipped(self, what: str) -> None:
-        n = self.stats.decode_errors = self.stats.decode_errors + 1
+        n = self._stats.decode_errors = self._stats.decode_errors + 1
         if n <= 10 or n % 1000 == 0:  # a flood of bad lines must not flood the log
             log.warning("%s: skipped a bad watch line (%s) [%d so far]", self.name, what, n)

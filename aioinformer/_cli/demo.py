@@ -1,6 +1,6 @@
 """``python -m aioinformer demo``: the seed scenario on an embedded KubeSim, with live progress.
 
-Runs :func:`aioinformer.testing.run_seed` at a scale that finishes in about a minute on 2
+Runs :func:`aioinformer._harness.seed.run_seed` at a scale that finishes in about a minute on 2
 cores (flags scale it up to the seed's 200 x 1000), shows each configuration's FIFO depth
 and staleness live, and ends with the side-by-side table and the path of the PNG it wrote.
 The example operators run too when the ``examples/`` of a source checkout is found (or
@@ -14,14 +14,13 @@ import asyncio
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from aioinformer._harness.seed import CONFIGURATIONS, SeedOptions, SeedReport, run_seed
-from aioinformer._harness.seedreport import plot_report, report_table
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["add_demo_parser", "add_seed_arguments", "options_from_args", "run_demo"]
 
@@ -111,6 +110,8 @@ class _LiveView:
         self.setup = ""
 
     def render(self) -> Table:
+        from rich.table import Table
+
         table = Table(title=self.setup or "seed scenario: live")
         for name in ("configuration", "step", "t", "FIFO depth", "staleness", "applied", "reads"):
             table.add_column(name, justify="left" if name in ("configuration", "step") else "right")
@@ -128,6 +129,8 @@ class _LiveView:
 
 
 async def _run(options: SeedOptions, console: Console) -> SeedReport:
+    from rich.live import Live
+
     view = _LiveView(list(options.configurations))
     with Live(view.render(), console=console, refresh_per_second=4, transient=True) as live:
 
@@ -147,6 +150,10 @@ def command_line() -> str:
 
 def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot."""
+    from rich.console import Console
+
+    from aioinformer._harness.seedreport import plot_report, report_table
+
     console = console or Console()
     options = options_from_args(args)
     if options.examples_dir is None and not args.no_operators:
@@ -161,7 +168,7 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     try:
         written = plot_report(report, plot_path)
     except ImportError:
-        console.print("no plot: matplotlib is not installed (pip install 'aioinformer[demo]')")
+        console.print("no plot: matplotlib is not installed (pip install 'aioinformer\\[demo]')")
     else:
         console.print(f"plot written to {written}")
     return 0

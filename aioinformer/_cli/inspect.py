@@ -128,10 +128,10 @@ async def _top(args: argparse.Namespace) -> int:
                 ):
                     t.add_column(col, justify="left" if col == "informer" else "right")
                 for inf in informers:
-                    s = inf.stats()
+                    s = inf.statistics()
                     t.add_row(
                         s.name,
-                        "yes" if s.synced else "no",
+                        "yes" if s.has_synced else "no",
                         str(s.objects),
                         str(s.resource_version),
                         f"{s.events_per_second:.0f}",

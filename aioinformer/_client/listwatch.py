@@ -1,29 +1,30 @@
-"""ListWatch: the raw HTTP side of a watcher (one resource, one namespace or all, selectors).
+"""ListWatch: the list and watch requests of one resource (one namespace or all, selectors).
 
-It rides on a kubernetes_asyncio ``ApiClient`` for everything but the bytes: the client's
-``Configuration`` (host, bearer token, exec plugins and token refresh, client certificates,
-TLS, proxy) and its aiohttp session. It sends the requests through
-``ApiClient.call_api(..., _preload_content=False)``, which returns the raw aiohttp response,
-and reads the body itself: kubernetes_asyncio's own ``Watch`` turns every event into models
-(about 1.3 ms per pod event), which is what this library exists to avoid.
+It sends its requests through :class:`~aioinformer._client.rest.RestClient` (one HTTP call,
+errors mapped to the error tree, secrets redacted) and reads the bodies itself:
+kubernetes_asyncio's own ``Watch`` turns every event into models (about 1.3 ms per pod
+event), which is what this library exists to avoid.
 
 Contract:
 
 * :meth:`ListWatch.list_page` returns one page of a list as decoded objects, the list's
-  resourceVersion and the continue token (None on the last page).
+  resourceVersion and the continue token (None on the last page). A page body longer than
+  ``max_list_bytes`` (after decompression) is a :class:`TransportError` (reading stops at
+  the limit), and so is a list whose answer does not finish within ``list_timeout``.
 * :meth:`ListWatch.watch` yields the raw event lines (without the newline) of one watch
   request, until the server closes the stream cleanly. Lines may be arbitrarily long up to
   ``max_line_bytes`` (16 MiB by default; aiohttp's ``readline`` limit does not apply, the
   stream is split here). A longer line is skipped up to its newline and reported through
   ``on_oversized``; blank lines (keep-alives) are dropped.
-* Errors are translated here, at the boundary, and name verb, resource and namespace:
-  an HTTP error status is :class:`ApiStatusError` (410 is :class:`WatchExpired`) with the
-  server's Status reason and message, or a clear description of a non-JSON (e.g. HTML)
-  body, and ``retry_after`` from the ``Retry-After`` header (or the Status'
-  ``details.retryAfterSeconds``); a 200 whose Content-Type is not JSON is
-  :class:`DecodeError`; a connection failure, a stream cut mid-line or a stream silent for
-  longer than ``idle_timeout`` is :class:`StreamError`. No message includes a token or an
-  Authorization header.
+* **No wait is unbounded.** From the request's start, the response headers must come within
+  ``header_timeout``; then the stream may stay silent no longer than ``idle_timeout``
+  (:class:`IdleStreamError`); and a watch that outlives its own ``timeoutSeconds`` by
+  :data:`WATCH_DEADLINE_MARGIN` is ended by the client (:class:`WatchDeadlineError`), so a
+  server or proxy that trickles bytes cannot hold a watch open for ever.
+* Errors name verb, resource and namespace: an HTTP error status is the most specific
+  :class:`~aioinformer.StatusError` (410 is :class:`~aioinformer.Expired`), a 200 whose
+  Content-Type is not JSON is :class:`DecodeError`; a connection failure, a stream cut
+  mid-line or a stalled stream is :class:`TransportError`.
 * Metadata-only mode asks for ``PartialObjectMetadataList`` on lists and
   ``PartialObjectMetadata`` on watches (conformance 16a/16b; the list media type on a
   watch makes the server close the stream at the first event, 16c).
@@ -33,47 +34,48 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
-import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-import orjson
 
-from aioinformer._core.errors import (
-    ApiStatusError,
-    DecodeError,
-    StreamError,
-    WatchExpired,
-    in_namespace,
-)
+from aioinformer._client.rest import JSON, NETWORK_ERRORS, Request, RestClient
+from aioinformer._core.errors import DecodeError, StatusError, TransportError, in_namespace
 from aioinformer._core.objects import KubeObject, decode_list
 
-__all__ = ["IdleStreamError", "ListWatch", "parse_retry_after"]
+__all__ = ["IdleStreamError", "ListWatch", "WatchDeadlineError"]
 
-_JSON = "application/json"
 _PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-_MAX_ERROR_BODY = 64 * 1024
-# Lists: the server may need a while to produce the first byte of a big etcd list.
-_LIST_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30.0, sock_read=120.0)
-# Watches: no read timeout here; the idle watchdog (``idle_timeout``) covers silence.
-_WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30.0)
-_NETWORK_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+_CONNECT_TIMEOUT = 30.0
+DEFAULT_HEADER_TIMEOUT = 30.0
+"""Seconds from sending a request to its response headers (a watch's come at once)."""
+DEFAULT_LIST_TIMEOUT = 600.0
+"""Seconds one list page may take in all (a 200k-pod page arrives in well under a minute)."""
+DEFAULT_MAX_LIST_BYTES = 2 << 30
+"""The largest list page body accepted (decompressed): 2 GiB."""
+WATCH_DEADLINE_MARGIN = 30.0
+"""Seconds past its ``timeoutSeconds`` after which the client ends a watch itself."""
 
 
-class IdleStreamError(StreamError):
+class IdleStreamError(TransportError):
     """The watch stream sent nothing for ``idle_timeout`` seconds (the watchdog fired)."""
 
 
-class ListWatch:
-    """Lists and watches one resource over HTTP through a kubernetes_asyncio ``ApiClient``.
+class WatchDeadlineError(TransportError):
+    """The watch outlived its ``timeoutSeconds`` by :data:`WATCH_DEADLINE_MARGIN`: the
+    server never closed it, so the client did."""
 
-    ``group_version`` is ``"v1"`` for the core group or ``"GROUP/VERSION"``; ``plural`` the
-    resource (``"pods"``); ``namespace`` None means all namespaces. ``metadata_only``
-    fetches PartialObjectMetadata instead of whole objects.
+
+class ListWatch:
+    """Lists and watches one resource over HTTP.
+
+    ``client`` is a :class:`~aioinformer._client.rest.RestClient` or a kubernetes_asyncio
+    ``ApiClient`` (wrapped in one). ``group_version`` is ``"v1"`` for the core group or
+    ``"GROUP/VERSION"``; ``plural`` the resource (``"pods"``); ``namespace`` None means all
+    namespaces. ``metadata_only`` fetches PartialObjectMetadata instead of whole objects.
+    The limits and timeouts are described in the module docstring.
 
     Example::
 
@@ -86,7 +88,7 @@ class ListWatch:
 
     def __init__(
         self,
-        api_client: Any,
+        client: RestClient | Any,
         group_version: str,
         plural: str,
         *,
@@ -95,9 +97,13 @@ class ListWatch:
         field_selector: str | None = None,
         metadata_only: bool = False,
         max_line_bytes: int = 16 * 1024 * 1024,
+        max_list_bytes: int = DEFAULT_MAX_LIST_BYTES,
+        header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+        list_timeout: float = DEFAULT_LIST_TIMEOUT,
     ) -> None:
         group, _, version = group_version.rpartition("/")
-        self.api_client = api_client
+        self.rest = client if isinstance(client, RestClient) else RestClient(client)
+        """The client every request goes through."""
         self.group = group
         """The API group ("" for core)."""
         self.version = version
@@ -109,6 +115,10 @@ class ListWatch:
         self.metadata_only = metadata_only
         self.max_line_bytes = max_line_bytes
         """Longest watch line accepted; longer ones are skipped."""
+        self.max_list_bytes = max_list_bytes
+        """Largest list page body accepted (decompressed); a longer one fails the list."""
+        self.header_timeout = header_timeout
+        self.list_timeout = list_timeout
         self.resource = f"{plural}.{group}" if group else plural
         """``plural`` or ``plural.group``, as in RBAC rules and error messages."""
         base = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -127,96 +137,49 @@ class ListWatch:
             query.append(("fieldSelector", self.field_selector))
         return query
 
+    def _about(self, verb: str) -> Request:
+        return Request(verb, self.resource, self.namespace)
+
     def _where(self, verb: str) -> str:
         return f"{verb} {self.resource} {in_namespace(self.namespace)}"
+
+    def _transport(
+        self, verb: str, message: str, cls: type[TransportError] = TransportError
+    ) -> TransportError:
+        return cls(
+            self.rest.redact(f"{self._where(verb)}: {message}"),
+            verb=verb,
+            resource=self.resource,
+            namespace=self.namespace,
+        )
 
     async def _get(
         self, verb: str, query: list[tuple[str, str]], accept: str, timeout: aiohttp.ClientTimeout
     ) -> aiohttp.ClientResponse:
-        """Send the GET; return the response if it is a 200 with a JSON body, else raise."""
+        """Send the GET; return the response once its headers came (within
+        ``header_timeout``), if it is a 200 with a JSON body; else raise."""
         try:
-            resp: aiohttp.ClientResponse = await self.api_client.call_api(
-                self.path,
-                "GET",
-                query_params=query,
-                header_params={"Accept": accept},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _request_timeout=timeout,
-            )
-        except _NETWORK_ERRORS as exc:
-            raise StreamError(f"{self._where(verb)}: request failed: {_describe(exc)}") from exc
-        try:
-            if resp.status != 200:
-                raise await self._status_error(resp, verb)
-            ctype = resp.headers.get("Content-Type", _JSON)
-            if "json" not in ctype.lower():
-                raise DecodeError(
-                    f"{self._where(verb)}: the server answered 200 with Content-Type "
-                    f"{ctype!r}, not JSON (a proxy or a login page in the way?)"
+            async with asyncio.timeout(self.header_timeout):
+                resp = await self.rest.open(
+                    "GET", self.path, self._about(verb), query=query, accept=accept, timeout=timeout
                 )
-        except BaseException:
+        except TimeoutError:
+            raise self._transport(
+                verb, f"no response headers within {self.header_timeout:g} s"
+            ) from None
+        ctype = resp.headers.get("Content-Type", JSON)
+        if "json" not in ctype.lower():
             resp.close()
-            raise
+            raise DecodeError(
+                f"{self._where(verb)}: the server answered 200 with Content-Type "
+                f"{ctype!r}, not JSON (a proxy or a login page in the way?)"
+            )
         return resp
 
-    async def _status_error(self, resp: aiohttp.ClientResponse, verb: str) -> ApiStatusError:
-        try:
-            raw = await resp.content.read(_MAX_ERROR_BODY)
-        except _NETWORK_ERRORS:
-            raw = b""
-        status: Any = None
-        try:
-            status = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            pass
-        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
-        if isinstance(status, dict) and status.get("kind") == "Status":
-            return self.error_from_status(status, verb, code=resp.status, retry_after=retry_after)
-        ctype = resp.headers.get("Content-Type", "no Content-Type")
-        text = " ".join(raw[:200].decode("utf-8", "replace").split())
-        message = f"non-JSON error body ({ctype}): {text!r}" if text else f"empty body ({ctype})"
-        cls = WatchExpired if resp.status == 410 else ApiStatusError
-        return cls(
-            resp.status,
-            resp.reason or "",
-            message,
-            verb=verb,
-            resource=self.resource,
-            namespace=self.namespace,
-            retry_after=retry_after,
-        )
-
-    def error_from_status(
-        self,
-        status: Mapping[str, Any],
-        verb: str,
-        *,
-        code: int | None = None,
-        retry_after: float | None = None,
-    ) -> ApiStatusError:
-        """The :class:`ApiStatusError` for a ``Status`` (an HTTP error body or the object of
-        a watch ERROR event); :class:`WatchExpired` for code 410."""
-        source = "HTTP"
-        if code is None:
-            source = "ERROR event"
-            raw_code = status.get("code")
-            code = raw_code if isinstance(raw_code, int) else 500
-        details = status.get("details")
-        if retry_after is None and isinstance(details, dict):
-            ras = details.get("retryAfterSeconds")
-            retry_after = float(ras) if isinstance(ras, int | float) else None
-        cls = WatchExpired if code == 410 else ApiStatusError
-        return cls(
-            code,
-            str(status.get("reason") or ""),
-            str(status.get("message") or ""),
-            verb=verb,
-            resource=self.resource,
-            namespace=self.namespace,
-            retry_after=retry_after,
-            source=source,
-        )
+    def error_from_status(self, status: Mapping[str, Any], verb: str) -> StatusError:
+        """The :class:`~aioinformer.StatusError` for the Status of a watch ERROR event
+        (:class:`~aioinformer.Expired` for code 410)."""
+        return self.rest.status_error(status, self._about(verb))
 
     async def list_page(
         self, resource_version: str, limit: int, continue_: str | None
@@ -233,14 +196,19 @@ class ListWatch:
             query.append(("resourceVersion", resource_version))
         if limit > 0:
             query.append(("limit", str(limit)))
-        accept = _PARTIAL_LIST if self.metadata_only else _JSON
-        resp = await self._get("list", query, accept, _LIST_TIMEOUT)
+        accept = _PARTIAL_LIST if self.metadata_only else JSON
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         try:
-            body = await resp.read()
-        except _NETWORK_ERRORS as exc:
-            raise StreamError(f"{self._where('list')}: reading failed: {_describe(exc)}") from exc
-        finally:
-            resp.close()
+            async with asyncio.timeout(self.list_timeout):
+                resp = await self._get("list", query, accept, timeout)
+                try:
+                    body = await self.rest.read_body(resp, self._about("list"), self.max_list_bytes)
+                finally:
+                    resp.close()
+        except TimeoutError:
+            raise self._transport(
+                "list", f"the list did not complete within {self.list_timeout:g} s"
+            ) from None
         try:
             items, rv, cont = decode_list(body)
         except DecodeError as exc:
@@ -264,8 +232,10 @@ class ListWatch:
         surface there. Close it (``contextlib.aclosing``) when stopping early; cancelling
         the iterating task closes the response. ``send_initial_events`` makes it a
         streaming list (``resourceVersionMatch=NotOlderThan``). ``idle_timeout``: raise
-        :class:`StreamError` when no byte arrives for that many seconds. ``on_oversized``
-        receives the size of each line skipped for exceeding ``max_line_bytes``.
+        :class:`IdleStreamError` when no byte arrives for that many seconds. A watch still
+        open :data:`WATCH_DEADLINE_MARGIN` seconds after ``timeout_seconds`` raises
+        :class:`WatchDeadlineError`. ``on_oversized`` receives the size of each line
+        skipped for exceeding ``max_line_bytes``.
         """
         query = self._query()
         query += [("watch", "1"), ("timeoutSeconds", str(int(timeout_seconds)))]
@@ -275,12 +245,27 @@ class ListWatch:
             query.append(("allowWatchBookmarks", "true"))
         if send_initial_events:
             query += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
-        resp = await self._get(
-            "watch", query, _PARTIAL if self.metadata_only else _JSON, _WATCH_TIMEOUT
-        )
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_seconds + WATCH_DEADLINE_MARGIN
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
+        accept = _PARTIAL if self.metadata_only else JSON
+        resp = await self._get("watch", query, accept, timeout)
         try:
-            async with contextlib.aclosing(self._lines(resp, idle_timeout, on_oversized)) as reads:
-                async for lines in reads:
+            reads = self._lines(resp, idle_timeout, on_oversized)
+            async with contextlib.aclosing(reads):
+                while True:
+                    try:
+                        async with asyncio.timeout_at(deadline):
+                            lines = await anext(reads)
+                    except StopAsyncIteration:
+                        break
+                    except TimeoutError:
+                        raise self._transport(
+                            "watch",
+                            f"still open {WATCH_DEADLINE_MARGIN:g} s after its timeoutSeconds "
+                            f"({timeout_seconds}); ended by the client",
+                            WatchDeadlineError,
+                        ) from None
                     yield lines
         finally:
             resp.close()
@@ -310,12 +295,12 @@ class ListWatch:
                 else:
                     async with asyncio.timeout(idle_timeout):
                         chunk = await content.readany()
-            except TimeoutError as exc:
-                raise IdleStreamError(
-                    f"{self._where('watch')}: no data for {idle_timeout:g} s (stalled stream)"
-                ) from exc
-            except _NETWORK_ERRORS as exc:
-                raise StreamError(f"{self._where('watch')}: {_describe(exc)}") from exc
+            except TimeoutError:
+                raise self._transport(
+                    "watch", f"no data for {idle_timeout:g} s (stalled stream)", IdleStreamError
+                ) from None
+            except NETWORK_ERRORS as exc:
+                raise self.rest.transport_error(self._about("watch"), "reading", exc) from None
             if not chunk:
                 break
             if skipping:
@@ -349,37 +334,7 @@ class ListWatch:
                 yield lines
         if skipping or b"".join(pieces).strip():
             size = skipping or pending
-            raise StreamError(
-                f"{self._where('watch')}: the stream ended in the middle of a line "
-                f"({size} bytes without a newline)"
+            raise self._transport(
+                "watch",
+                f"the stream ended in the middle of a line ({size} bytes without a newline)",
             )
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date); None if absent
-    or unparsable."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _describe(exc: BaseException) -> str:
-    """A short description of a network error (never its request headers)."""
-    if isinstance(exc, aiohttp.ClientResponseError):
-        return f"{type(exc).__name__}: {exc.status} {exc.message}"
-    text = str(exc)
-    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        described += (
-            " (TLS verification failed: is the cluster's CA in the kubeconfig, as "
-            "certificate-authority or certificate-authority-data?)"
-        )
-    return described

@@ -36,23 +36,21 @@ acting on it can still act late. Identities must be unique among live candidates
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from dataclasses import replace
 from typing import Any
 
 import aiohttp
-from kubernetes_asyncio import client as k8s
 
 from aioinformer._coordination.background import BackgroundRunner
-from aioinformer._core.errors import AioinformerError, ApiStatusError, ConfigError
+from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._core.errors import AioinformerError, AlreadyExists, ConfigError, Conflict
 
-__all__ = ["LeaderElector", "LeadershipScope", "LeaseClient", "LeaseRecord", "micro_time"]
+__all__ = ["LeaderElector", "LeadershipScope", "check_timings"]
 
 log = logging.getLogger("aioinformer.leader")
 
@@ -69,11 +67,6 @@ FAILURES: tuple[type[BaseException], ...] = (
 """What one failed acquire/renew/release attempt may raise: logged, then retried."""
 
 
-def micro_time() -> str:
-    """Now as a metav1.MicroTime: RFC 3339, exactly 6 fractional digits, ``Z``."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def check_timings(lease_duration: float, renew_deadline: float, retry_period: float) -> None:
     """Raise :class:`ConfigError` unless lease_duration > renew_deadline > 1.2 * retry_period
     > 0 (client-go's rule: a leader must give up before anyone else may take over)."""
@@ -86,136 +79,6 @@ def check_timings(lease_duration: float, renew_deadline: float, retry_period: fl
     if not lease_duration > renew_deadline:
         raise ConfigError(
             f"lease_duration ({lease_duration}) must be > renew_deadline ({renew_deadline})"
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class LeaseRecord:
-    """The election record a Lease's spec carries (client-go's LeaderElectionRecord)."""
-
-    holder: str
-    """``holderIdentity``; empty when released."""
-    duration_s: int
-    """``leaseDurationSeconds``: how long others wait after observing a change."""
-    acquire_time: str | None
-    """``acquireTime`` (MicroTime) of the current holder."""
-    renew_time: str | None
-    """``renewTime`` (MicroTime) of the last write."""
-    transitions: int
-    """``leaseTransitions``: how many times the lease changed hands."""
-
-    @classmethod
-    def from_lease(cls, lease: dict[str, Any]) -> LeaseRecord:
-        """The record in a Lease object (missing fields read as empty/zero)."""
-        spec = lease.get("spec") or {}
-        return cls(
-            holder=spec.get("holderIdentity") or "",
-            duration_s=int(spec.get("leaseDurationSeconds") or 0),
-            acquire_time=spec.get("acquireTime"),
-            renew_time=spec.get("renewTime"),
-            transitions=int(spec.get("leaseTransitions") or 0),
-        )
-
-    def to_spec(self) -> dict[str, Any]:
-        """The Lease ``spec`` for this record."""
-        return {
-            "holderIdentity": self.holder,
-            "leaseDurationSeconds": self.duration_s,
-            "acquireTime": self.acquire_time,
-            "renewTime": self.renew_time,
-            "leaseTransitions": self.transitions,
-        }
-
-
-class LeaseClient:
-    """Lease get/create/update/list in one namespace through a kubernetes_asyncio ApiClient.
-
-    Objects are plain dicts as the server sent them. A non-2xx answer raises
-    :class:`ApiStatusError` (``code`` 409 for both Conflict and AlreadyExists); ``get``
-    returns None for 404.
-    """
-
-    def __init__(self, api_client: Any, namespace: str) -> None:
-        self._api: Any = k8s.CoordinationV1Api(api_client)
-        self.namespace = namespace
-        """The namespace every call goes to."""
-
-    async def get(self, name: str) -> dict[str, Any] | None:
-        """The Lease, or None when it does not exist."""
-        call = self._api.read_namespaced_lease(name, self.namespace, _preload_content=False)
-        return await self._send("get", call, missing_ok=True)
-
-    async def list(self) -> list[dict[str, Any]]:
-        """Every Lease in the namespace."""
-        call = self._api.list_namespaced_lease(self.namespace, _preload_content=False)
-        body = await self._send("list", call)
-        return list((body or {}).get("items") or [])
-
-    async def create(self, name: str, record: LeaseRecord) -> dict[str, Any]:
-        """Create the Lease with ``record``; 409 if it exists."""
-        body = {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": record.to_spec(),
-        }
-        call = self._api.create_namespaced_lease(self.namespace, body, _preload_content=False)
-        return await self._send("create", call) or {}
-
-    async def update(self, lease: dict[str, Any], record: LeaseRecord) -> dict[str, Any]:
-        """Replace ``lease``'s spec with ``record``, conditional on its resourceVersion."""
-        body = {**lease, "apiVersion": "coordination.k8s.io/v1", "kind": "Lease"}
-        body["spec"] = {**(lease.get("spec") or {}), **record.to_spec()}
-        name = lease["metadata"]["name"]
-        call = self._api.replace_namespaced_lease(
-            name, self.namespace, body, _preload_content=False
-        )
-        return await self._send("update", call) or {}
-
-    async def release(
-        self, name: str, lease: dict[str, Any] | None, identity: str, *, retry: bool = True
-    ) -> LeaseRecord:
-        """Release ``identity``'s hold: ``holderIdentity: ""``, ``leaseDurationSeconds: 1``,
-        conditional on the resourceVersion of ``lease`` (read first when None). On a conflict
-        (a reply lost to cancellation leaves ``lease`` stale) it re-reads once (``retry``)
-        and releases only if ``identity`` still holds it. Returns the record now stored."""
-        if lease is None:
-            lease = await self.get(name)
-        current = LeaseRecord.from_lease(lease or {})
-        if lease is None or current.holder != identity:
-            return current
-        now = micro_time()
-        record = LeaseRecord("", 1, now, now, current.transitions)
-        try:
-            await self.update(lease, record)
-        except ApiStatusError as exc:
-            if exc.code != 409 or not retry:
-                raise
-            return await self.release(name, None, identity, retry=False)
-        return record
-
-    async def _send(self, verb: str, call: Any, missing_ok: bool = False) -> dict[str, Any] | None:
-        resp = await call
-        try:
-            raw = await resp.read()
-        finally:
-            resp.release()
-        if 200 <= resp.status < 300:
-            data: dict[str, Any] = json.loads(raw)
-            return data
-        if resp.status == 404 and missing_ok:
-            return None
-        try:
-            status = json.loads(raw)
-        except ValueError:
-            status = {}
-        raise ApiStatusError(
-            resp.status,
-            str(status.get("reason") or resp.reason or ""),
-            str(status.get("message") or ""),
-            verb=verb,
-            resource="leases",
-            namespace=self.namespace,
         )
 
 
@@ -424,7 +287,7 @@ class LeaderElector(BackgroundRunner):
             async with asyncio.timeout(timeout):
                 ok = await self._try_acquire_or_renew()
         except FAILURES as exc:
-            contention = isinstance(exc, ApiStatusError) and exc.code == 409
+            contention = isinstance(exc, Conflict | AlreadyExists)
             level = logging.INFO if contention else logging.WARNING
             log.log(level, "lease %s/%s: attempt failed: %r", self.namespace, self.name, exc)
             ok = False

@@ -31,6 +31,10 @@ Contract:
   ``shards`` moves most keys.
 * ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
   it changes, so a controller can requeue the keys of newly acquired shards.
+* Handing over: a shard given up to another replica stops being owned first, then every
+  ``on_release`` callback is awaited with the shards about to be released (a controller
+  cancels its running reconciles of their keys there), bounded by ``renew_deadline``, and
+  only then is its Lease released.
 * Cancelling :meth:`ShardManager.run` drops every shard locally first, then (with
   ``release_on_cancel``) releases the shard leases and the member lease.
 
@@ -48,19 +52,14 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from aioinformer._coordination.background import BackgroundRunner
-from aioinformer._coordination.leader import (
-    FAILURES,
-    LeaseClient,
-    LeaseRecord,
-    check_timings,
-    micro_time,
-)
-from aioinformer._core.errors import ApiStatusError, ConfigError
+from aioinformer._coordination.leader import FAILURES, check_timings
+from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict
 
 __all__ = ["ShardManager", "shard_of"]
 
@@ -69,6 +68,7 @@ log = logging.getLogger("aioinformer.sharding")
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 ChangeCallback = Callable[[frozenset[int]], object]
+ReleaseCallback = Callable[[frozenset[int]], Awaitable[None]]
 
 
 def _digest(text: str) -> int:
@@ -138,6 +138,9 @@ class ShardManager(BackgroundRunner):
             [] if on_change is None else [on_change] if callable(on_change) else list(on_change)
         )
         """Callbacks called with the new owned set whenever it changes (append to add)."""
+        self.on_release: list[ReleaseCallback] = []
+        """Awaited with the shards about to be released, after they stopped being owned and
+        before their Leases are released (append to add)."""
         self.member_lease = f"{name}-member-{identity}"
         """The name of this replica's membership Lease."""
         self._clock = clock
@@ -204,6 +207,8 @@ class ShardManager(BackgroundRunner):
             ]
             self._held.clear()
             self._publish()
+            if held:
+                await self._before_release(frozenset(range(self.shards)))
             if self.release_on_cancel:
                 held.append((self.member_lease, self._member))
                 async with asyncio.TaskGroup() as tg:
@@ -234,7 +239,7 @@ class ShardManager(BackgroundRunner):
                 return True
             except FAILURES as exc:
                 log.warning("shard %s: renew failed: %r", self.shard_name(shard), exc)
-                if isinstance(exc, ApiStatusError) and exc.code == 409:
+                if isinstance(exc, Conflict | AlreadyExists):
                     return False
             left = held.renewed + self.renew_deadline - self._clock()
             await asyncio.sleep(max(0.0, min(self.retry_period, left)))
@@ -256,6 +261,19 @@ class ShardManager(BackgroundRunner):
                 log.warning("member lease %s: renew failed: %r", self.member_lease, exc)
                 self._member = None
             await asyncio.sleep(self.retry_period)
+
+    async def _before_release(self, shards: frozenset[int]) -> None:
+        """Await every ``on_release`` callback (bounded by ``renew_deadline`` in all)."""
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                for callback in list(self.on_release):
+                    try:
+                        await callback(shards)
+                    except Exception:
+                        log.exception("shard on_release callback %r failed", callback)
+        except TimeoutError:
+            log.warning("shards %s: on_release callbacks took longer than %ss", self.name,
+                        self.renew_deadline)  # fmt: skip
 
     async def _release(self, name: str, lease: dict[str, Any] | None) -> None:
         try:
@@ -295,6 +313,8 @@ class ShardManager(BackgroundRunner):
                 held.keeper.cancel()
             releases.append((self.shard_name(s), held.lease))
         self._publish()  # stop owning the surplus before anyone can take it
+        if surplus:
+            await self._before_release(frozenset(surplus))
         free = [s for s in range(self.shards) if s not in self._held and self._free(s, listed)]
         free.sort(key=self._preference, reverse=True)
         take = [s for s in free if s not in surplus][: max(0, target - len(self._held))]

@@ -3,35 +3,66 @@
 
     AioinformerError
     ├── ConfigError            a bad option or argument, found before anything runs
-    ├── ClosedError            the thing was closed (by you): a FIFO, an informer, a queue
+    ├── ClosedError            the thing was closed (by you): an informer, a queue, a FIFO
     ├── WouldBlock             a *_nowait call that would have to wait
     ├── FreshnessTimeout       a freshness wait (wait_for_rv, wait_until, ...) timed out
     ├── DecodeError            bytes from the server that are not a valid object or event
-    ├── HandlerError           an event handler raised (carries the object key)
-    └── WatchError             list/watch failed; retried with backoff by the watcher
-        ├── ApiStatusError     the server answered with a Status (code, reason, verb, ...)
-        │   └── WatchExpired   410 Expired/Gone: the watcher relists
-        └── StreamError        the connection or the stream broke (cut, stalled, reset)
+    ├── NotOwner               this replica no longer holds the key (leadership or shard lost):
+    │                          the write was not sent
+    └── ApiError               a request to the API server failed; names verb, resource, namespace
+        ├── StatusError        the server answered with an error Status (code, reason, causes)
+        │   ├── BadRequest        400
+        │   ├── Unauthorized      401  the credentials were rejected
+        │   ├── Forbidden         403  an RBAC rule is missing (or the namespace is terminating)
+        │   ├── NotFound          404
+        │   ├── Conflict          409  a stale resourceVersion, a precondition, an apply conflict
+        │   ├── AlreadyExists     409  a create of a name that exists
+        │   ├── Expired           410  a resourceVersion or continue token too old: relist
+        │   ├── Invalid           422  the object failed validation (``causes`` say where)
+        │   ├── TooManyRequests   429  throttled (``retry_after``)
+        │   ├── ServerTimeout     504  (or reason Timeout, e.g. a resourceVersion too large)
+        │   └── ServerError       any other 5xx
+        └── TransportError     no usable answer: connection failed, reset, cut or silent stream
 
-Errors are translated at the boundary (the watcher maps aiohttp and HTTP statuses to the
-most specific class) and name the resource, namespace and verb. No message ever includes a
-token, a client key or an Authorization header.
+ConfigError and DecodeError are also ``ValueError`` s, FreshnessTimeout a ``TimeoutError``.
+API errors are made in one place, the client layer (``aioinformer._client.rest``), which maps
+an HTTP status and its ``Status`` body to the most specific class (by the Status' ``reason``
+first, then by the code), so a reconcile can write ``except aioinformer.Conflict:``. The
+watcher retries every :class:`ApiError` with backoff (an :class:`Expired` by relisting); a
+write client surfaces them to its caller. No message ever includes a token, a client key, a
+password or an Authorization header, whatever the server echoed (see ``_core.redact``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 __all__ = [
     "AioinformerError",
-    "ApiStatusError",
+    "AlreadyExists",
+    "ApiError",
+    "BadRequest",
+    "Cause",
     "ClosedError",
     "ConfigError",
+    "Conflict",
     "DecodeError",
+    "Expired",
+    "Forbidden",
     "FreshnessTimeout",
-    "HandlerError",
-    "StreamError",
-    "WatchError",
-    "WatchExpired",
+    "Invalid",
+    "NotFound",
+    "NotOwner",
+    "ServerError",
+    "ServerTimeout",
+    "StatusError",
+    "TooManyRequests",
+    "TransportError",
+    "Unauthorized",
     "WouldBlock",
+    "in_namespace",
+    "status_error_class",
 ]
 
 
@@ -64,25 +95,49 @@ class DecodeError(AioinformerError, ValueError):
     """Bytes from the server that are not a valid object or watch event."""
 
 
-class HandlerError(AioinformerError):
-    """An event handler raised; ``key`` names the object it was handling."""
+class NotOwner(AioinformerError):
+    """This replica no longer holds ``key`` (its leader or shard Lease is lost or being
+    released): the toolkit refused to send a write on its behalf."""
 
     def __init__(self, message: str, key: str) -> None:
         super().__init__(message)
         self.key = key
 
 
-class WatchError(AioinformerError):
-    """Listing or watching failed. The watcher retries these with backoff."""
+class ApiError(AioinformerError):
+    """A request to the API server failed.
+
+    ``verb`` ("list", "watch", "create", "patch", ...), ``resource`` ("pods" or
+    "podsets.example.aioinformer.dev") and ``namespace`` (None: all namespaces or a
+    cluster-scoped resource) say which request.
+    """
+
+    def __init__(self, message: str, *, verb: str, resource: str, namespace: str | None) -> None:
+        super().__init__(message)
+        self.verb = verb
+        self.resource = resource
+        self.namespace = namespace
 
 
-class ApiStatusError(WatchError):
-    """The API server answered a list or watch with an error ``Status``.
+@dataclass(frozen=True, slots=True)
+class Cause:
+    """One entry of a Status' ``details.causes``: what was wrong (``reason``, e.g.
+    "FieldValueInvalid" or "FieldManagerConflict"), where (``field``, e.g.
+    "spec.replicas") and the server's ``message``."""
 
-    ``code`` is the HTTP status, ``reason`` the Status reason, ``verb`` "list" or "watch",
-    ``resource`` e.g. "pods" or "podsets.example.aioinformer.dev", ``namespace`` None for
-    all namespaces, ``retry_after`` the server's Retry-After in seconds (or None);
-    ``source`` says how the Status came ("HTTP" status, or a watch "ERROR event").
+    reason: str
+    message: str
+    field: str
+
+
+class StatusError(ApiError):
+    """The API server answered with an error ``Status``.
+
+    ``code`` is the HTTP status (or a watch ERROR event's code), ``reason`` the Status
+    reason ("Conflict", "NotFound", ...), ``message`` the server's message (secrets removed),
+    ``name`` the object's name when the request named one (or ``details.name``),
+    ``causes`` the ``details.causes``, ``retry_after`` the server's Retry-After in seconds (or
+    None), ``source`` how it came ("HTTP" status, or a watch "ERROR event").
     """
 
     def __init__(
@@ -94,32 +149,114 @@ class ApiStatusError(WatchError):
         verb: str,
         resource: str,
         namespace: str | None,
+        name: str | None = None,
+        causes: Sequence[Cause] = (),
         retry_after: float | None = None,
         source: str = "HTTP",
     ) -> None:
-        where = in_namespace(namespace)
-        hint = ""
-        if code == 401:
-            hint = " (the credentials were rejected: check the token or certificate)"
-        elif code == 403:
-            hint = f' (missing RBAC permission: "{verb}" on "{resource}" {where}'
-            if verb in ("list", "watch"):
-                hint += '; an informer needs both "list" and "watch"'
-            hint += ")"
-        elif code == 404:
-            hint = " (the resource is not served: is the CRD installed?)"
-        super().__init__(f"{verb} {resource} {where}: {source} {code} {reason}: {message}{hint}")
+        what = f"{resource} {name!r}" if name else resource
+        text = f"{verb} {what} {in_namespace(namespace)}: {source} {code} {reason}: {message}"
+        super().__init__(
+            text + _hint(code, verb, resource, namespace),
+            verb=verb,
+            resource=resource,
+            namespace=namespace,
+        )
         self.code = code
         self.reason = reason
-        self.verb = verb
-        self.resource = resource
-        self.namespace = namespace
+        self.server_message = message
+        self.name = name
+        self.causes = tuple(causes)
         self.retry_after = retry_after
+        self.source = source
 
 
-class WatchExpired(ApiStatusError):
-    """410: the resourceVersion is too old (or a continue token expired): relist."""
+def _hint(code: int, verb: str, resource: str, namespace: str | None) -> str:
+    if code == 401:
+        return " (the credentials were rejected: check the token or certificate)"
+    if code == 403:
+        hint = f' (missing RBAC permission: "{verb}" on "{resource}" {in_namespace(namespace)}'
+        if verb in ("list", "watch"):
+            hint += '; an informer needs both "list" and "watch"'
+        return hint + ")"
+    if code == 404 and verb in ("list", "watch"):
+        return " (the resource is not served: is the CRD installed?)"
+    return ""
 
 
-class StreamError(WatchError):
-    """The response stream broke: connection reset, cut mid-line, or silent too long."""
+class BadRequest(StatusError):
+    """400: the request could not be decoded or had a bad parameter."""
+
+
+class Unauthorized(StatusError):
+    """401: the credentials were rejected."""
+
+
+class Forbidden(StatusError):
+    """403: the user may not do this (a missing RBAC rule), or the namespace is
+    terminating (reason "Forbidden", cause NamespaceTerminating)."""
+
+
+class NotFound(StatusError):
+    """404: the object (or the resource, or its namespace) does not exist."""
+
+
+class Conflict(StatusError):
+    """409 Conflict: the object changed since it was read (a stale resourceVersion), a
+    delete precondition failed, or a server-side apply conflicts with another manager."""
+
+
+class AlreadyExists(StatusError):
+    """409 AlreadyExists: a create of a name that is taken."""
+
+
+class Expired(StatusError):
+    """410: the resourceVersion (or a list's continue token) is too old; relist."""
+
+
+class Invalid(StatusError):
+    """422: the object failed validation; ``causes`` name each field and what is wrong."""
+
+
+class TooManyRequests(StatusError):
+    """429: the server throttled the request; ``retry_after`` says when to try again."""
+
+
+class ServerTimeout(StatusError):
+    """504, or reason Timeout: the server gave up (e.g. a resourceVersion it has not
+    reached yet, reported as ResourceVersionTooLarge)."""
+
+
+class ServerError(StatusError):
+    """Any other 5xx answer."""
+
+
+class TransportError(ApiError):
+    """No usable answer: the connection failed or was reset, the stream was cut in the
+    middle of a line or stayed silent too long, or the body was not a Status."""
+
+
+_BY_CODE: Mapping[int, type[StatusError]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    410: Expired,
+    422: Invalid,
+    429: TooManyRequests,
+    504: ServerTimeout,
+}
+
+
+def status_error_class(code: int, reason: str) -> type[StatusError]:
+    """The most specific class for an error Status: by ``code``, with 409 split by
+    ``reason`` (AlreadyExists or Conflict) and reason Timeout a :class:`ServerTimeout`
+    whatever the code; any other 5xx is a :class:`ServerError`."""
+    if code == 409 and reason == "AlreadyExists":
+        return AlreadyExists
+    if reason == "Timeout" and code >= 500:
+        return ServerTimeout
+    if code in _BY_CODE:
+        return _BY_CODE[code]
+    return ServerError if code >= 500 else StatusError

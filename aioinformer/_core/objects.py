@@ -19,16 +19,15 @@ Contract:
   as Go's ``omitempty`` does, and metadata fields ObjectMeta does not know are dropped.
 * Memory: ``body`` and ``managed_fields`` are standalone bytes of exact size (no object keeps
   its event line alive); namespaces, apiVersions and kinds are interned, equal
-  ownerReferences tuples shared; metadata-only objects share one ``b"{}"``. A 4-5 KB pod
-  retains ~6 KB (~4 KB after :func:`drop_managed_fields`), 0.22x (0.15x) the memory of its
-  orjson dict.
+  ownerReferences tuples shared; metadata-only objects share one ``b"{}"``: an object
+  retains a fraction of the memory of its ``orjson`` dict.
 * GC: every struct is ``gc=False``, labels/annotations are str->str dicts (CPython never tracks
   those) and the tuples hold only untracked items (untracked at the next young collection),
-  so cached objects add nothing to what the cyclic GC traverses: ``gc.collect()`` with 100k
-  of them alive costs what it costs without them (orjson dicts: ~35x more).
-* Speed: ``decode_event`` of a 4-5 KB pod event costs 0.4-0.5x ``orjson.loads`` of the same
-  line: one msgspec pass slices the line, typed metadata and raw slices for the rest
-  (figures: ``bench/objects_bench.py``).
+  so cached objects add nothing to what the cyclic GC traverses.
+* Speed: ``decode_event`` is one msgspec pass over the line (typed metadata, raw slices for
+  the rest), cheaper than ``orjson.loads`` of the same line.
+
+The figures for all three are measured by ``bench/objects_bench.py`` (bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -274,8 +273,8 @@ class KubeObject(msgspec.Struct, frozen=True, gc=False):
     def to_model(self, model: str = "V1Pod") -> Any:
         """The kubernetes_asyncio model (``"V1Pod"``, ``"V1Node"``, ...) of this object.
 
-        A convenience for code written against kubernetes_asyncio: it costs ~1.5 ms for a
-        pod, over a hundred times the decode, so keep it off hot paths.
+        A convenience for code written against kubernetes_asyncio: building the model costs
+        two orders of magnitude more than decoding the object did, so keep it off hot paths.
         """
         return _deserializer()._ApiClient__deserialize(self.to_dict(), model)
 
@@ -285,7 +284,7 @@ Transform: TypeAlias = Callable[[KubeObject], KubeObject]
 
 
 def drop_managed_fields(obj: KubeObject) -> KubeObject:
-    """The built-in transform: ``obj`` without ``managed_fields`` (no decoding; ~0.3 us)."""
+    """The built-in transform: ``obj`` without ``managed_fields`` (nothing is decoded)."""
     if not obj.managed_fields:
         return obj
     return _replace(obj, managed_fields=b"")

@@ -116,7 +116,7 @@ class ConfigResult:
     staleness_max: float
     """Sim commit time of a change -> first published state that contains it."""
     fifo_peak: int
-    """Largest DeltaFIFO depth."""
+    """Largest FIFO depth."""
     writer_throughput: float
     """Deltas applied per second of load."""
     reader_latency_p50: float
@@ -132,7 +132,7 @@ class ConfigResult:
     informer_p50: float = 0.0
     informer_p99: float = 0.0
     """The part in the informer: its watcher read the event -> the first published state
-    that contains it (DeltaFIFO wait and store writer)."""
+    that contains it (FIFO wait and store writer)."""
     conflicts_409: dict[str, int] = field(default_factory=dict)
     """409 answers per operator (``podset/protected`` ...), with examples_dir."""
     extra_pods: dict[str, int] = field(default_factory=dict)

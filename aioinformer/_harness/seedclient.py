@@ -30,8 +30,8 @@ from typing import Any
 
 import orjson
 
-from aioinformer._cache.fifo import Delta, DeltaFIFO, Item
-from aioinformer._cache.informer import Informer, InformerStats
+from aioinformer._cache.deltas import Delta, Item
+from aioinformer._cache.informer import Informer, InformerStatistics
 from aioinformer._core.errors import FreshnessTimeout
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
 from aioinformer._harness.seed import TOKEN_ENV
@@ -85,24 +85,14 @@ class Readers:
 
 
 RECEIPTS: list[tuple[int, float]] = []
-"""(resourceVersion, receive time) of every delta the pods informer's watcher queued."""
+"""(resourceVersion, receive time) of every delta the pods informer's watcher queued: with
+the publish times, staleness splits into the wire (sim commit -> watcher) and the informer
+(watcher -> published snapshot). One tuple per event."""
 
 
-class ReceiptFIFO(DeltaFIFO):
-    """The pods informer's DeltaFIFO, also noting each delta's RV and receive time in
-    :data:`RECEIPTS`: staleness splits into the wire (sim commit -> watcher) and the
-    informer (watcher -> published snapshot). One tuple per event."""
-
-    __slots__ = ()
-
-    def put_nowait(self, item: Item) -> None:
-        if type(item) is Delta:
-            RECEIPTS.append((item.obj.rv, item.received))
-        super().put_nowait(item)
-
-    def put_many(self, items: Sequence[Item]) -> None:  # what the watcher calls per read
-        RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is Delta)
-        super().put_many(items)
+def note_receipts(items: Sequence[Item]) -> None:
+    """The pods informer's :meth:`~aioinformer.Informer.on_receive` listener."""
+    RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is Delta)
 
 
 class InformerProcess:
@@ -118,15 +108,15 @@ class InformerProcess:
                 self.manager, cfg["examples_dir"], cfg["tag"], cfg["podsets"], cfg["replicas"]
             )
         self.publishes: list[tuple[float, int]] = []
-        self.pods._fifo.__class__ = ReceiptFIFO  # same layout: a DeltaFIFO that takes notes
+        self.pods.on_receive(note_receipts)
         self.pods.on_publish(lambda _seq, rv: self.publishes.append((time.monotonic(), rv)))
         self.samples: list[list[float]] = []
         uids = owner_uids(cfg["owners"], cfg["namespaces"])
         self.readers = Readers(self.pods, cfg["read"], uids, cfg["chunk"])
         self.running: asyncio.Task[None] | None = None
 
-    def sample(self) -> InformerStats:
-        st = self.pods.stats()
+    def sample(self) -> InformerStatistics:
+        st = self.pods.statistics()
         self.samples.append([time.monotonic(), st.fifo_depth, st.staleness, st.applied_total])
         return st
 
@@ -142,14 +132,14 @@ class InformerProcess:
             await asyncio.sleep(0.01)
         synced = time.perf_counter() - t0
         gc.collect()
-        return {"synced": synced, "objects": self.pods.stats().objects}
+        return {"synced": synced, "objects": self.pods.statistics().objects}
 
     async def load(self, seconds: float) -> None:
         """Readers (and the operators' workload) for ``seconds``, sampling as it goes."""
         cfg, readers = self.cfg, self.readers
         self.tasks = [asyncio.create_task(readers.run_one(i)) for i in range(cfg["readers"])]
         self.t_start = time.monotonic()
-        self.applied0 = self.pods.stats().applied_total
+        self.applied0 = self.pods.statistics().applied_total
         self.cpu0 = cpu_seconds()
         driving = (
             None if self.ops is None else asyncio.create_task(self.ops.drive(self.api, seconds))
@@ -166,7 +156,7 @@ class InformerProcess:
             emit({"progress": progress})
             await asyncio.sleep(cfg["sample_interval"])
         self.t_end = time.monotonic()
-        self.applied1 = self.pods.stats().applied_total
+        self.applied1 = self.pods.statistics().applied_total
         if driving is not None:
             await driving
 
@@ -191,7 +181,7 @@ class InformerProcess:
                 self.api, self.cfg["settle_timeout"]
             )
             figures.update(await self.ops.figures(self.api))
-        stats = self.pods.stats()
+        stats = self.pods.statistics()
         return {
             **figures,
             "drained": stats.resource_version >= target,

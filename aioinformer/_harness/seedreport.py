@@ -101,7 +101,7 @@ def plot_report(report: SeedReport, path: str | Path) -> Path:
             t, stale = zip(*r.staleness_series, strict=True)
             bottom.plot(t, [max(s, 1e-4) for s in stale], label=r.config)
     top.set_yscale("log")
-    top.set_ylabel("DeltaFIFO depth")
+    top.set_ylabel("FIFO depth")
     top.legend(loc="upper left", fontsize="small")
     bottom.set_yscale("log")
     bottom.set_ylabel("staleness (s)")

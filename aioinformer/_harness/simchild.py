@@ -1,4 +1,4 @@
-"""The child side of :class:`~aioinformer.testing.SimProcess`: KubeSim plus a load driver.
+"""The child side of :class:`~aioinformer._harness.simproc.SimProcess`: KubeSim plus a load driver.
 
 Run as ``python -m aioinformer._harness.simchild [--history-size N] [--watch-list]``. The
 first line on stdout is ``{"url": ..., "token": ..., "pid": ...}``; then each JSON line on

@@ -1,62 +1,105 @@
 """Controller: informer events -> WorkQueue -> ``reconcile(key)`` workers, with freshness
-protection and expectations.
+protection, expectations and fencing.
 
 A reconciler is ``async def reconcile(key: str) -> Result | None``. It reads the informers'
-snapshots, writes through the API client, and tells the controller about its writes:
+caches and writes through :attr:`aioinformer.Manager.client`, which keeps the controller's
+books by itself (:mod:`~aioinformer._runtime.bookkeeping`): each write records the
+resourceVersion the next reconcile of ``key`` must see (the per-object form of KEP-5647's
+read-your-writes gate) and the creations and deletions of owned objects it must observe
+first (client-go's ControllerExpectations), and each is fenced. Writes made another way can
+be booked by hand: :meth:`Controller.record_write` and :attr:`Controller.expectations`.
 
-* ``controller.record_write(key, informer, resource_version)`` after a write whose effect
-  the next reconcile of ``key`` must see: that reconcile first waits (bounded by
-  ``freshness_timeout``) until ``informer`` has seen at least that resourceVersion, and is
-  requeued with backoff if it has not — the per-object form of KEP-5647's read-your-writes
-  gate;
-* ``controller.expectations.expect_creations(key, n)`` / ``expect_deletions(key, keys)``
-  before creating or deleting owned objects; the owned informers' events satisfy them, and
-  until then ``key`` is not reconciled (client-go's ControllerExpectations).
+Contracts:
 
-Both protections are on by default and counted in ``stale_reads_avoided_total``.
-
-Contracts: a key is never reconciled by two workers at once (the WorkQueue's guarantee);
-errors are logged with the key and retried with per-key exponential backoff; ``Result(
-requeue_after=s)`` schedules the key again; owned objects map to their controller owner via
-the controller ownerReference (same namespace, the primary's kind); with a namespaced
-primary informer, keys of other namespaces are ignored (controllers of one kind can split
-the namespaces and share the owned informers); predicates filter
-primary updates (e.g. :func:`generation_changed`); ``stop()`` lets in-flight reconciles
-finish.
+* A key is never reconciled by two workers at once (the WorkQueue's guarantee), nor by two
+  replicas: right before each reconcile starts (after its freshness and expectations
+  waits) the controller asks ``may_act(key)`` (the manager's leader or shard Lease, valid by
+  the local clock), and the manager cancels in-flight reconciles the moment it loses a key.
+* Before a key is reconciled it waits (bounded by ``freshness_timeout``) until every
+  informer has seen the writes recorded for it, and is requeued with backoff if one has not;
+  while its expectations are pending it is not reconciled (checked again each second).
+  Both are counted in ``stale_reads_avoided``.
+* Errors are logged with the key and retried with per-key exponential backoff; a reconcile
+  taking longer than ``reconcile_timeout`` is cancelled and counts as an error;
+  ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
+* Owned objects map to their controller owner: the controller ownerReference whose kind and
+  API group are the primary's (the kind discovered from the server unless given), in the
+  dependent's namespace. With a namespaced primary informer, keys of other namespaces are
+  ignored (controllers of one kind can split the namespaces and share owned informers).
+* :meth:`Controller.stop` returns within its timeout whatever the reconciles do: they may
+  finish until shortly before it, then they are cancelled, and one that ignores its
+  cancellation is abandoned (its writes through the manager's client are fenced).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 from aioinformer._cache.informer import Informer
-from aioinformer._core.errors import ClosedError, FreshnessTimeout
+from aioinformer._client.discovery import ApiResource
+from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject
+from aioinformer._runtime import context
 from aioinformer._runtime.expectations import Expectations
 from aioinformer._runtime.metrics import Metrics, WorkQueueMetricsAdapter
 from aioinformer._runtime.ratelimit import RateLimiter, default_controller_rate_limiter
-from aioinformer._runtime.workqueue import WorkQueue
+from aioinformer._runtime.workqueue import WorkQueue, WorkQueueStatistics
 
-__all__ = ["Controller", "Result", "generation_changed"]
+__all__ = [
+    "Controller",
+    "ControllerStatistics",
+    "Mapper",
+    "Predicate",
+    "Reconciler",
+    "Result",
+    "generation_changed",
+]
 
 log = logging.getLogger("aioinformer.controller")
 
-Predicate = Callable[[KubeObject | None, KubeObject], bool]
-Mapper = Callable[[KubeObject], Iterable[str]]
+Predicate: TypeAlias = Callable[[KubeObject | None, KubeObject], bool]
+"""``predicate(old, new)``: whether an update of a primary object triggers a reconcile
+(``old`` is None for an object the controller has not seen before)."""
+Mapper: TypeAlias = Callable[[KubeObject], Iterable[str]]
+"""Maps an object of a watched informer to the keys of the primary objects to reconcile."""
+Reconciler: TypeAlias = Callable[[str], Awaitable["Result | None"]]
+"""``async def reconcile(key) -> Result | None``."""
+
+_EXPECTATIONS_RECHECK = 1.0
 
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    """What a reconcile asks for next: nothing, a rate-limited requeue, or a requeue
-    after ``requeue_after`` seconds."""
+    """What a reconcile asks for next: nothing (None or ``Result()``), a rate-limited
+    requeue (``requeue=True``), or a requeue after ``requeue_after`` seconds."""
 
     requeue: bool = False
     requeue_after: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerStatistics:
+    """A point-in-time view of one controller."""
+
+    name: str
+    """The controller's name."""
+    reconciles: int
+    """Reconciles run (whatever their outcome)."""
+    errors: int
+    """Reconciles that raised or timed out."""
+    stale_reads_avoided: int
+    """Reconciles held back because the cache had not seen the controller's own writes
+    (freshness) or its expected creations and deletions (expectations)."""
+    in_flight: int
+    """Reconciles running now."""
+    queue: WorkQueueStatistics
+    """Its work queue's depth, in-flight keys, adds and retries."""
 
 
 def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
@@ -64,25 +107,56 @@ def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return old is None or old.generation != new.generation
 
 
-def _controller_owner(kind: str) -> Mapper:
-    def owner_keys(obj: KubeObject) -> Iterable[str]:
-        ref = obj.controller_ref
-        if ref is not None and ref.kind == kind:
-            yield f"{obj.namespace}/{ref.name}" if obj.namespace else ref.name
-
-    return owner_keys
-
-
 class Controller:
-    """Runs ``reconcile`` for the keys of ``primary`` (and of the owners of ``owns``)."""
+    """Runs ``reconcile(key)`` for the keys of ``primary`` (and of the owners of ``owns``).
+
+    Usually made with :meth:`aioinformer.Manager.controller`, which runs it.
+
+    Args:
+        name: the controller's name (in logs, metrics and its work queue).
+        reconcile: ``async def reconcile(key) -> Result | None``; ``key`` is "ns/name" (or
+            "name" for a cluster-scoped primary). Raising retries the key with backoff.
+        primary: the informer of the objects this controller reconciles.
+        primary_kind: their ``kind``; by default learned from the server when the manager
+            starts (a value that contradicts the server is refused then).
+        owns: informers of objects the primary controls; an event on one reconciles its
+            controller owner (and satisfies that owner's expectations).
+        watches: ``(informer, mapper)`` pairs: an event on the informer's object
+            reconciles the keys ``mapper(obj)`` returns.
+        predicates: filters on primary updates, ``predicate(old, new)``; all must hold
+            (e.g. :func:`generation_changed`).
+        concurrency: how many keys are reconciled at once (never the same key twice).
+        rate_limiter: the work queue's per-key retry delays (default: client-go's, 5 ms
+            doubling to 1000 s, and an overall 10 per second bucket).
+        freshness: read-your-writes: a reconcile of a key waits until every informer has
+            seen the writes recorded for it.
+        freshness_timeout: seconds that wait may take; then the key is requeued with
+            backoff instead of reconciled on a stale cache.
+        expectations: a key is not reconciled while creations or deletions recorded for it
+            are still unobserved (client-go's ControllerExpectations).
+        expectations_ttl: seconds after which an expectation is given up as lost.
+        metrics: where to record its series (default: a private registry).
+        may_act: ``may_act(key)``, asked right before each reconcile and each write of the
+            manager's client: False means another replica holds the key (leadership or
+            sharding); the key is skipped and the write refused.
+        reconcile_timeout: seconds one reconcile may run before it is cancelled (an error,
+            retried with backoff); None: no limit.
+        resync_period: every so many seconds, every cached primary object is reconciled
+            again (client-go's resync, controller-runtime's SyncPeriod), so drift the
+            events do not show is corrected; None: never. Per object, a reconcile returns
+            ``Result(requeue_after=...)``.
+        shutdown_timeout: seconds :meth:`stop` may take: running reconciles may finish
+            until shortly before, then they are cancelled.
+        owns_key: the older name of ``may_act``.
+    """
 
     def __init__(
         self,
         name: str,
-        reconcile: Callable[[str], Awaitable[Result | None]],
+        reconcile: Reconciler,
         *,
         primary: Informer,
-        primary_kind: str,
+        primary_kind: str | None = None,
         owns: Sequence[Informer] = (),
         watches: Sequence[tuple[Informer, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
@@ -93,14 +167,26 @@ class Controller:
         expectations: bool = True,
         expectations_ttl: float = 300.0,
         metrics: Metrics | None = None,
-        owns_key: Callable[[str], bool] | None = None,
+        may_act: Callable[[str], bool] | None = None,
+        reconcile_timeout: float | None = None,
+        resync_period: float | None = None,
         shutdown_timeout: float = 30.0,
+        owns_key: Callable[[str], bool] | None = None,
     ) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
+        if shutdown_timeout < 0 or (reconcile_timeout is not None and reconcile_timeout <= 0):
+            raise ConfigError("shutdown_timeout must be >= 0 and reconcile_timeout > 0")
+        if resync_period is not None and resync_period <= 0:
+            raise ConfigError(f"resync_period must be positive, not {resync_period}")
+        self.resync_period = resync_period
         self.name = name
         self.shutdown_timeout = shutdown_timeout
+        self.reconcile_timeout = reconcile_timeout
         self._reconcile = reconcile
         self.primary = primary
         self.primary_kind = primary_kind
+        """The primary's kind (given, or discovered when the manager starts)."""
         self.concurrency = concurrency
         self.freshness = freshness
         self.freshness_timeout = freshness_timeout
@@ -109,14 +195,22 @@ class Controller:
         self.metrics = metrics or Metrics()
         self._rate_limiter = rate_limiter
         self.queue: WorkQueue[str] = self._new_queue()
-        self._owns_key = owns_key
+        self._may_act = may_act or owns_key
         self._writes: dict[str, dict[Informer, int]] = {}
         self._predicates = list(predicates)
+        self._owns = list(owns)
         self._workers: list[asyncio.Task[None]] = []
+        self._inflight: dict[str, asyncio.Task[None]] = {}
         self.reconciles = 0
+        self.errors = 0
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Controller {self.name} primary={self.primary.name} in_flight={len(self._inflight)}>"
+        )
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -137,53 +231,125 @@ class Controller:
             name=f"{self.name}/primary",
             coalesce=True,
         )
-        mapper = _controller_owner(self.primary_kind)
         for inf in owns:
             # An owner and its namespaced dependents share a namespace: a namespaced
             # primary's controller needs no event of another namespace's objects
             inf.add_handler(
-                on_add=lambda o, m=mapper: self._owned_added(o, m),
-                on_update=lambda _old, new, m=mapper: self._enqueue(m(new)),
-                on_delete=lambda o, m=mapper: self._owned_deleted(o, m),
+                on_add=self._owned_added,
+                on_update=self._owned_updated,
+                on_delete=self._owned_deleted,
                 name=f"{self.name}/owns:{inf.name}",
                 coalesce=False,
                 namespace=primary.namespace,
             )
         for inf, fn in watches:
             inf.add_handler(
-                on_add=lambda o, f=fn: self._enqueue(f(o)),
-                on_update=lambda _old, new, f=fn: self._enqueue(f(new)),
-                on_delete=lambda o, f=fn: self._enqueue(f(o)),
+                on_add=functools.partial(self._mapped, mapper=fn),
+                on_update=functools.partial(self._mapped_update, mapper=fn),
+                on_delete=functools.partial(self._mapped, mapper=fn),
                 name=f"{self.name}/watches:{inf.name}",
                 coalesce=True,
             )
+
+    def resolved(self, primary: ApiResource) -> None:
+        """The manager tells what the server says the primary resource is (its kind):
+        a ``primary_kind`` given that contradicts it is a :class:`ConfigError`."""
+        if self.primary_kind is not None and self.primary_kind != primary.kind:
+            raise ConfigError(
+                f"controller {self.name}: primary_kind={self.primary_kind!r}, but the server "
+                f"says {primary.qualified} objects are {primary.kind!r}"
+            )
+        self.primary_kind = primary.kind
+
+    def owner_of(self, obj: KubeObject) -> str | None:
+        """The key of ``obj``'s controller owner if it is one of the primary's objects:
+        its controller ownerReference has the primary's kind and API group."""
+        ref = obj.controller_ref
+        if ref is None or ref.kind != (self.primary_kind or self.primary.kind):
+            return None
+        group = ref.api_version.rpartition("/")[0]
+        if group != self.primary.group:
+            return None
+        key = f"{obj.namespace}/{ref.name}" if obj.namespace else ref.name
+        if self._scope is not None and not key.startswith(self._scope):
+            return None
+        return key
+
+    def _mapped(self, obj: KubeObject, mapper: Mapper) -> None:
+        self._enqueue(mapper(obj))
+
+    def _mapped_update(self, _old: KubeObject, new: KubeObject, mapper: Mapper) -> None:
+        self._enqueue(mapper(new))
 
     def _on_primary_delete(self, obj: KubeObject) -> None:
         self.expectations.forget(obj.key)
         self.queue.add(obj.key)
 
-    def _in_scope(self, keys: Iterable[str]) -> Iterable[str]:
-        """The keys the primary informer can hold: with a namespaced primary, only keys of
-        its namespace (another controller of the same kind may own the rest)."""
-        if self._scope is None:
-            return keys
-        return [k for k in keys if k.startswith(self._scope)]
-
     def _enqueue(self, keys: Iterable[str]) -> None:
-        for key in self._in_scope(keys):
-            self.queue.add(key)
+        for key in keys:
+            if self._scope is None or key.startswith(self._scope):
+                self.queue.add(key)
 
-    def _owned_added(self, obj: KubeObject, mapper: Mapper) -> None:
-        for owner in self._in_scope(mapper(obj)):
+    def _owned_added(self, obj: KubeObject) -> None:
+        owner = self.owner_of(obj)
+        if owner is not None:
             self.expectations.creation_observed(owner)
             self.queue.add(owner)
 
-    def _owned_deleted(self, obj: KubeObject, mapper: Mapper) -> None:
-        for owner in self._in_scope(mapper(obj)):
+    def _owned_updated(self, _old: KubeObject, new: KubeObject) -> None:
+        owner = self.owner_of(new)
+        if owner is not None:
+            self.queue.add(owner)
+
+    def _owned_deleted(self, obj: KubeObject) -> None:
+        owner = self.owner_of(obj)
+        if owner is not None:
             self.expectations.deletion_observed(owner, obj.key)
             self.queue.add(owner)
 
-    # -- the reconciler's side ------------------------------------------------------------------
+    @property
+    def owns(self) -> list[Informer]:
+        """The informers of the objects this controller controls."""
+        return list(self._owns)
+
+    # -- what the manager's client asks ---------------------------------------------------------
+
+    def may_act(self, key: str) -> bool:
+        """Whether this replica may reconcile (and write for) ``key`` now."""
+        return self._may_act is None or self._may_act(key)
+
+    def owns_resource(self, resource: ApiResource, namespace: str | None) -> bool:
+        """Whether one of the owned informers follows objects of ``resource`` in
+        ``namespace`` (so their creations and deletions can be expected)."""
+        for inf in self._owns:
+            same = (inf.group, inf.version, inf.plural) == (
+                resource.group,
+                resource.version,
+                resource.plural,
+            )
+            if same and not inf.selective and inf.namespace in (None, namespace):
+                return True
+        return False
+
+    def controls(self, controller_refs: Sequence[tuple[str, str, str]], key: str) -> bool:
+        """Whether the controller references of an object body, ``(apiVersion, kind,
+        name)``, name the primary object ``key``."""
+        name = key.rpartition("/")[2]
+        primary_kind = self.primary_kind or self.primary.kind
+        for api_version, kind, ref_name in controller_refs:
+            if kind == primary_kind and ref_name == name:
+                if api_version.rpartition("/")[0] == self.primary.group:
+                    return True
+        return False
+
+    def is_dependent(self, dependent: str, key: str) -> bool:
+        """Whether the cached object ``dependent`` (a key) of an owned informer is controlled
+        by the primary ``key``."""
+        for inf in self._owns:
+            obj = inf.reader.get_now(dependent)
+            if obj is not None:
+                return self.owner_of(obj) == key
+        return False
 
     def record_write(self, key: str, informer: Informer, resource_version: int | str) -> None:
         """The next reconcile of ``key`` waits until ``informer`` has seen this RV."""
@@ -214,24 +380,70 @@ class Controller:
             self._workers.append(
                 asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
             )
+        if self.resync_period is not None:
+            self._workers.append(asyncio.create_task(self._resync(), name=f"{self.name}-resync"))
 
-    async def stop(self) -> None:
-        """Stop taking keys; in-flight reconciles finish (those still running after
-        ``shutdown_timeout`` seconds are cancelled), queued keys are dropped (the next start
-        requeues every object). Idempotent."""
-        try:
-            async with asyncio.timeout(self.shutdown_timeout):
-                await self.queue.shutdown(drain=False)
-        except TimeoutError:
-            log.warning(
-                "%s: cancelling reconciles still running after %ss",
-                self.name,
-                self.shutdown_timeout,
-            )
+    async def _resync(self) -> None:
+        assert self.resync_period is not None
+        while True:
+            await asyncio.sleep(self.resync_period)
+            for obj in self.primary.reader.list_now():
+                self.queue.add(obj.key)
+
+    @property
+    def running(self) -> bool:
+        """Whether the workers run."""
+        return bool(self._workers)
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Stop taking keys and stop the reconciles; returns within ``timeout`` seconds
+        (default ``shutdown_timeout``) whatever they do. Running reconciles may finish until
+        ``min(1 s, timeout / 4)`` before the end; then they are cancelled, and one still
+        running at the end is abandoned (logged). Queued keys are dropped: the next start
+        requeues every object. Idempotent; ``timeout=0`` cancels at once."""
+        timeout = self.shutdown_timeout if timeout is None else timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        draining = asyncio.create_task(self.queue.shutdown(drain=False))
+        inflight = list(self._inflight.values())
+        grace = min(1.0, timeout / 4)
+        if inflight and timeout - grace > 0:
+            await asyncio.wait(inflight, timeout=timeout - grace)
+        await self._cancel(inflight, deadline, f"stopping, shutdown_timeout {timeout:g}s")
         workers, self._workers = self._workers, []
-        for w in workers:
+        for w in [*workers, draining]:
             w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await asyncio.wait([*workers, draining], timeout=max(0.0, deadline - loop.time()) or None)
+
+    async def cancel_reconciles(
+        self, keys: Callable[[str], bool] | None = None, timeout: float = 1.0
+    ) -> None:
+        """Cancel the running reconciles of the keys ``keys(key)`` selects (all when None):
+        this replica just lost them. Returns within ``timeout``; the keys stay queued, and
+        :meth:`may_act` decides whether they are reconciled again."""
+        chosen = [t for k, t in self._inflight.items() if keys is None or keys(k)]
+        deadline = asyncio.get_running_loop().time() + timeout
+        await self._cancel(chosen, deadline, "this replica no longer holds their keys")
+
+    async def _cancel(self, tasks: list[asyncio.Task[None]], deadline: float, why: str) -> None:
+        running = [t for t in tasks if not t.done()]
+        if not running:
+            return
+        log.warning("%s: cancelling %d running reconciles (%s)", self.name, len(running), why)
+        for task in running:
+            task.cancel()
+        left = deadline - asyncio.get_running_loop().time()
+        if left > 0:
+            await asyncio.wait(running, timeout=left)
+        stuck = [t.get_name() for t in running if not t.done()]
+        if stuck:
+            log.error(
+                "%s: abandoned %d reconciles still running after their cancellation (%s): "
+                "their writes through the manager's client are refused",
+                self.name,
+                len(stuck),
+                ", ".join(stuck),
+            )
 
     async def _worker(self) -> None:
         queue = self.queue
@@ -240,40 +452,46 @@ class Controller:
                 key = await queue.get()
             except ClosedError:
                 return
-            try:
-                await self._process(key)
-            except asyncio.CancelledError:
-                raise
-            except ClosedError as exc:  # an informer it reads has stopped: nothing to retry
-                log.warning("%s: stopping a worker: %s", self.name, exc)
-                return  # (finally: done)
-            except Exception:  # a bug outside the reconcile must not kill the worker
-                log.exception("%s: processing %s failed; retrying with backoff", self.name, key)
-                queue.add_rate_limited(key)
-            finally:
-                queue.done(key)
+            task = asyncio.create_task(self._process(key), name=f"reconcile {self.name} {key}")
+            self._inflight[key] = task
+            task.add_done_callback(functools.partial(self._settled, queue, key))
+            await asyncio.wait([task])
+
+    def _settled(self, queue: WorkQueue[str], key: str, task: asyncio.Task[None]) -> None:
+        if self._inflight.get(key) is task:
+            del self._inflight[key]
+        queue.done(key)
+        if not task.cancelled() and task.exception() is not None:  # a bug outside the reconcile
+            log.error("%s: processing %s failed", self.name, key, exc_info=task.exception())
+            queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
-        if self._owns_key is not None and not self._owns_key(key):
-            self.queue.forget(key)
-            return
         if self.freshness and not await self._fresh_enough(key):
             return
         if self.use_expectations and not self.expectations.satisfied(key):
             self._avoided("expectations")
-            self.queue.add_after(key, 1.0)
+            self.queue.add_after(key, _EXPECTATIONS_RECHECK)
             return
+        if not self.may_act(key):  # right before it starts: after the waits above
+            self.queue.forget(key)
+            return
+        running = context.Reconciling(self, key, context.next_reconcile_id(self.name))
+        token = context.current.set(running)
         t0 = time.perf_counter()
         try:
-            result = await self._reconcile(key)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s: reconcile of %s failed; retrying with backoff", self.name, key)
-            self.metrics.reconciles.labels(self.name, "error").inc()
-            self.queue.add_rate_limited(key)
+            async with asyncio.timeout(self.reconcile_timeout):
+                result = await self._reconcile(key)
+        except TimeoutError:
+            self._failed(key, f"timed out after {self.reconcile_timeout}s", None)
+            return
+        except ClosedError as exc:  # an informer it reads has stopped: nothing to retry
+            log.warning("%s: %s: %s", self.name, key, exc)
+            return
+        except Exception as exc:
+            self._failed(key, "failed", exc)
             return
         finally:
+            context.current.reset(token)
             self.reconciles += 1
             self.metrics.reconcile_duration.labels(self.name).observe(time.perf_counter() - t0)
         if result is not None and result.requeue_after is not None:
@@ -286,6 +504,13 @@ class Controller:
         else:
             self.metrics.reconciles.labels(self.name, "success").inc()
             self.queue.forget(key)
+
+    def _failed(self, key: str, what: str, exc: Exception | None) -> None:
+        self.errors += 1
+        log.error("%s: reconcile of %s %s; retrying with backoff", self.name, key, what,
+                  exc_info=exc)  # fmt: skip
+        self.metrics.reconciles.labels(self.name, "error").inc()
+        self.queue.add_rate_limited(key)
 
     async def _fresh_enough(self, key: str) -> bool:
         pending = self._writes.get(key)
@@ -307,10 +532,13 @@ class Controller:
         self.stale_reads_avoided += 1
         self.metrics.stale_reads_avoided.labels(self.name, reason).inc()
 
-    def statistics(self) -> dict[str, Any]:
-        """Reconciles run, stale reads avoided, and the queue's statistics."""
-        return {
-            "reconciles": self.reconciles,
-            "stale_reads_avoided": self.stale_reads_avoided,
-            "queue": self.queue.statistics(),
-        }
+    def statistics(self) -> ControllerStatistics:
+        """Reconciles run, errors, stale reads avoided, reconciles in flight, the queue."""
+        return ControllerStatistics(
+            name=self.name,
+            reconciles=self.reconciles,
+            errors=self.errors,
+            stale_reads_avoided=self.stale_reads_avoided,
+            in_flight=len(self._inflight),
+            queue=self.queue.statistics(),
+        )

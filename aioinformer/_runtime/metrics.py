@@ -1,7 +1,7 @@
 """Prometheus metrics for informers, work queues, reconciles, leader election and shards.
 
 Each :class:`Metrics` has its own ``CollectorRegistry`` (no process-global state), so two
-managers in one process do not collide. Informer series are read from ``informer.stats()``
+managers in one process do not collide. Informer series are read from ``informer.statistics()``
 at scrape time; the rest are updated as things happen. ``serve(host, port)`` exposes
 ``/metrics`` in the Prometheus text format on an aiohttp server.
 
@@ -31,7 +31,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from aioinformer._cache.handlers import SubscriptionStatistics
-from aioinformer._cache.informer import InformerStats
+from aioinformer._cache.informer import InformerStatistics
 
 __all__ = ["Metrics", "WorkQueueMetricsAdapter"]
 
@@ -57,21 +57,21 @@ def _families(
 
 
 class _InformerCollector:
-    def __init__(self, sources: Callable[[], Iterable[InformerStats]]) -> None:
+    def __init__(self, sources: Callable[[], Iterable[InformerStatistics]]) -> None:
         self._sources = sources
 
     def collect(self) -> Iterator[Any]:
-        gauges: _Specs[InformerStats] = {
+        gauges: _Specs[InformerStatistics] = {
             "objects": ("Objects in the informer's store.", lambda s: s.objects),
-            "fifo_depth": ("Deltas waiting in the DeltaFIFO.", lambda s: s.fifo_depth),
-            "fifo_peak_depth": ("Largest DeltaFIFO depth seen.", lambda s: s.fifo_peak),
+            "fifo_depth": ("Deltas waiting in the FIFO.", lambda s: s.fifo_depth),
+            "fifo_peak_depth": ("Largest FIFO depth seen.", lambda s: s.fifo_peak),
             "staleness_seconds": (
                 "Age of the oldest unapplied delta (0 when caught up).",
                 lambda s: s.staleness,
             ),
             "resource_version": ("RV of the last published state.", lambda s: s.resource_version),
         }
-        counters: _Specs[InformerStats] = {
+        counters: _Specs[InformerStatistics] = {
             "relists": ("Relists after a 410 or a restart.", lambda s: s.relists),
             "watch_restarts": ("Watches re-established.", lambda s: s.watch_restarts),
             "decode_errors": ("Lines skipped as undecodable.", lambda s: s.decode_errors),
@@ -99,7 +99,7 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self._informer_sources: list[Callable[[], Iterable[InformerStats]]] = []
+        self._informer_sources: list[Callable[[], Iterable[InformerStatistics]]] = []
         self.registry.register(_InformerCollector(self._all_informer_stats))
         r = self.registry
         self.wq_depth = Gauge("aioinformer_workqueue_depth", "Keys waiting.", ["name"], registry=r)
@@ -154,11 +154,11 @@ class Metrics:
             "aioinformer_shards_owned", "Shards this replica owns.", registry=r
         )
 
-    def add_informer_source(self, source: Callable[[], Iterable[InformerStats]]) -> None:
+    def add_informer_source(self, source: Callable[[], Iterable[InformerStatistics]]) -> None:
         """Report the informers ``source()`` returns (called at every scrape)."""
         self._informer_sources.append(source)
 
-    def _all_informer_stats(self) -> Iterator[InformerStats]:
+    def _all_informer_stats(self) -> Iterator[InformerStatistics]:
         for source in self._informer_sources:
             yield from source()
 
@@ -166,9 +166,14 @@ class Metrics:
         """The registry in the Prometheus text format."""
         return generate_latest(self.registry)
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 0) -> tuple[web.AppRunner, int]:
-        """Serve ``/metrics`` on ``host:port``; returns the runner (to clean up) and the
-        bound port."""
+    async def serve(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        routes: Callable[[web.Application], None] | None = None,
+    ) -> tuple[web.AppRunner, int]:
+        """Serve ``/metrics`` on ``host:port`` (and what ``routes`` adds to the app);
+        returns the runner (to clean up) and the bound port."""
 
         async def handle(_request: web.Request) -> web.Response:
             return web.Response(
@@ -177,6 +182,8 @@ class Metrics:
 
         app = web.Application()
         app.router.add_get("/metrics", handle)
+        if routes is not None:
+            routes(app)
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)

@@ -61,11 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from aioinformer._cache.factory import InformerFactory
-from aioinformer._cache.informer import Informer
-from aioinformer._core.backoff import Backoff
-from aioinformer._core.objects import KubeObject
-from aioinformer._runtime.manager import Manager
+from aioinformer import Informer, InformerFactory, KubeObject, Manager, WatchOptions
 from aioinformer.testing._kubesim.kubesim import KubeSim
 from aioinformer.testing._kubesim.status import ApiError
 
@@ -229,14 +225,10 @@ def _fault_arg(fault: str, rng: random.Random) -> float:
     return 0.0
 
 
-def _watcher_options() -> dict[str, Any]:
-    """Fast recovery for tests: one capped Backoff per factory (see the module docstring)."""
-    return {
-        "min_watch_timeout": 2.0,
-        "max_watch_timeout": 4.0,
-        "idle_timeout": 1.5,
-        "backoff": Backoff(maximum=2.0),
-    }
+_WATCH_OPTIONS = WatchOptions(
+    min_watch_timeout=2.0, max_watch_timeout=4.0, idle_timeout=1.5, backoff_maximum=2.0
+)
+"""Fast recovery for tests: short watches, a 1.5 s watchdog, backoff capped at 2 s."""
 
 
 def _widget_crd() -> dict[str, Any]:
@@ -314,10 +306,10 @@ class _Run:
         stack = contextlib.AsyncExitStack()
         async with stack:
             factory = await stack.enter_async_context(
-                InformerFactory(self.api, watcher_options=_watcher_options())
+                InformerFactory(self.api, watch_options=_WATCH_OPTIONS)
             )
             checks = self._informers(factory)
-            manager = Manager(self.api, watcher_options=_watcher_options())
+            manager = Manager(self.api, watch_options=_WATCH_OPTIONS)
             for op in self.mix.operators:
                 await op.install(self.api)
                 op.build(manager)
@@ -336,7 +328,7 @@ class _Run:
             if not converged:
                 differences += _controller_states(manager)
             informers = factory.informers + manager.factory.informers
-            stats = [inf.stats() for inf in informers]
+            stats = [inf.statistics() for inf in informers]
             return FaultMixResult(
                 seed=self.mix.seed,
                 steps=len(self.plan),

@@ -18,8 +18,8 @@ from aioinformer._cache.buckets import (
     bucket_writer,
     finish_bucket,
 )
-from aioinformer._cache.fifo import Replace
-from aioinformer._cache.store import SnapshotStore
+from aioinformer._cache.deltas import Replace
+from aioinformer._cache.snapshot_store import snapshot_store
 from tests.cache.test_store import pod
 
 ops = st.lists(
@@ -120,9 +120,9 @@ def test_small_buckets_give_the_cyclic_gc_nothing_to_traverse() -> None:
     pods = [pod(f"p{i}", f"ns-{i // 100}", i + 1, owner=f"owner-{i // 50}") for i in range(5000)]
 
     async def indexes() -> object:
-        store = SnapshotStore()
-        await store.apply([Replace(pods, 5000, time.monotonic())])
-        snap = store.snapshot()
+        reader, writer = snapshot_store()
+        writer.apply([Replace(pods, 5000, time.monotonic())])
+        snap = reader.snapshot()
         assert len(snap.by_index("namespace", "ns-7")) == 100
         assert len(snap.by_index("controller", "owner-7")) == 50
         return snap._indexes

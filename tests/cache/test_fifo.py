@@ -1,4 +1,4 @@
-"""DeltaFIFO: order, batching, closing, statistics, and a property over interleavings."""
+"""RealFIFO: order, batching, closing, statistics, and a property over interleavings."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._cache.fifo import Bookmark, DeltaFIFO, DeltaType, FifoStatistics, Item
+from aioinformer._cache.deltas import Bookmark, DeltaType, Item
+from aioinformer._cache.fifo import FifoStatistics, RealFIFO
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 
 
@@ -33,7 +34,7 @@ def test_delta_type_values() -> None:
 
 
 async def test_in_order() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     for i in range(10):
         await fifo.put(bm(i))
     assert len(fifo) == 10
@@ -44,11 +45,11 @@ async def test_in_order() -> None:
 
 async def test_pop_nowait_empty_would_block() -> None:
     with pytest.raises(WouldBlock):
-        DeltaFIFO().pop_nowait()
+        RealFIFO().pop_nowait()
 
 
 async def test_pop_batch_waits_for_first_item() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     task = asyncio.create_task(fifo.pop_batch())
     await settle()
     assert not task.done()
@@ -59,7 +60,7 @@ async def test_pop_batch_waits_for_first_item() -> None:
 
 
 async def test_pop_batch_takes_what_is_queued_up_to_max() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     for i in range(5):
         fifo.put_nowait(bm(i))
     assert rvs(await fifo.pop_batch(2)) == [0, 1]
@@ -69,7 +70,7 @@ async def test_pop_batch_takes_what_is_queued_up_to_max() -> None:
 
 
 async def test_pop_batch_rejects_nonpositive_max() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     fifo.put_nowait(bm(1))
     with pytest.raises(ConfigError):
         await fifo.pop_batch(0)
@@ -79,7 +80,7 @@ async def test_pop_batch_rejects_nonpositive_max() -> None:
 async def test_woken_and_cancelled_pops_leave_no_waiter_behind() -> None:
     """Every waiting pop removes its future on the way out: woken by a put, cancelled
     while waiting, or woken by close (no waiter list grows with the number of pops)."""
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     for rv in range(3):
         task = asyncio.create_task(fifo.pop_batch())
         await settle()
@@ -97,7 +98,7 @@ async def test_woken_and_cancelled_pops_leave_no_waiter_behind() -> None:
 
 
 async def test_close_wakes_every_waiter_with_closed_error() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     waiters = [
         asyncio.create_task(fifo.pop()),
         asyncio.create_task(fifo.pop_batch()),
@@ -112,7 +113,7 @@ async def test_close_wakes_every_waiter_with_closed_error() -> None:
 
 
 async def test_close_drains_then_fails_and_refuses_puts() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     fifo.put_nowait(bm(1))
     fifo.put_nowait(bm(2))
     fifo.close()
@@ -131,7 +132,7 @@ async def test_close_drains_then_fails_and_refuses_puts() -> None:
 
 
 async def test_put_many_is_that_many_puts_at_once() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     pops = [asyncio.create_task(fifo.pop()) for _ in range(2)]
     batch = asyncio.create_task(fifo.pop_batch())
     await settle()
@@ -149,7 +150,7 @@ async def test_put_many_is_that_many_puts_at_once() -> None:
 
 
 async def test_wakeup_is_not_lost_when_the_woken_waiter_is_cancelled() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     first = asyncio.create_task(fifo.pop())
     second = asyncio.create_task(fifo.pop())
     await settle()
@@ -162,7 +163,7 @@ async def test_wakeup_is_not_lost_when_the_woken_waiter_is_cancelled() -> None:
 
 
 async def test_statistics() -> None:
-    fifo = DeltaFIFO()
+    fifo = RealFIFO()
     empty = fifo.statistics()
     assert isinstance(empty, FifoStatistics)
     assert (empty.depth, empty.peak_depth, empty.oldest_received, empty.oldest_age) == (
@@ -190,7 +191,7 @@ async def test_statistics() -> None:
     assert (stats.depth, stats.peak_depth, stats.pops_total, stats.oldest_age) == (0, 3, 4, 0.0)
     assert stats.oldest_received is None
 
-    old = DeltaFIFO()
+    old = RealFIFO()
     old.put_nowait(bm(1, received))
     assert old.statistics().oldest_received == received
     assert old.statistics().oldest_age >= 5.0  # measured from `received`, not from put
@@ -210,7 +211,7 @@ def test_any_interleaving_pops_every_item_exactly_once_in_order(
     steps: list[tuple[str, int]], maxes: list[int]
 ) -> None:
     async def scenario() -> tuple[int, list[list[Item]]]:
-        fifo = DeltaFIFO()
+        fifo = RealFIFO()
         batches: list[list[Item]] = []
 
         async def consume() -> None:

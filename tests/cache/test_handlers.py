@@ -14,9 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer import InformerFactory
-from aioinformer._cache.handlers import DEFAULT_MAX_QUEUE, Dispatcher, Subscription
-from aioinformer._cache.store import Change
-from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout, HandlerError
+from aioinformer._cache.deltas import Change, DeltaType
+from aioinformer._cache.handlers import (
+    DEFAULT_MAX_QUEUE,
+    Dispatcher,
+    HandlerFailure,
+    Subscription,
+)
+from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject, decode_object
 from aioinformer._runtime.metrics import Metrics
 from aioinformer.testing import KubeSim
@@ -31,20 +36,23 @@ def obj(name: str = "a", rv: int = 5, ns: str = "n") -> KubeObject:
 
 
 def added(o: KubeObject) -> Change:
-    return Change("ADDED", o, None)
+    return Change(DeltaType.ADDED, o, None)
 
 
 def updated(old: KubeObject, new: KubeObject) -> Change:
-    return Change("UPDATED", new, old)
+    return Change(DeltaType.UPDATED, new, old)
 
 
 def deleted(o: KubeObject) -> Change:
-    return Change("DELETED", o, o)  # the store's DELETED: obj is the last known state
+    return Change(DeltaType.DELETED, o, o)  # the store's DELETED: obj is the last known state
+
+
+LABELS = {DeltaType.ADDED: "ADDED", DeltaType.UPDATED: "UPDATED", DeltaType.DELETED: "DELETED"}
 
 
 def note(c: Change) -> Note:
-    old = c.old.rv if c.type == "UPDATED" and c.old is not None else None
-    return (c.type, c.obj.key, c.obj.rv, old)
+    old = c.old.rv if c.type == DeltaType.UPDATED and c.old is not None else None
+    return (LABELS[c.type], c.obj.key, c.obj.rv, old)
 
 
 class Recorder:
@@ -171,7 +179,7 @@ async def test_missing_callbacks_skip_their_change_type() -> None:
     sub = d.add_handler(on_delete=lambda o: gone.append(o.key))
     d.dispatch(changes)
     await sub.join()
-    assert gone == [c.obj.key for c in changes if c.type == "DELETED"]
+    assert gone == [c.obj.key for c in changes if c.type == DeltaType.DELETED]
     assert len(gone) == 3
     assert sub.handled_total == 21
     await d.aclose()
@@ -234,15 +242,15 @@ async def test_handler_exceptions_are_logged_with_key_and_do_not_stop_it(
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 2
     for record, kind, exc_type in zip(
-        errors, ("ADDED", "UPDATED"), (RuntimeError, ValueError), strict=True
+        errors, ("Added", "Updated"), (RuntimeError, ValueError), strict=True
     ):
         message = record.getMessage()
         assert "n/bad" in message and "'flaky'" in message and "pods" in message
         assert kind in message
         assert record.exc_info is not None and isinstance(record.exc_info[1], exc_type)
-    assert isinstance(sub.last_error, HandlerError)
-    assert sub.last_error.key == "n/bad"
-    assert isinstance(sub.last_error.__cause__, ValueError)
+    assert isinstance(sub.last_error, HandlerFailure)
+    assert sub.last_error.key == "n/bad" and sub.last_error.change == DeltaType.UPDATED
+    assert isinstance(sub.last_error.error, ValueError)
     await d.aclose()
 
 
@@ -479,7 +487,7 @@ async def test_stuck_subscribers_on_an_informer_stay_bounded_and_are_reported(
         merged = pods.add_handler(lambda o: stuck.wait(), coalesce=True, name="stuck-merged")
         exact = pods.add_handler(lambda o: stuck.wait(), max_queue=100, name="stuck-exact")
         metrics = Metrics()
-        metrics.add_informer_source(lambda: [pods.stats()])
+        metrics.add_informer_source(lambda: [pods.statistics()])
         await factory.wait_for_sync(timeout=30)
         peak_merged = 0
         for n in range(1500):
@@ -489,7 +497,7 @@ async def test_stuck_subscribers_on_an_informer_stay_bounded_and_are_reported(
                 peak_merged = max(peak_merged, merged.depth)
         assert peak_merged <= keys and merged.peak_depth <= keys
         assert exact.overflows >= 1 and exact.depth <= keys and exact.peak_depth <= 100 + keys
-        by_name = {h.name: h for h in pods.stats().handlers}
+        by_name = {h.name: h for h in pods.statistics().handlers}
         assert by_name["stuck-exact"].overflows == exact.overflows
         text = metrics.render().decode()
         depth = 'aioinformer_handler_queue_depth{informer="pods",subscriber="stuck-exact"} '
@@ -515,7 +523,7 @@ async def test_namespace_subscribers_get_only_their_namespace_and_still_sync() -
     assert [note(c) for c in [await anext(stream) for _ in range(3)]] == expected
     subs = d.subscriptions
     for sub in (subs[0], subs[2]):
-        await asyncio.wait_for(sub.wait_synced(), 5)
+        await asyncio.wait_for(sub.wait_for_sync(), 5)
     assert mine.notes == expected
     assert other.notes == [] and subs[2].handled_total == 0 and subs[2].has_synced
     with pytest.raises(ConfigError):
@@ -625,8 +633,8 @@ async def test_has_synced_once_the_pre_sync_backlog_is_handled() -> None:
     assert not sub.statistics().has_synced
     d.dispatch([added(obj("d", 4)), added(obj("e", 5))])
     with pytest.raises(FreshnessTimeout):
-        await sub.wait_synced(timeout=0)
-    await sub.wait_synced()
+        await sub.wait_for_sync(timeout=0)
+    await sub.wait_for_sync()
     assert sub.has_synced and sub.handled_total == 3
     assert sub.statistics().has_synced
     d.mark_synced()  # idempotent
@@ -641,7 +649,7 @@ async def test_subscriber_with_empty_queue_syncs_at_mark_synced() -> None:
     assert not sub.statistics().has_synced and not stream.subscription.statistics().has_synced
     d.mark_synced()
     assert sub.has_synced and stream.subscription.has_synced
-    await sub.wait_synced()
+    await sub.wait_for_sync()
     await d.aclose()
 
 
@@ -656,7 +664,7 @@ async def test_late_subscriber_gets_initial_objects_first_then_syncs() -> None:
     assert not sub.statistics().has_synced and sub.depth == 2
     d.dispatch([updated(a1, a3)])
     gate.set()
-    await sub.wait_synced()
+    await sub.wait_for_sync()
     await sub.join()
     assert rec.notes == [
         ("ADDED", "n/a", 1, None),
@@ -690,10 +698,10 @@ async def test_coalesced_away_notifications_count_as_handled_for_sync() -> None:
     await d.aclose()
 
 
-async def test_wait_synced_raises_closed_error_when_cancelled_first() -> None:
+async def test_wait_for_sync_raises_closed_error_when_cancelled_first() -> None:
     d = Dispatcher()
     sub = d.add_handler(lambda o: None)
-    waiter = asyncio.create_task(sub.wait_synced())
+    waiter = asyncio.create_task(sub.wait_for_sync())
     await asyncio.sleep(0)
     sub.cancel()
     with pytest.raises(ClosedError):

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from aioinformer import InformerFactory, by_label
+from aioinformer import InformerFactory, WatchOptions, by_label
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim
 
-FAST = {"min_watch_timeout": 2.0, "max_watch_timeout": 4.0}
+FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 
 
 def pod(name: str, **labels: str) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def pod(name: str, **labels: str) -> dict[str, Any]:
 @pytest.fixture
 async def factory(sim: KubeSim) -> AsyncIterator[InformerFactory]:
     async with sim.api_client() as api:
-        async with InformerFactory(api, watcher_options=FAST) as f:
+        async with InformerFactory(api, watch_options=FAST) as f:
             yield f
 
 
@@ -147,7 +147,7 @@ async def test_handlers_and_late_subscribers(sim: KubeSim, factory: InformerFact
     await pods.wait_for_rv(sim.resource_version, timeout=5)
     late: list[str] = []
     sub = pods.add_handler(on_add=lambda o: late.append(o.name), name="late")
-    await sub.wait_synced(timeout=5)
+    await sub.wait_for_sync(timeout=5)
     for _ in range(100):
         if ("delete", "x") in seen:
             break
@@ -175,15 +175,15 @@ async def test_stats(sim: KubeSim, factory: InformerFactory) -> None:
     await factory.wait_for_sync(timeout=10)
     sim.create("pods", pod("s"), "default")
     await pods.wait_for_rv(sim.resource_version, timeout=5)
-    st = pods.stats()
-    assert st.synced and st.objects == 1 and st.resource_version == sim.resource_version
+    st = pods.statistics()
+    assert st.has_synced and st.objects == 1 and st.resource_version == sim.resource_version
     assert st.fifo_depth == 0 and st.staleness == 0 and st.applied_total >= 2
 
 
 async def test_factory_stop_leaves_no_tasks(sim: KubeSim) -> None:
     before = {t for t in asyncio.all_tasks()}
     async with sim.api_client() as api:
-        f = InformerFactory(api, watcher_options=FAST)
+        f = InformerFactory(api, watch_options=FAST)
         await f.start()
         f.informer("v1", "pods")
         f.informer("v1", "configmaps")
@@ -209,7 +209,7 @@ async def test_cancelling_the_runner_stops_everything(sim: KubeSim) -> None:
     async with sim.api_client() as api:
 
         async def runner() -> None:
-            async with InformerFactory(api, watcher_options=FAST) as f:
+            async with InformerFactory(api, watch_options=FAST) as f:
                 f.informer("v1", "pods")
                 await f.wait_for_sync(timeout=10)
                 await asyncio.Event().wait()
@@ -268,13 +268,13 @@ async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
     """With staleness_bound, freshness-asking reads wait while the store lags the FIFO by
     more than the bound (here: the baseline store's writer is blocked by a reader)."""
     async with sim.api_client() as api:
-        async with InformerFactory(api, staleness_bound=0.1, watcher_options=FAST) as f:
+        async with InformerFactory(api, staleness_bound=0.1, watch_options=FAST) as f:
             inf = f.informer("v1", "pods", store="locked")
             await f.wait_for_sync(timeout=10)
             async with inf.read():
                 sim.create("pods", pod("behind"), "default")
                 for _ in range(1000):  # the watcher receives it; the writer cannot apply it
-                    if inf.stats().fifo_depth and inf.staleness() > 0.1:
+                    if inf.statistics().fifo_depth and inf.staleness() > 0.1:
                         break
                     await asyncio.sleep(0.01)
                 assert inf.staleness() > 0.1

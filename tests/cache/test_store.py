@@ -1,9 +1,9 @@
-"""SnapshotStore and LockedStore against a plain-dict model, plus isolation properties."""
+"""The snapshot store and the lock-based baseline against a plain-dict model, plus
+isolation properties: both through the store interface (``open_store``)."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -16,16 +16,55 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer._cache import buckets as _buckets
-from aioinformer._cache.fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
-from aioinformer._cache.locked_store import LockedStore, LockedView
-from aioinformer._cache.store import Change, Snapshot, SnapshotStore, StoreView
+from aioinformer._cache.locked_store import LockedView, LockedWriter
+from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.store import StoreKind, StoreView, open_store
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._core.objects import KubeObject, decode_object
 
-Store = SnapshotStore | LockedStore
-STORES = [SnapshotStore, LockedStore]
+STORES: list[StoreKind] = ["snapshot", "locked"]
 EXTRA: dict[str, IndexFunc] = {"app": by_label("app"), "node": by_field("spec.nodeName")}
+
+
+class Store:
+    """A store's reader/writer pair, with the informer's way of applying a batch
+    (``async with writer.writing(): writer.apply(batch)``) as one call, and the seq of
+    every publish noted in ``published``."""
+
+    def __init__(self, kind: StoreKind, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self.kind = kind
+        self.reader, self.writer = open_store(kind, indexers)
+        self.published: list[int] = []
+
+    async def apply(self, batch: Sequence[Item], changes: bool = True) -> list[Change]:
+        async with self.writer.writing():
+            applied = self.writer.apply(batch, changes=changes)
+        if batch:
+            self.published.append(self.reader.seq)
+        return applied
+
+    def snapshot(self) -> Snapshot:
+        return self.reader.snapshot()
+
+    def read(self) -> Any:
+        return self.reader.read()
+
+    @property
+    def indexers(self) -> list[str]:
+        return self.reader.indexers
+
+    @property
+    def index_errors(self) -> int:
+        return self.reader.index_errors
+
+    async def add_indexer(self, name: str, fn: IndexFunc, **options: Any) -> None:
+        before = self.reader.seq
+        await self.writer.add_indexer(name, fn, **options)
+        if self.reader.seq != before:
+            self.published.append(self.reader.seq)
 
 
 def pod(
@@ -60,14 +99,14 @@ def upsert(obj: KubeObject) -> Delta:
 
 
 async def view_of(store: Store) -> StoreView:
-    """The current reader of either store (the LockedStore view is read under the lock)."""
+    """The current view of either store (the baseline's is read under its lock)."""
     async with store.read() as view:
         return view
 
 
 # ---- the model ----------------------------------------------------------------------------
 
-Expected = list[tuple[str, KubeObject, KubeObject | None]]
+Expected = list[tuple[DeltaType, KubeObject, KubeObject | None]]
 
 
 def model_apply(
@@ -79,32 +118,32 @@ def model_apply(
         group: Expected = []
         if isinstance(item, Delta):
             obj = item.obj
-            rv = max(rv, obj.rv)
+            rv = obj.rv  # the store's RV is its last item's
             old = model.get(obj.key)
             if item.type is DeltaType.DELETED:
                 if old is not None:
                     del model[obj.key]
-                    group.append(("DELETED", obj, old))
+                    group.append((DeltaType.DELETED, obj, old))
             else:
                 model[obj.key] = obj
-                group.append(("ADDED" if old is None else "UPDATED", obj, old))
+                group.append((DeltaType.ADDED if old is None else DeltaType.UPDATED, obj, old))
         elif isinstance(item, Replace):
-            rv = max([rv, item.resource_version, *(o.rv for o in item.objects)])
+            rv = item.resource_version
             fresh = {o.key: o for o in item.objects}
             tombstones = sorted(k for k in model if k not in fresh)
             for key, obj in fresh.items():
                 old = model.get(key)
                 if old is None:
-                    group.append(("ADDED", obj, None))
+                    group.append((DeltaType.ADDED, obj, None))
                 elif old.rv != obj.rv:
-                    group.append(("UPDATED", obj, old))
+                    group.append((DeltaType.UPDATED, obj, old))
                 else:
                     fresh[key] = old  # unchanged: the store keeps what it has
-            group += [("DELETED", model[k], model[k]) for k in tombstones]
+            group += [(DeltaType.DELETED, model[k], model[k]) for k in tombstones]
             model.clear()
             model.update(fresh)
         else:
-            rv = max(rv, item.resource_version)
+            rv = item.resource_version
         groups.append(group)
     return groups, rv
 
@@ -114,10 +153,11 @@ def check_changes(actual: list[Change], groups: list[Expected]) -> None:
     come in any order."""
 
     def split(
-        changes: Sequence[tuple[str, KubeObject, KubeObject | None]],
-    ) -> tuple[list[tuple[str, int, int]], list[tuple[str, int]]]:
-        tombstones = sorted((o.key, id(o)) for t, o, old in changes if t == "DELETED" and o is old)
-        rest = [(t, id(o), id(old)) for t, o, old in changes if not (t == "DELETED" and o is old)]
+        changes: Sequence[tuple[DeltaType, KubeObject, KubeObject | None]],
+    ) -> tuple[list[tuple[DeltaType, int, int]], list[tuple[str, int]]]:
+        deleted = DeltaType.DELETED
+        tombstones = sorted((o.key, id(o)) for t, o, old in changes if t == deleted and o is old)
+        rest = [(t, id(o), id(old)) for t, o, old in changes if not (t == deleted and o is old)]
         return rest, tombstones
 
     i = 0
@@ -202,31 +242,31 @@ def draw_history(data: st.DataObject) -> list[Item]:
 
 
 @pytest.mark.parametrize(
-    ("store_cls", "tiny_buckets"),
-    [(SnapshotStore, False), (SnapshotStore, True), (LockedStore, False)],
-    ids=["SnapshotStore", "SnapshotStore-tiny-buckets", "LockedStore"],
+    ("kind", "tiny_buckets"),
+    [("snapshot", False), ("snapshot", True), ("locked", False)],
+    ids=["snapshot", "snapshot-tiny-buckets", "locked"],
 )
 @settings(max_examples=75, deadline=None)
 @given(data=st.data())
 def test_fifo_and_store_match_the_model(
-    store_cls: type[Store], tiny_buckets: bool, data: st.DataObject
+    kind: StoreKind, tiny_buckets: bool, data: st.DataObject
 ) -> None:
     """With ``tiny_buckets`` index buckets switch between dict and HAMT at 2 and 1 keys
     (rather than 128 and 64), so the few keys drawn here cross both ways."""
     if tiny_buckets:
         with mock.patch.multiple(_buckets, SMALL=2, SHRINK=1):
-            run_model_history(store_cls, data)
+            run_model_history(kind, data)
     else:
-        run_model_history(store_cls, data)
+        run_model_history(kind, data)
 
 
-def run_model_history(store_cls: type[Store], data: st.DataObject) -> None:
+def run_model_history(kind: StoreKind, data: st.DataObject) -> None:
     history = draw_history(data)
     max_items = data.draw(st.lists(st.integers(1, 8), min_size=1, max_size=4))
 
     async def scenario() -> None:
-        fifo = DeltaFIFO()
-        store = store_cls(EXTRA)
+        fifo = RealFIFO()
+        store = Store(kind, EXTRA)
         indexers = {"namespace": by_namespace, **EXTRA, "controller": by_controller_uid}
         assert sorted(store.indexers) == sorted(indexers)
         for item in history:
@@ -250,7 +290,7 @@ def run_model_history(store_cls: type[Store], data: st.DataObject) -> None:
             assert (view.resource_version, view.seq) == (rv, seq)
             check_view(view, model, indexers)
             del view  # a snapshot nobody holds: the next batch may write in place
-            if isinstance(store, SnapshotStore) and data.draw(st.booleans()):
+            if store.reader.supports_snapshots and data.draw(st.booleans()):
                 kept.append((store.snapshot(), dict(model), rv, seq))
         for snap, state, snap_rv, snap_seq in kept:  # held snapshots never changed
             assert (snap.resource_version, snap.seq) == (snap_rv, snap_seq)
@@ -262,43 +302,36 @@ def run_model_history(store_cls: type[Store], data: st.DataObject) -> None:
 # ---- API edges ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
-async def test_edges(store_cls: type[Store], caplog: pytest.LogCaptureFixture) -> None:
-    store = store_cls()
-    seen: list[tuple[int, int]] = []
-    store.on_publish.append(lambda s: seen.append((s.seq, s.resource_version)))
-
-    def broken(_: Any) -> None:
-        raise RuntimeError("hook bug")
-
-    store.on_publish.append(broken)
-    assert await store.apply([]) == []  # an empty batch publishes nothing
-    with caplog.at_level(logging.ERROR, logger="aioinformer.store"):
-        changes = await store.apply(
-            [upsert(pod("p", rv=3)), delta(DeltaType.DELETED, pod("q", rv=9))]
-        )
-    assert [c.type for c in changes] == ["ADDED"]  # deleting an unknown key is ignored...
-    assert seen == [(1, 9)]  # ...but its resourceVersion counts
-    assert "hook bug" in caplog.text
+@pytest.mark.parametrize("kind", STORES)
+async def test_edges(kind: StoreKind) -> None:
+    store = Store(kind)
+    assert await store.apply([]) == [] and store.reader.seq == 0  # nothing published
+    changes = await store.apply([upsert(pod("p", rv=3)), delta(DeltaType.DELETED, pod("q", rv=9))])
+    assert [c.type for c in changes] == [DeltaType.ADDED]  # an unknown key's deletion: no change
+    assert (store.reader.seq, store.reader.resource_version) == (1, 9)  # ...but its RV counts
     await store.apply([Bookmark(4, 0.0)])
-    assert seen[-1] == (2, 9)  # resource_version never goes back
+    # the store follows its last item, even backwards (only a relist brings that about)
+    assert (store.reader.seq, store.reader.resource_version, len(store.reader)) == (2, 4, 1)
     view = await view_of(store)
     with pytest.raises(ConfigError, match="known indexes: controller, namespace"):
         view.by_index("nodes", "n1")
     with pytest.raises(ConfigError, match="known indexes"):
         view.index_values("nodes")
     with pytest.raises(ConfigError, match="built in"):
-        store_cls({"namespace": by_label("ns")})
+        Store(kind, {"namespace": by_label("ns")})
     with pytest.raises(ConfigError, match="already exists"):
         await store.add_indexer("controller", by_label("x"))
+    with pytest.raises(ConfigError, match="store must be one of"):
+        open_store("fast")  # type: ignore[arg-type]
 
 
 async def test_batches_write_in_place_unless_someone_holds_the_snapshot() -> None:
     """Nobody holding the current snapshot, a batch reuses its map's containers (no leaf
     copied); a held snapshot (a reader across awaits, an iterator of it) makes the next
     batch copy what it changes, and what the holder sees never changes."""
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply([upsert(pod(f"p{i}", rv=i + 1)) for i in range(200)])
+    in_place = store.writer.in_place_batches
 
     def containers() -> set[int]:
         objects = store.snapshot()._objects
@@ -307,12 +340,14 @@ async def test_batches_write_in_place_unless_someone_holds_the_snapshot() -> Non
     before = containers()
     await store.apply([upsert(pod(f"p{i}", rv=1000 + i)) for i in range(0, 200, 7)])
     assert containers() == before  # every leaf and the directory written in place
+    assert store.writer.in_place_batches == in_place + 1
 
     held = store.snapshot()
     await store.apply([upsert(pod("p3", rv=2000)), upsert(pod("new", rv=2001))])
     assert held.get("default/p3").rv == 4 and "default/new" not in held and len(held) == 200
     assert store.snapshot().get("default/p3").rv == 2000 and len(store.snapshot()) == 201
     assert containers() != before
+    assert store.writer.in_place_batches == in_place + 1  # that batch copied
     del held
 
     chunks = store.snapshot().iter_chunks(chunk=50)  # an iterator holds the snapshot
@@ -339,7 +374,7 @@ async def test_a_batch_interrupted_while_writing_in_place_publishes_a_consistent
             raise Interrupt
         return [obj.labels.get("app", "")]
 
-    store = SnapshotStore({"app": touchy})
+    store = Store("snapshot", {"app": touchy})
     await store.apply([upsert(pod("a", rv=1, app="x")), upsert(pod("b", rv=2, app="x"))])
     seq = store.snapshot().seq
     with pytest.raises(Interrupt):
@@ -364,7 +399,7 @@ async def test_a_batch_interrupted_while_writing_in_place_publishes_a_consistent
 async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(
     bad: Any, held: bool
 ) -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply([upsert(pod("ok", rv=1))])
     holder = [store.snapshot()] if held else []  # not held: the batch would write in place
     seq = store.snapshot().seq
@@ -377,7 +412,7 @@ async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(
 
 @pytest.mark.parametrize("bad", [object(), Delta(DeltaType.ADDED, None, 0.0), Replace([1], 1, 0.0)])  # type: ignore[arg-type,list-item]
 async def test_the_locked_store_also_checks_a_batch_before_it_changes_anything(bad: Any) -> None:
-    store = LockedStore()
+    store = Store("locked")
     await store.apply([upsert(pod("ok", rv=1))])
     with pytest.raises(TypeError, match="not a"):
         await store.apply([upsert(pod("ok", rv=2)), upsert(pod("ok2", rv=3)), bad])
@@ -387,7 +422,7 @@ async def test_the_locked_store_also_checks_a_batch_before_it_changes_anything(b
 
 
 async def test_a_failing_batch_publishes_nothing() -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply([upsert(pod("ok", rv=1))])
     before = store.snapshot()
     with pytest.raises(TypeError, match="not a store item"):
@@ -400,7 +435,7 @@ async def test_a_failing_batch_publishes_nothing() -> None:
 
 @pytest.mark.parametrize("kind", ["snapshot", "locked"])
 async def test_an_index_function_that_raises_leaves_the_object_out_of_that_index(
-    kind: str, caplog: pytest.LogCaptureFixture
+    kind: StoreKind, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The writer goes on: the object is stored, found by get/list and by the other
     indexes, left out of the failing one; each failure is counted and logged with the
@@ -416,9 +451,7 @@ async def test_an_index_function_that_raises_leaves_the_object_out_of_that_index
         if obj.labels.get("app") == "bad":
             raise RuntimeError("half-way")
 
-    store: SnapshotStore | LockedStore = (
-        SnapshotStore({"picky": picky}) if kind == "snapshot" else LockedStore({"picky": picky})
-    )
+    store = Store(kind, {"picky": picky})
     await store.apply([upsert(pod("ok", rv=1)), upsert(pod("bad", rv=2, app="bad"))])
     await store.add_indexer("lazy", lazy)
     async with store.read() as view:
@@ -436,12 +469,12 @@ async def test_an_index_function_that_raises_leaves_the_object_out_of_that_index
 
 
 async def test_locked_store_has_no_snapshots() -> None:
-    with pytest.raises(ConfigError, match=r"async with store\.read\(\)"):
-        LockedStore().snapshot()
+    with pytest.raises(ConfigError, match=r"async with informer\.read\(\)"):
+        Store("locked").snapshot()
 
 
 async def test_snapshot_read_takes_no_lock_and_is_the_snapshot() -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply([upsert(pod("p"))])
     async with store.read() as reader:
         assert reader is store.snapshot()
@@ -451,7 +484,7 @@ async def test_snapshot_read_takes_no_lock_and_is_the_snapshot() -> None:
 
 
 async def test_iter_chunks_across_awaits_sees_exactly_its_snapshot() -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply(
         [Replace([pod(f"p{i}", "a" if i % 2 else "b", i + 1) for i in range(3000)], 3000, 0.0)]
     )
@@ -493,8 +526,7 @@ async def _iterate_while_writing(store: Store, n: int, chunk: int) -> tuple[int,
     batches. Returns (objects read, the publish seqs seen during the scan, seq before)."""
     objects = cheap_pods(n)
     await store.apply([Replace(objects, n, 0.0)])
-    published: list[int] = []
-    store.on_publish.append(lambda s: published.append(s.seq))
+    published = store.published
     done = asyncio.Event()
 
     async def writer() -> None:
@@ -517,7 +549,7 @@ async def _iterate_while_writing(store: Store, n: int, chunk: int) -> tuple[int,
 
 
 async def test_reader_scanning_200k_snapshot_never_stops_the_writer() -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     n, chunk = 200_000, 1000
     read, during, seq_before = await _iterate_while_writing(store, n, chunk)
     assert read == n
@@ -528,14 +560,14 @@ async def test_reader_scanning_200k_snapshot_never_stops_the_writer() -> None:
 
 
 async def test_locked_store_reader_stalls_the_writer_for_the_whole_scan() -> None:
-    store = LockedStore()
+    store = Store("locked")
     read, during, _ = await _iterate_while_writing(store, 20_000, 1000)
     assert read == 20_000
     assert during == []  # nothing published until the read lock was released
 
 
 async def test_locked_store_read_blocks_apply() -> None:
-    store = LockedStore()
+    store = Store("locked")
     order: list[str] = []
     release = asyncio.Event()
     entered = asyncio.Event()
@@ -567,14 +599,13 @@ async def test_locked_store_read_blocks_apply() -> None:
 # ---- add_indexer --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("store_cls", STORES, ids=lambda c: c.__name__)
-async def test_add_indexer_while_batches_keep_arriving(store_cls: type[Store]) -> None:
-    store = store_cls()
+@pytest.mark.parametrize("kind", STORES)
+async def test_add_indexer_while_batches_keep_arriving(kind: StoreKind) -> None:
+    store = Store(kind)
     n = 3000
     model = {o.key: o for o in (pod(f"p{i}", "a", i + 1, app=f"v{i % 5}") for i in range(n))}
     await store.apply([Replace(list(model.values()), n, 0.0)])
-    published: list[int] = []
-    store.on_publish.append(lambda s: published.append(s.seq))
+    published = store.published
     stop = asyncio.Event()
     rv = iter(range(10 * n, 100 * n))
 
@@ -595,7 +626,7 @@ async def test_add_indexer_while_batches_keep_arriving(store_cls: type[Store]) -
     task = asyncio.create_task(writer())
     await asyncio.sleep(0)
     before = len(published)
-    if isinstance(store, SnapshotStore):
+    if kind == "snapshot":
         await store.add_indexer("app", by_label("app"), chunk=100)
         assert len(published) - before > 5  # batches were applied during the build
     else:
@@ -607,7 +638,7 @@ async def test_add_indexer_while_batches_keep_arriving(store_cls: type[Store]) -
 
 
 async def test_add_indexer_rejects_a_name_being_built() -> None:
-    store = SnapshotStore()
+    store = Store("snapshot")
     await store.apply([Replace(cheap_pods(5000), 5000, 0.0)])
     first = asyncio.create_task(store.add_indexer("x", by_label("x"), chunk=10))
     await asyncio.sleep(0)
@@ -622,8 +653,8 @@ async def test_add_indexer_rejects_a_name_being_built() -> None:
 def test_conformance() -> None:
     """Snapshot and LockedView both provide the reader API (also checked by mypy)."""
     readers: list[Callable[[], StoreView]] = [
-        lambda: SnapshotStore().snapshot(),
-        lambda: LockedView(LockedStore()),
+        lambda: open_store("snapshot")[0].snapshot(),
+        lambda: LockedView(LockedWriter()),
     ]
     for make in readers:
         view = make()

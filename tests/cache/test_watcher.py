@@ -19,16 +19,18 @@ import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._cache.fifo import Bookmark, Delta, DeltaFIFO, DeltaType, Item, Replace
-from aioinformer._cache.watcher import Watcher
-from aioinformer._client.listwatch import ListWatch, parse_retry_after
+from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Item, Replace
+from aioinformer._cache.fifo import RealFIFO
+from aioinformer._cache.watcher import Watcher, WatchOptions
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._client.rest import parse_retry_after
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import (
-    ApiStatusError,
     ClosedError,
     DecodeError,
-    StreamError,
-    WatchExpired,
+    Expired,
+    StatusError,
+    TransportError,
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
@@ -115,8 +117,9 @@ def make_watcher(
     )
     options.setdefault("min_watch_timeout", 2)
     options.setdefault("max_watch_timeout", 3)
+    fields = {k: options.pop(k) for k in list(options) if k in WatchOptions.__dataclass_fields__}
     options.setdefault("backoff", Backoff(initial=0.02, maximum=0.2, jitter=0.0))
-    return Watcher(lw, sink, **options)
+    return Watcher(lw, sink, options=WatchOptions(**fields), **options)
 
 
 @contextlib.asynccontextmanager
@@ -164,8 +167,8 @@ async def test_sync_is_one_replace_then_deltas_for_add_update_delete() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink)
         async with running(w):
-            await w.wait_synced()
-            assert w.synced and w.stats.synced
+            await w.wait_for_sync()
+            assert w.has_synced and w.statistics().has_synced
             first = sink.items[0]
             assert isinstance(first, Replace)
             assert sorted(o.key for o in first.objects) == [
@@ -179,27 +182,29 @@ async def test_sync_is_one_replace_then_deltas_for_add_update_delete() -> None:
             sim.delete("pods", "p1", "default")
             await converge(sink, lambda: sim.versions("pods"))
             # the periodic bookmark carries the final RV
-            await eventually(lambda: w.stats.bookmarks > 0, "a bookmark")
+            await eventually(lambda: w.statistics().bookmarks > 0, "a bookmark")
         types = [(d.type, d.obj.name) for d in sink.of(Delta)]
         assert (DeltaType.ADDED, "p3") in types
         assert (DeltaType.UPDATED, "p0") in types
         assert types[-1] == (DeltaType.DELETED, "p1")
-        assert len(sink.of(Replace)) == 1 and w.stats.lists == 1 and w.stats.relists == 0
+        assert (
+            len(sink.of(Replace)) == 1 and w.statistics().lists == 1 and w.statistics().relists == 0
+        )
         assert all(b.resource_version <= sim.resource_version for b in sink.of(Bookmark))
-        assert w.stats.last_rv == str(sim.resource_version)
-        assert w.stats.events_total == len(sink.of(Delta))
-        assert w.stats.decode_errors == 0 and w.stats.errors_by_code == {}
+        assert w.statistics().last_rv == str(sim.resource_version)
+        assert w.statistics().events_total == len(sink.of(Delta))
+        assert w.statistics().decode_errors == 0 and w.statistics().errors_by_code == {}
 
 
 async def test_real_delta_fifo_receives_the_same_items() -> None:
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
-        fifo = DeltaFIFO()
+        fifo = RealFIFO()
         w = make_watcher(api, fifo)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create("pods", pod("b"), "default")
-            await eventually(lambda: w.stats.events_total == 1, "the ADDED event")
+            await eventually(lambda: w.statistics().events_total == 1, "the ADDED event")
         items = [fifo.pop_nowait() for _ in range(len(fifo))]
         first, second = [i for i in items if not isinstance(i, Bookmark)]
         assert isinstance(first, Replace) and [o.key for o in first.objects] == ["default/a"]
@@ -214,7 +219,7 @@ async def test_pagination_concatenates_pages_into_one_replace() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, page_size=2)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
         lw = w._lw
         assert isinstance(lw, CountingListWatch)
         assert len(lw.pages) == 4 and lw.pages[0] is None and all(lw.pages[1:])
@@ -241,8 +246,8 @@ async def test_expired_continue_token_restarts_the_list() -> None:
 
         lw.before_page = compact_once
         async with running(w):
-            await w.wait_synced()
-        assert w.stats.errors_by_code == {410: 1}
+            await w.wait_for_sync()
+        assert w.statistics().errors_by_code == {410: 1}
         assert lw.pages[:2] == [None, compacted[0]] and lw.pages[2] is None
         (replace,) = sink.of(Replace)
         assert len(replace.objects) == 6
@@ -258,7 +263,7 @@ async def test_label_selector_object_leaving_is_deleted_and_reentering_added() -
         w = make_watcher(api, sink, label_selector="app=web")
         expected = functools.partial(listed, sim, "pods", label_selector="app=web")
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             assert sink.state == expected() and len(sink.state) == 2
             sim.patch("pods", "w1", {"metadata": {"labels": {"app": "db"}}}, "default")
             sim.patch("pods", "d1", {"metadata": {"labels": {"app": "web"}}}, "default")
@@ -281,7 +286,7 @@ async def test_field_selector_phase_change_leaves_the_selection() -> None:
         w = make_watcher(api, sink, field_selector=selector)
         expected = functools.partial(listed, sim, "pods", field_selector=selector)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             assert len(sink.state) == 3
             sim.patch(
                 "pods", "p1", {"status": {"phase": "Running"}}, "default", subresource="status"
@@ -299,7 +304,7 @@ async def test_namespaced_watch_sees_only_its_namespace_and_its_deletion() -> No
         sink = ModelFifo()
         w = make_watcher(api, sink, namespace="team-a")
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             assert sink.state == sim.versions("pods", "team-a")
             sim.create("pods", pod("q"), "team-b")
             sim.delete("namespaces", "team-a")  # its pods go away: DELETED events flow
@@ -318,7 +323,7 @@ async def test_custom_resources_across_namespaces() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, "example.aioinformer.dev/v1", "podsets")
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create(
                 PODSETS, {**body, "metadata": {"name": "b"}, "spec": {"replicas": 2}}, "apps"
             )
@@ -338,7 +343,7 @@ async def test_metadata_only_lists_and_watches_partial_objects() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, metadata_only=True)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.patch("pods", "a", {"metadata": {"labels": {"tier": "x"}}}, "default")
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
@@ -359,7 +364,7 @@ async def test_streaming_list_is_one_replace_at_the_end_bookmark_then_a_watch() 
         sink = ModelFifo()
         w = make_watcher(api, sink, streaming_list=True)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             first = sink.items[0]
             assert isinstance(first, Replace) and first.resource_version == rv
             assert sorted(o.name for o in first.objects) == ["p0", "p1", "p2", "p3"]
@@ -368,7 +373,7 @@ async def test_streaming_list_is_one_replace_at_the_end_bookmark_then_a_watch() 
             await converge(sink, lambda: sim.versions("pods"))
         lw = w._lw
         assert isinstance(lw, CountingListWatch) and lw.pages == []  # no list request
-        assert w.streaming_list and w.stats.lists == 1 and len(sink.of(Replace)) == 1
+        assert w.streaming_list and w.statistics().lists == 1 and len(sink.of(Replace)) == 1
         assert not sink.of(Bookmark) or sink.of(Bookmark)[0].resource_version > rv
 
 
@@ -381,17 +386,17 @@ async def test_streaming_list_falls_back_to_list_when_the_gate_is_off(
         sink = ModelFifo()
         w = make_watcher(api, sink, streaming_list=True)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create("pods", pod("b"), "default")
             sim.restart()  # before the watcher saw "b": its RV is too old now
             await converge(sink, lambda: sim.versions("pods"))
-            await eventually(lambda: w.stats.relists == 1, "the relist")
+            await eventually(lambda: w.statistics().relists == 1, "the relist")
         assert not w.streaming_list
         lw = w._lw
         assert isinstance(lw, CountingListWatch) and len(lw.pages) == 2
         fallbacks = [r for r in caplog.records if "does not support streaming lists" in r.msg]
         assert len(fallbacks) == 1  # logged once, not at every relist
-        assert w.stats.errors_by_code.get(422) is None
+        assert w.statistics().errors_by_code.get(422) is None
 
 
 # -- resume, relist -----------------------------------------------------------------------------
@@ -403,14 +408,14 @@ async def test_resume_after_dropped_connection_without_relist() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             await eventually(lambda: sim.open_watches == 1, "the watch")
             for i in range(3):
                 sim.drop_watches()
                 sim.create("pods", pod(f"b{i}"), "default")
                 await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.lists == 1 and w.stats.relists == 0
-        assert w.stats.watch_restarts >= 3 and w.stats.stream_errors >= 3
+        assert w.statistics().lists == 1 and w.statistics().relists == 0
+        assert w.statistics().watch_restarts >= 3 and w.statistics().stream_errors >= 3
 
 
 async def test_resume_after_clean_timeout_without_relist() -> None:
@@ -418,13 +423,13 @@ async def test_resume_after_clean_timeout_without_relist() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, min_watch_timeout=1, max_watch_timeout=1)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create("pods", pod("a"), "default")
-            await eventually(lambda: w.stats.watch_restarts >= 2, "two timeouts")
+            await eventually(lambda: w.statistics().watch_restarts >= 2, "two timeouts")
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.lists == 1 and w.stats.stream_errors == 0
-        assert w.stats.errors_by_code == {}
+        assert w.statistics().lists == 1 and w.statistics().stream_errors == 0
+        assert w.statistics().errors_by_code == {}
 
 
 @pytest.mark.parametrize("how", ["restart", "expire_watch_history"])
@@ -435,14 +440,14 @@ async def test_relist_after_410(how: str) -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             # writes the watcher has not seen yet, then their history is lost
             sim.create("pods", pod("b"), "default")
             sim.delete("pods", "gone", "default")
             getattr(sim, how)()
             sim.create("pods", pod("c"), "default")
             await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.relists >= 1 and w.stats.errors_by_code.get(410, 0) >= 1
+        assert w.statistics().relists >= 1 and w.statistics().errors_by_code.get(410, 0) >= 1
         assert sorted(sink.state) == ["default/a", "default/b", "default/c"]
 
 
@@ -454,15 +459,15 @@ async def test_error_event_410_relists() -> None:
         w = make_watcher(api, sink)
         status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             await eventually(lambda: sim.open_watches == 1, "the watch")
             err = {**status, "message": "too old resource version: 1 (2)", "code": 410}
             sim.faults.inject_line(orjson.dumps({"type": "ERROR", "object": err}) + b"\n")
-            await eventually(lambda: w.stats.relists == 1, "the relist")
+            await eventually(lambda: w.statistics().relists == 1, "the relist")
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.errors_by_code == {410: 1}
-        assert w.stats.last_error == ""  # a 410 is routine, not a failure
+        assert w.statistics().errors_by_code == {410: 1}
+        assert w.statistics().last_error == ""  # a 410 is routine, not a failure
 
 
 class ErrorReadListWatch(ListWatch):
@@ -492,7 +497,7 @@ async def test_events_read_together_with_an_error_event_are_queued_and_resumed_a
         lw = ErrorReadListWatch(api, "v1", "pods", namespace="default")
         w = Watcher(lw, sink, backoff=Backoff(initial=0.02, maximum=0.2, jitter=0.0))
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             await eventually(lambda: sim.open_watches == 1, "the watch")
             sim.create("pods", pod("b"), "default")
             last = sim.create("pods", pod("c"), "default")["metadata"]["resourceVersion"]
@@ -502,8 +507,8 @@ async def test_events_read_together_with_an_error_event_are_queued_and_resumed_a
             await eventually(lambda: len(lw.watched_from) == 2, "the second watch")
             assert sink.state == sim.versions("pods")  # b and c, before any re-watch
         assert lw.watched_from[1] == last
-        assert w.stats.lists == 1 and w.stats.errors_by_code == {500: 1}
-        assert w.stats.events_total == 2
+        assert w.statistics().lists == 1 and w.statistics().errors_by_code == {500: 1}
+        assert w.statistics().events_total == 2
 
 
 # -- failures, backoff ----------------------------------------------------------------------------
@@ -518,12 +523,14 @@ async def test_backoff_on_429_and_500_then_sync() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, backoff=backoff)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.errors_by_code == {500: 2, 429: 2}
-        assert w.stats.backoff_current == pytest.approx(0.02 * 2**4)  # four failures in a row
-        assert w.stats.lists == 1
+        assert w.statistics().errors_by_code == {500: 2, 429: 2}
+        assert w.statistics().backoff_current == pytest.approx(
+            0.02 * 2**4
+        )  # four failures in a row
+        assert w.statistics().lists == 1
 
 
 @pytest.mark.parametrize("status", [429, 503, 504])
@@ -533,7 +540,7 @@ async def test_retry_after_is_honoured(status: int, caplog: pytest.LogCaptureFix
         sim.fail_next(1, status, retry_after=1, verbs=["list"])
         w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0))
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
         (record,) = [r for r in caplog.records if f"HTTP {status}" in r.getMessage()]
         assert record.getMessage().endswith("retrying in 1.0 s")  # not the 0.01 s backoff
 
@@ -544,16 +551,18 @@ async def test_silent_stream_watchdog_rewatches_and_converges() -> None:
         sink = ModelFifo()
         w = make_watcher(api, sink, idle_timeout=0.3)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             await eventually(lambda: sim.open_watches == 1, "the watch")
-            restarts = w.stats.watch_restarts
+            restarts = w.statistics().watch_restarts
             sim.stall_watches()
             sim.create("pods", pod("b"), "default")
-            await eventually(lambda: w.stats.watch_restarts >= restarts + 2, "watchdog restarts")
+            await eventually(
+                lambda: w.statistics().watch_restarts >= restarts + 2, "watchdog restarts"
+            )
             assert "default/b" not in sink.state
             sim.unstall_watches()
             await converge(sink, lambda: sim.versions("pods"))
-        assert w.stats.lists == 1 and w.stats.stream_errors >= 2
+        assert w.statistics().lists == 1 and w.statistics().stream_errors >= 2
 
 
 # -- lifecycle -----------------------------------------------------------------------------------
@@ -568,7 +577,7 @@ async def test_cancellation_closes_the_response_and_propagates() -> None:
         before = asyncio.all_tasks()
         w = make_watcher(api, ModelFifo())
         task = asyncio.create_task(w.run())
-        await w.wait_synced()
+        await w.wait_for_sync()
         await eventually(lambda: sim.open_watches == 1, "the watch")
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -583,7 +592,7 @@ async def test_stop_returns_normally_and_fifo_close_stops_it() -> None:
         before = asyncio.all_tasks()
         w = make_watcher(api, ModelFifo())
         task = asyncio.create_task(w.run())
-        await w.wait_synced()
+        await w.wait_for_sync()
         await eventually(lambda: sim.open_watches == 1, "the watch")
         w.stop()
         w.stop()  # idempotent
@@ -593,10 +602,10 @@ async def test_stop_returns_normally_and_fifo_close_stops_it() -> None:
         with pytest.raises(RuntimeError):
             await w.run()  # one run per watcher
 
-        fifo = DeltaFIFO()
+        fifo = RealFIFO()
         w2 = make_watcher(api, fifo)
         task2 = asyncio.create_task(w2.run())
-        await w2.wait_synced()
+        await w2.wait_for_sync()
         fifo.close()
         sim.create("pods", pod("a"), "default")  # the next put fails: the stop signal
         await task2  # returns normally
@@ -604,10 +613,10 @@ async def test_stop_returns_normally_and_fifo_close_stops_it() -> None:
         await eventually(lambda: sim.open_watches == 0, "the server to see the close")
 
         w3 = make_watcher(api, ModelFifo())
-        w3.stop()  # before run: run returns at once, wait_synced raises
+        w3.stop()  # before run: run returns at once, wait_for_sync raises
         await w3.run()
         with pytest.raises(ClosedError, match="stopped before it synced"):
-            await w3.wait_synced()
+            await w3.wait_for_sync()
         await eventually(lambda: not new_tasks(before), "no task left")
 
 
@@ -626,7 +635,7 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
         sink = ModelFifo()
         w = make_watcher(api, sink, transform=transform)
         async with running(w):
-            await w.wait_synced()
+            await w.wait_for_sync()
             sim.create("pods", pod("b", boom="1"), "default")  # skipped, logged
             sim.create("pods", pod("d", shape="dict"), "default")  # a dict: skipped, logged
             sim.create("pods", pod("c"), "default")
@@ -639,7 +648,7 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
         assert objs and all(o.managed_fields == b"" for o in objs if o.name not in ("b", "d"))
         (deleted,) = [d for d in sink.of(Delta) if d.obj.name == "b"]
         assert deleted.type is DeltaType.DELETED and deleted.obj.managed_fields  # as received
-        assert w.stats.transform_errors >= 4  # the ADDED and the DELETED of "b" and "d"
+        assert w.statistics().transform_errors >= 4  # the ADDED and the DELETED of "b" and "d"
         assert "the transform raised on default/b" in caplog.text
         assert "returned a dict, not a KubeObject" in caplog.text
         assert [d.type for d in sink.of(Delta) if d.obj.name == "d"] == [DeltaType.DELETED]
@@ -686,8 +695,8 @@ async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
                 before = watches
                 await asyncio.sleep(0.5)
                 assert watches - before <= 2  # 0.4 s, then 0.8 s between attempts
-            assert w.stats.lists == 1 and w.stats.stream_errors >= 4
-            assert w.stats.backoff_current >= 0.8
+            assert w.statistics().lists == 1 and w.statistics().stream_errors >= 4
+            assert w.statistics().backoff_current >= 0.8
 
 
 # -- ListWatch on its own -------------------------------------------------------------------------
@@ -718,7 +727,7 @@ async def test_list_410_is_watch_expired_with_the_server_message() -> None:
         _, _, token = await lw.list_page("", 1, None)
         sim.create("pods", pod("p3"), "default")
         sim.compact()
-        with pytest.raises(WatchExpired) as info:
+        with pytest.raises(Expired) as info:
             await lw.list_page("", 1, token)
         assert info.value.code == 410 and info.value.verb == "list"
         assert "continue parameter is too old" in str(info.value)
@@ -727,7 +736,7 @@ async def test_list_410_is_watch_expired_with_the_server_message() -> None:
 async def test_watch_422_names_the_reason() -> None:
     async with KubeSim() as sim, sim.api_client() as api:
         lw = ListWatch(api, "v1", "pods")
-        with pytest.raises(ApiStatusError) as info:
+        with pytest.raises(StatusError) as info:
             async with contextlib.aclosing(lw.watch("", 5, send_initial_events=True)) as lines:
                 async for _ in lines:
                     pass
@@ -755,7 +764,7 @@ async def test_html_error_body_is_a_clear_api_status_error() -> None:
         cfg.host = url
         async with client.ApiClient(configuration=cfg) as api:
             lw = ListWatch(api, "v1", "pods", namespace="default")
-            with pytest.raises(ApiStatusError) as info:
+            with pytest.raises(StatusError) as info:
                 await lw.list_page("", 10, None)
     err = info.value
     assert (err.code, err.verb, err.resource, err.retry_after) == (502, "list", "pods", 7.0)
@@ -786,5 +795,5 @@ async def test_connection_refused_is_a_stream_error() -> None:
     cfg = client.Configuration()
     cfg.host = url
     async with client.ApiClient(configuration=cfg) as api:
-        with pytest.raises(StreamError, match="list pods in all namespaces: request failed"):
+        with pytest.raises(TransportError, match="list pods in all namespaces: request failed"):
             await ListWatch(api, "v1", "pods").list_page("", 10, None)

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._client.listwatch import ListWatch, StreamError
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._core.errors import TransportError
 
 
 class Reads:
@@ -95,6 +96,6 @@ def test_a_line_held_back_over_the_limit_is_dropped_and_reported(
 
 
 def test_the_stream_may_not_end_in_the_middle_of_a_line() -> None:
-    with pytest.raises(StreamError, match=r"middle of a line \(5 bytes without a newline\)"):
+    with pytest.raises(TransportError, match=r"middle of a line \(5 bytes without a newline\)"):
         framed([b'{"a":1}\n{"b"', b":"])
     assert framed([b'{"a":1}\n', b"  \n  "])[0] == [[b'{"a":1}'], [b"  "]]

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._harness.seed import CONFIGURATIONS, split_staleness, staleness_of
-from aioinformer.testing import ConfigResult
+from aioinformer._harness.seed import CONFIGURATIONS, ConfigResult, split_staleness, staleness_of
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATOR_KEYS = {
@@ -103,8 +102,8 @@ def test_report_table_full_and_compact() -> None:
     when it is not, with the operators' 409s and extra pods still in."""
     from rich.console import Console
 
+    from aioinformer._harness.seed import SeedOptions, SeedReport
     from aioinformer._harness.seedreport import report_table
-    from aioinformer.testing import SeedOptions, SeedReport
 
     result = ConfigResult(
         config="snapshot+index",

@@ -9,7 +9,7 @@ import pytest
 
 from aioinformer import InformerFactory
 from aioinformer._harness.seed import percentile, staleness_of
-from aioinformer.testing import SimProcess, SimProcessError
+from aioinformer._harness.simproc import SimProcess, SimProcessError
 
 pytestmark = pytest.mark.timeout(60)
 

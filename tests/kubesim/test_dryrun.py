@@ -249,3 +249,32 @@ async def test_kubectl_apply_dry_run_and_diff_change_nothing(tmp_path: Path) -> 
         deployed = sim.get("deployments", "web", "default")
         assert (deployed["spec"]["replicas"], deployed["metadata"]["generation"]) == (3, 2)
         assert sim.get("configmaps", "settings", "default")["data"] == {"mode": "b"}
+
+
+async def test_dry_run_server_side_apply_stores_nothing(sim: KubeSim) -> None:
+    """Apply goes through the same commit points: a dry-run apply that would create answers
+    201 without an RV, one that would change answers the change with the stored RV and
+    managedFields it would record; nothing is stored either time."""
+    apply = {"Content-Type": "application/apply-patch+yaml"}
+    query = {"fieldManager": "tester", "dryRun": "All"}
+    path = "/api/v1/namespaces/default/configmaps/applied"
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "applied"},
+        "data": {"k": "1"},
+    }
+    async with recorder(sim) as http:
+        status, created, _ = await send(http, "PATCH", path, body, query=query, headers=apply)
+        assert status == 201 and "resourceVersion" not in created["metadata"]
+        assert sim.list("configmaps", "default") == []
+        stored = sim.create(
+            "configmaps", {"metadata": {"name": "applied"}, "data": {"k": "0"}}, "default"
+        )
+        rv = sim.resource_version
+        forced = {**query, "force": "true"}  # kubesim, the creator, owns data.k
+        status, changed, _ = await send(http, "PATCH", path, body, query=forced, headers=apply)
+        assert status == 200 and changed["data"] == {"k": "1"}
+        assert changed["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+        assert "tester" in [e["manager"] for e in changed["metadata"]["managedFields"]]
+    assert sim.get("configmaps", "applied", "default") == stored and sim.resource_version == rv

@@ -13,12 +13,13 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer._core.errors import FreshnessTimeout
+from aioinformer import WatchOptions
+from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
 
-FAST = {"min_watch_timeout": 2.0, "max_watch_timeout": 4.0}
+FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
 
 
@@ -50,7 +51,7 @@ class Activity:
 
 
 def build(api: Any, activity: Activity, replica: str, **options: Any) -> Manager:
-    m = Manager(api, watcher_options=FAST, **options)
+    m = Manager(api, watch_options=FAST, **options)
     cms = m.informer("v1", "configmaps", namespace="default")
     m.controller("cm", activity.reconciler(replica), primary=cms, primary_kind="ConfigMap")
     return m
@@ -117,6 +118,32 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
     assert value(second, 'aioinformer_informer_objects{informer="configmaps[default]"}') == 6
 
 
+async def test_controllers_run_on_the_lock_based_store(sim: KubeSim) -> None:
+    """Manager(store="locked") (the baseline) runs controllers as the snapshot store does:
+    the start requeues every cached key, events reconcile; reads go through read()."""
+    for i in range(3):
+        sim.create("configmaps", cm(f"c{i}"), "default")
+    seen: list[tuple[str, str | None]] = []
+    async with sim.api_client() as api:
+        m = Manager(api, store="locked", watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        assert cms.statistics().store == "locked"
+
+        async def reconcile(key: str) -> Result | None:
+            async with cms.read() as view:
+                obj = view.get(key)
+            seen.append((key, None if obj is None else obj.labels.get("v")))
+            return None
+
+        m.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
+        async with running(m):
+            await eventually(lambda: {k for k, _ in seen} >= {f"default/c{i}" for i in range(3)})
+            sim.patch("configmaps", "c1", {"metadata": {"labels": {"v": "2"}}}, "default")
+            await eventually(lambda: ("default/c1", "2") in seen)
+    with pytest.raises(ConfigError, match="store='locked'"):
+        cms.snapshot()
+
+
 async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: KubeSim) -> None:
     """Two ConfigMap controllers scoped to namespaces a and b own Secrets through one shared
     all-namespaces informer: each reconciles only its own namespace's owners."""
@@ -125,7 +152,7 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
         sim.create("configmaps", cm("owner"), ns)
     activity = Activity()
     async with sim.api_client() as api:
-        m = Manager(api, watcher_options=FAST)
+        m = Manager(api, watch_options=FAST)
         secrets = m.informer("v1", "secrets")
         assert secrets.namespace is None
         for ns in ("a", "b"):
@@ -148,27 +175,53 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
             await eventually(lambda: activity.done[before:].count(("a", "a/owner")) >= 1)
             await secrets.wait_for_rv(sim.resource_version, timeout=5)
             await asyncio.sleep(0.2)  # time for a wrong enqueue to show (none may)
-            handled = {h.name: h.handled_total for h in secrets.stats().handlers}
+            handled = {h.name: h.handled_total for h in secrets.statistics().handlers}
     assert all(replica == key.split("/")[0] for replica, key in activity.done)
     # the secret in "a" never even reached cm-b's queue: owned objects share their
     # owner's namespace, so a namespaced controller subscribes to its namespace only
     assert handled["cm-a/owns:secrets"] >= 1 and handled["cm-b/owns:secrets"] == 0
 
 
-async def test_a_missing_crd_fails_the_start_after_cache_sync_timeout(sim: KubeSim) -> None:
-    """An informer that cannot sync (its CRD is not installed) stops the manager after
-    ``cache_sync_timeout`` with an error naming it and why, instead of blocking every
-    controller; no controller ever ran."""
+async def test_a_missing_crd_fails_the_start_with_what_is_served(sim: KubeSim) -> None:
+    """An informer of a resource the server does not serve (its CRD is not installed, a
+    wrong version or plural) stops the manager at the start, after ``discovery_timeout``,
+    with one clear error saying what the server serves; no controller ever ran."""
     activity = Activity()
     async with sim.api_client() as api:
-        m = Manager(api, watcher_options=FAST, cache_sync_timeout=1.0)
-        widgets = m.informer("example.invalid/v1", "widgets")
-        m.controller("widgets", activity.reconciler("x"), primary=widgets, primary_kind="Widget")
+        for group_version, plural, expected in (
+            ("example.invalid/v1", "widgets", "is its CustomResourceDefinition installed?"),
+            ("apps/v2", "deployments", "apps serves v1, not v2"),
+            ("v1", "pod", "no resource 'pod' in v1: did you mean 'pods'?"),
+        ):
+            m = Manager(api, watch_options=FAST, discovery_timeout=0.5)
+            widgets = m.informer(group_version, plural)
+            m.controller("widgets", activity.reconciler("x"), primary=widgets)
+            with pytest.raises(ConfigError) as err:
+                await asyncio.wait_for(m.run(), 30)
+            assert expected in str(err.value)
+            assert all(not c._workers for c in m.controllers)
+    assert activity.done == []
+
+
+async def test_an_informer_that_cannot_sync_fails_the_start_after_cache_sync_timeout(
+    sim: KubeSim,
+) -> None:
+    """A served resource the credentials may not list (RBAC) stops the manager after
+    ``cache_sync_timeout`` with an error naming the informer and its last error."""
+    activity = Activity()
+    token = sim.add_user("nobody", rules=[("get", "*", "*")])
+    cfg = sim.client_configuration()
+    cfg.api_key = {"BearerToken": token}
+    from kubernetes_asyncio import client
+
+    async with client.ApiClient(configuration=cfg) as api:
+        m = Manager(api, watch_options=FAST, cache_sync_timeout=1.0)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        m.controller("cms", activity.reconciler("x"), primary=cms)
         with pytest.raises(FreshnessTimeout) as err:
             await asyncio.wait_for(m.run(), 30)
     message = str(err.value)
-    assert "not synced after 1.0s" in message and "widgets" in message
-    assert "404" in message and "CRD" in message
+    assert "not synced after 1.0s" in message and "configmaps" in message and "403" in message
     assert activity.done == [] and all(not c._workers for c in m.controllers)
 
 

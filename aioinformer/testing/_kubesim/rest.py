@@ -29,7 +29,7 @@ import orjson
 from aioinformer.testing._kubesim.defaults import apply_defaults
 from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
-from aioinformer.testing._kubesim.managed import update_managed_fields
+from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
 from aioinformer.testing._kubesim.namespace_lifecycle import check_creatable
 from aioinformer.testing._kubesim.patch import (
@@ -44,6 +44,7 @@ from aioinformer.testing._kubesim.resources import (
     resource_types_from_crd,
     validate_crd,
 )
+from aioinformer.testing._kubesim.schemas import type_for
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector, object_fields
 from aioinformer.testing._kubesim.status import ApiError
 from aioinformer.testing._kubesim.strategy import (
@@ -75,6 +76,8 @@ EXPIRED_CONTINUE_MESSAGE = (
     "the time the first chunk was returned and now may show up in the list."
 )
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+#: ``metadata.managedFields`` in wire form.
+ManagedFields = list[dict[str, Any]]
 
 
 class RvTooLarge(Exception):
@@ -275,8 +278,10 @@ class Api:
         *,
         manager: str = "kubesim",
         keep_status: bool = False,
+        managed_fields: ManagedFields | None = None,
     ) -> Stored:
-        """POST: validate, default, stamp metadata and commit; 409 if the name is taken."""
+        """POST: validate, default, stamp metadata and commit; 409 if the name is taken.
+        ``managed_fields`` replaces the Update entry the write would record (apply)."""
         obj = _clone(body)
         meta = obj.setdefault("metadata", {}) or {}
         obj["metadata"] = meta
@@ -323,7 +328,11 @@ class Api:
         if uses_generation(rt):
             meta["generation"] = 1
         obj = _reorder(obj, rt)
-        update_managed_fields(obj, body, manager, rt.api_version, None)
+        if managed_fields is None:
+            managed_fields = track_update(
+                type_for(rt, self.mvcc), rt, None, obj, manager, request=body
+            )
+        _put_managed(obj["metadata"], managed_fields)
         if is_dry_run():
             return self._stored(rt, obj, 0)
         stored = self._stored(rt, obj, self.mvcc.next_rv())
@@ -366,7 +375,7 @@ class Api:
                 "metadata.resourceVersion",
             )
             raise self._invalid(rt, name, [cause])
-        return self._write(rt, cur, new, subresource, manager, body)
+        return self._write(rt, cur, new, subresource, manager)
 
     def patch(
         self,
@@ -411,9 +420,8 @@ class Api:
         )
         if patch_rv and str(patch_rv) != str(cur.rv):
             raise ApiError.conflict(rt.plural, rt.group, name)
-        managed = patch if isinstance(patch, dict) else new
         # the merges copy their target, so ``obj`` is still the stored state: no decode again
-        return self._write(rt, cur, new, subresource, manager, managed, old=obj)
+        return self._write(rt, cur, new, subresource, manager, old=obj)
 
     def _write(
         self,
@@ -422,17 +430,20 @@ class Api:
         new: dict[str, Any],
         subresource: str | None,
         manager: str,
-        managed_body: Mapping[str, Any],
         *,
         old: dict[str, Any] | None = None,
+        managed_fields: ManagedFields | None = None,
     ) -> Stored:
         """The common tail of update and patch: keep what the client may not change,
         validate, bump generation on spec changes, skip no-ops, handle the last finalizer.
-        ``old`` is ``cur`` decoded, if the caller has it (read, never changed, here)."""
+        ``old`` is ``cur`` decoded, if the caller has it (read, never changed, here).
+        ``managed_fields`` replaces the Update tracking (apply; then a change of
+        managedFields alone is a write)."""
         if old is None:
             old = cur.decode()
         old_meta = old["metadata"]
         name = old_meta["name"]
+        requested: Any = None
         if subresource == "status":
             # everything but the status from the stored state: only the top level and the
             # metadata are changed below (``_reorder`` makes both anew), so they are shared
@@ -450,7 +461,9 @@ class Api:
                     new["status"] = old["status"]
                 else:
                     new.pop("status", None)
-            # metadata the client cannot change through an update
+            # metadata the client cannot change through an update (managedFields it may
+            # replace: the field manager starts from them)
+            requested = new_meta.get("managedFields")
             new_meta["name"] = name
             if rt.namespaced:
                 new_meta["namespace"] = old_meta.get("namespace")
@@ -480,11 +493,21 @@ class Api:
         if subresource != "status" and uses_generation(rt) and spec_changed(rt, old, new):
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         new = _reorder(new, rt)
-        if _same(old, new):
+        if managed_fields is None:
+            if _same(old, new) and requested in (None, [], old_meta.get("managedFields")):
+                return cur
+            managed_fields = track_update(
+                type_for(rt, self.mvcc),
+                rt,
+                old,
+                new,
+                manager,
+                managed_fields_subresource(subresource) or "",
+                requested,
+            )
+        elif _same(old, new) and managed_fields == (old_meta.get("managedFields") or []):
             return cur
-        update_managed_fields(
-            new, managed_body, manager, rt.api_version, managed_fields_subresource(subresource)
-        )
+        _put_managed(new["metadata"], managed_fields)
         if should_delete_during_update(rt, old, new):
             # the last finalizer went: the object goes, and DELETED shows its last stored state
             if not is_dry_run():
@@ -652,6 +675,13 @@ def _clone(value: Mapping[str, Any]) -> dict[str, Any]:
 
 
 _IGNORED_IN_COMPARE = ("resourceVersion", "managedFields")
+
+
+def _put_managed(meta: dict[str, Any], entries: list[dict[str, Any]]) -> None:
+    if entries:
+        meta["managedFields"] = entries
+    else:
+        meta.pop("managedFields", None)
 
 
 def _same(old: dict[str, Any], new: dict[str, Any]) -> bool:

@@ -263,7 +263,5 @@ def _write(
     paths = _paths(api, rt)
     replicas = _check_replicas(rt, name, (spec or {}).get("replicas"), paths)
     _set(parent, paths.spec, replicas)
-    managed: dict[str, Any] = {}
-    _set(managed, paths.spec, replicas)
-    stored = api._write(rt, cur, parent, "scale", manager, managed)
+    stored = api._write(rt, cur, parent, "scale", manager)
     return _scale(rt, stored.decode(), paths)

@@ -1,0 +1,160 @@
+"""``python -m aioinformer rbac TARGET``: the RBAC rules an operator needs, from its code.
+
+Builds the operator's Manager (as ``run`` does, with the same coordination flags, without
+contacting a cluster) and prints, as YAML, a ServiceAccount, the ClusterRole (for
+informers of all namespaces) and Roles (for informers of one namespace, and the Leases)
+its informers, controllers, event recorders and leader election or sharding need, and the
+bindings to the ServiceAccount. Derived from what the operator registers, so the manifests
+cannot drift from the code:
+
+* every informer: ``get``, ``list``, ``watch`` on its resource;
+* a controller's primary: ``update``, ``patch`` on it (finalizers) and on its ``status``;
+* what a controller owns: ``create``, ``update``, ``patch``, ``delete``;
+* an event recorder: ``create``, ``patch`` on ``events``;
+* leader election: ``get``, ``create``, ``update`` on ``leases``; sharding also ``list``;
+* whatever the operator declared with :meth:`aioinformer.Manager.require_permission`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections import defaultdict
+from typing import Any
+
+from aioinformer._cli.run import _lease_prefix, add_manager_arguments, manager_from_args
+from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.target import build_manager, load_target
+
+__all__ = ["add_rbac_parser", "rbac_manifests", "run_rbac"]
+
+_READ = ("get", "list", "watch")
+_WRITE = ("create", "update", "patch", "delete")
+
+
+def add_rbac_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register ``rbac``."""
+    p = sub.add_parser(
+        "rbac",
+        help="print the RBAC manifests an operator (MODULE:CALLABLE) needs",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("target", metavar="TARGET", help="package.module:build or file.py:build")
+    add_manager_arguments(p)
+    p.add_argument("--name", help="name of the roles and bindings (default: the target's)")
+    p.add_argument("--service-account", help="its ServiceAccount (default: --name)")
+    p.add_argument("--service-account-namespace", default="default",
+                   help="the ServiceAccount's namespace (default: default)")  # fmt: skip
+
+
+def run_rbac(args: argparse.Namespace) -> int:
+    """Print the manifests; the exit status."""
+    import yaml
+
+    manager = manager_from_args(None, args)
+    asyncio.run(build_manager(load_target(args.target), manager))
+    name = args.name or _lease_prefix(args.target)
+    docs = rbac_manifests(
+        manager,
+        name=name,
+        service_account=args.service_account or name,
+        service_account_namespace=args.service_account_namespace,
+    )
+    print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+    return 0
+
+
+Rules = dict[tuple[str, str], set[str]]
+
+
+def _add(rules: Rules, group: str, resource: str, verbs: tuple[str, ...] | list[str]) -> None:
+    rules[(group, resource)].update(verbs)
+
+
+def rbac_manifests(
+    manager: Manager, *, name: str, service_account: str, service_account_namespace: str
+) -> list[dict[str, Any]]:
+    """The ServiceAccount, roles and bindings ``manager``'s registrations need."""
+    cluster: Rules = defaultdict(set)
+    per_ns: dict[str, Rules] = defaultdict(lambda: defaultdict(set))
+
+    def scope(namespace: str | None) -> Rules:
+        return cluster if namespace is None else per_ns[namespace]
+
+    for inf in manager.factory.informers:
+        _add(scope(inf.namespace), inf.group, inf.plural, _READ)
+    for ctl in manager.controllers:
+        primary = ctl.primary
+        _add(scope(primary.namespace), primary.group, primary.plural, ("update", "patch"))
+        status = f"{primary.plural}/status"
+        _add(scope(primary.namespace), primary.group, status, ("get", "update", "patch"))
+        for owned in ctl.owns:
+            _add(scope(owned.namespace), owned.group, owned.plural, _WRITE)
+    if manager.event_recorders:
+        _add(cluster, "", "events", ("create", "patch"))
+    if manager.elector is not None:
+        _add(
+            per_ns[manager.elector.namespace],
+            "coordination.k8s.io",
+            "leases",
+            ("get", "create", "update"),
+        )
+    if manager.shards is not None:
+        _add(
+            per_ns[manager.shards.namespace],
+            "coordination.k8s.io",
+            "leases",
+            ("get", "list", "create", "update"),
+        )
+    for group, resource, needed, namespace in manager.required_permissions:
+        _add(scope(namespace), group, resource, needed)
+    subject = {"kind": "ServiceAccount", "name": service_account,
+               "namespace": service_account_namespace}  # fmt: skip
+    docs: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": service_account, "namespace": service_account_namespace},
+        }
+    ]
+    if cluster:
+        docs.append(_role("ClusterRole", name, None, cluster))
+        docs.append(_binding("ClusterRoleBinding", name, None, "ClusterRole", subject))
+    for namespace in sorted(per_ns):
+        docs.append(_role("Role", name, namespace, per_ns[namespace]))
+        docs.append(_binding("RoleBinding", name, namespace, "Role", subject))
+    return docs
+
+
+def _role(kind: str, name: str, namespace: str | None, rules: Rules) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    grouped: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
+    for (group, resource), verbs in sorted(rules.items()):
+        grouped[(group, tuple(sorted(verbs)))].append(resource)
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "rules": [
+            {"apiGroups": [group], "resources": resources, "verbs": list(verbs)}
+            for (group, verbs), resources in grouped.items()
+        ],
+    }
+
+
+def _binding(
+    kind: str, name: str, namespace: str | None, role_kind: str, subject: dict[str, str]
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name}
+    if namespace is not None:
+        meta["namespace"] = namespace
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": kind,
+        "metadata": meta,
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": name},
+        "subjects": [subject],
+    }

@@ -1,0 +1,245 @@
+"""Events: what a controller tells the people who ``kubectl describe`` its objects.
+
+:class:`EventRecorder` writes ``core/v1`` Events about objects, the way client-go's
+EventRecorder does, so that a controller stuck in a loop cannot flood the API server:
+
+* **Aggregation.** An event identical to one already sent about the same object (type,
+  reason, message, source) within :data:`AGGREGATION_WINDOW` is not created again: the
+  existing Event's ``count`` is incremented and its ``lastTimestamp`` moved (a patch).
+* **Rate limiting.** Per object and source, a token bucket of :data:`BURST` events refilled
+  one token every :data:`REFILL_SECONDS` (client-go's 25 and 5 minutes); an event over
+  the limit is dropped and counted (``dropped``).
+* **Never in the way.** :meth:`EventRecorder.record` does not wait: events are sent in the
+  background, in order, by one task; a failure to send one is logged and counted
+  (``failed``), never raised into the reconcile. :meth:`EventRecorder.flush` waits until
+  what was recorded is sent; :meth:`EventRecorder.aclose` flushes and stops.
+* **Valid names.** An Event is named ``<object name>.<hex timestamp>`` (cut to 253
+  characters), in the object's namespace (``default`` for a cluster-scoped object), as
+  client-go names them; the server accepts every one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, TypeAlias
+
+from aioinformer._client.client import Client
+from aioinformer._core.errors import ApiError, ClosedError, ConfigError
+from aioinformer._core.objects import KubeObject
+
+__all__ = ["AGGREGATION_WINDOW", "BURST", "REFILL_SECONDS", "EventRecorder", "EventType"]
+
+log = logging.getLogger("aioinformer.events")
+
+EventType: TypeAlias = Literal["Normal", "Warning"]
+"""An Event's type."""
+AGGREGATION_WINDOW = 600.0
+"""Seconds within which an identical event increments the count of the one sent before."""
+BURST = 25
+"""Events one object may get at once from one source."""
+REFILL_SECONDS = 300.0
+"""Seconds after which an object's bucket gets one more event."""
+_NAME_LIMIT = 253
+
+
+@dataclass(slots=True)
+class _Sent:
+    name: str
+    namespace: str
+    count: int
+    at: float
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+
+
+def _timestamp() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EventRecorder:
+    """Records core/v1 Events about objects (see the module docstring).
+
+    Args:
+        client: the client that writes them (e.g. :attr:`aioinformer.Manager.client`; its
+            writes outside a reconcile are not fenced, events are advisory).
+        component: the ``source.component`` / ``reportingComponent`` (the controller's name).
+        host: the ``source.host`` / ``reportingInstance`` (default: this machine's name).
+        clock: the aggregation and rate-limiting clock.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        component: str,
+        *,
+        host: str | None = None,
+        clock: Any = time.monotonic,
+    ) -> None:
+        if not component:
+            raise ConfigError("an EventRecorder needs a component name")
+        self.client = client
+        self.component = component
+        self.host = host if host is not None else socket.gethostname()
+        self._clock = clock
+        self._queue: asyncio.Queue[tuple[dict[str, Any], tuple[str, ...]] | None] = asyncio.Queue()
+        self._sent: dict[tuple[str, ...], _Sent] = {}
+        self._buckets: dict[tuple[str, ...], _Bucket] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self.recorded = 0
+        """Events accepted by :meth:`record`."""
+        self.dropped = 0
+        """Events over the rate limit, not sent."""
+        self.failed = 0
+        """Events the server did not take (logged)."""
+
+    def record(
+        self,
+        obj: KubeObject | Mapping[str, Any],
+        type: EventType,
+        reason: str,
+        message: str,
+        *,
+        action: str | None = None,
+    ) -> None:
+        """Record an event about ``obj`` (a cached object or a body with apiVersion, kind
+        and metadata): ``type`` "Normal" or "Warning", a CamelCase ``reason``, a human
+        ``message``. Returns at once; the event is sent in the background."""
+        if self._closed:
+            raise ClosedError(f"EventRecorder {self.component} is closed")
+        if type not in ("Normal", "Warning"):
+            raise ConfigError(f"an event's type is 'Normal' or 'Warning', not {type!r}")
+        involved = _involved(obj)
+        source = (involved["uid"] or f"{involved['namespace']}/{involved['name']}", self.component)
+        if not self._take(source):
+            self.dropped += 1
+            if self.dropped <= 10 or self.dropped % 1000 == 0:
+                log.warning("%s: event about %s dropped (rate limit): %s %s",
+                            self.component, involved["name"], reason, message)  # fmt: skip
+            return
+        event = {
+            "involvedObject": involved,
+            "type": type,
+            "reason": reason,
+            "message": message,
+            "action": action,
+        }
+        self.recorded += 1
+        self._queue.put_nowait((event, (*source, type, reason, message)))
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._send_all(), name=f"events:{self.component}"
+            )
+
+    async def flush(self) -> None:
+        """Wait until every event recorded so far has been sent (or failed)."""
+        if self._task is not None and not self._task.done():
+            await self._queue.join()
+
+    async def aclose(self) -> None:
+        """Send what is recorded, then stop. Idempotent."""
+        self._closed = True
+        if self._task is not None and not self._task.done():
+            self._queue.put_nowait(None)
+            await asyncio.wait([self._task])
+
+    def _take(self, source: tuple[str, ...]) -> bool:
+        now = self._clock()
+        bucket = self._buckets.get(source)
+        if bucket is None:
+            bucket = self._buckets[source] = _Bucket(float(BURST), now)
+        bucket.tokens = min(float(BURST), bucket.tokens + (now - bucket.at) / REFILL_SECONDS)
+        bucket.at = now
+        if bucket.tokens < 1:
+            return False
+        bucket.tokens -= 1
+        return True
+
+    async def _send_all(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                if item is None:
+                    return
+                await self._send(*item)
+            except asyncio.CancelledError:
+                raise
+            except (ApiError, ConfigError) as exc:
+                self.failed += 1
+                log.warning("%s: an event was not recorded: %s", self.component, exc)
+            except Exception:
+                self.failed += 1
+                log.exception("%s: an event was not recorded", self.component)
+            finally:
+                self._queue.task_done()
+
+    async def _send(self, event: dict[str, Any], key: tuple[str, ...]) -> None:
+        now, stamp = self._clock(), _timestamp()
+        involved = event["involvedObject"]
+        earlier = self._sent.get(key)
+        if earlier is not None and now - earlier.at < AGGREGATION_WINDOW:
+            patch = {"count": earlier.count + 1, "lastTimestamp": stamp}
+            ref = {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": earlier.name, "namespace": earlier.namespace},
+            }
+            try:
+                await self.client.patch(ref, patch, type="merge")
+            except ApiError as exc:
+                log.info("%s: event %s not aggregated (%s): sending anew", self.component,
+                         earlier.name, exc)  # fmt: skip
+            else:
+                earlier.count += 1
+                earlier.at = now
+                return
+        namespace = involved["namespace"] or "default"
+        suffix = f".{time.time_ns():x}"
+        name = involved["name"][: _NAME_LIMIT - len(suffix)] + suffix
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {k: v for k, v in involved.items() if v},
+            "reason": event["reason"],
+            "message": event["message"],
+            "type": event["type"],
+            "source": {"component": self.component, "host": self.host},
+            "reportingComponent": self.component,
+            "reportingInstance": self.host,
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        if event["action"]:
+            body["action"] = event["action"]
+        await self.client.create(body)
+        self._sent[key] = _Sent(name, namespace, 1, now)
+
+
+def _involved(obj: KubeObject | Mapping[str, Any]) -> dict[str, str]:
+    """The ``involvedObject`` reference of ``obj``."""
+    if isinstance(obj, KubeObject):
+        api_version, kind, meta = obj.api_version, obj.kind, obj.metadata
+        namespace, name, uid, rv = meta.namespace, meta.name, meta.uid, meta.resource_version
+    else:
+        m = obj.get("metadata") or {}
+        api_version, kind = str(obj.get("apiVersion") or ""), str(obj.get("kind") or "")
+        namespace, name = str(m.get("namespace") or ""), str(m.get("name") or "")
+        uid, rv = str(m.get("uid") or ""), str(m.get("resourceVersion") or "")
+    if not (api_version and kind and name):
+        raise ConfigError("an event needs an object with apiVersion, kind and metadata.name")
+    ref = {"apiVersion": api_version, "kind": kind, "name": name, "namespace": namespace}
+    ref["uid"] = uid
+    ref["resourceVersion"] = rv
+    return ref

@@ -1,0 +1,79 @@
+"""Test helpers: bounded polling with a clear failure message, installing a CRD.
+
+:func:`eventually` waits for a condition without sleeping blindly: it checks it, then again
+every ``interval`` seconds, and fails with ``AssertionError("timed out after Ns waiting for
+<what>")`` once ``timeout`` has passed. :func:`install_crd` creates a
+CustomResourceDefinition (a dict, a YAML string or a path) and returns once the API server
+serves its resource (discovery lists it), as a CRD takes a moment to be established.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from aioinformer._client.client import Client
+from aioinformer._client.discovery import ApiResource, Discovery
+from aioinformer._core.errors import AlreadyExists
+
+__all__ = ["eventually", "install_crd"]
+
+
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]],
+    what: str = "the condition",
+    *,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+) -> None:
+    """Return once ``condition()`` (sync or async) is true; ``AssertionError`` naming
+    ``what`` after ``timeout`` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        result = condition()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
+        if loop.time() >= deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+async def install_crd(
+    client: Client, crd: Mapping[str, Any] | str | Path, *, timeout: float = 30.0
+) -> ApiResource:
+    """Create ``crd`` (unless it exists) and return its resource once it is served.
+
+    ``crd`` is a CustomResourceDefinition as a dict, as YAML text, or the path of a YAML
+    file. ``client`` is an :class:`~aioinformer.Client` (e.g. the ``kube_client`` fixture).
+    """
+    body = _load(crd)
+    try:
+        await client.create(body)
+    except AlreadyExists:
+        pass
+    spec = body["spec"]
+    group, plural = spec["group"], spec["names"]["plural"]
+    versions = spec["versions"]
+    version = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"])
+    discovery = Discovery(client.rest, wait=timeout)
+    return await discovery.resolve(f"{group}/{version}", plural)
+
+
+def _load(crd: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    """The CRD as a dict (from YAML text or a file)."""
+    if isinstance(crd, Mapping):
+        return dict(crd)
+    import yaml
+
+    if isinstance(crd, Path) or ("\n" not in crd and Path(crd).is_file()):
+        crd = Path(crd).read_text()
+    doc = yaml.safe_load(crd)
+    if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+        raise ValueError("install_crd needs a CustomResourceDefinition")
+    return doc

@@ -1,0 +1,107 @@
+"""The pytest plugin: fixtures to test an operator on KubeSim (entry point ``pytest11``).
+
+Installed with aioinformer; pytest loads it by itself. Fixtures (each test gets its own,
+torn down after it; they need pytest-asyncio, in auto or strict mode):
+
+* ``kubesim``: a started :class:`~aioinformer.testing.KubeSim` on 127.0.0.1, bearer-token
+  auth on, no TLS (``kubesim_options`` overrides its options, e.g.
+  ``{"nodes": 3}`` or ``{"tls": True}`` for kubectl);
+* ``kube_api``: a kubernetes_asyncio ``ApiClient`` for it;
+* ``kube_client``: an :class:`~aioinformer.Client` on it;
+* ``manager``: a running :class:`~aioinformer.Manager` built by the test module's (or a
+  conftest's) ``operator`` fixture, a function ``build(manager)`` (``python -m aioinformer
+  run``'s target function), synced before the test starts and stopped after it.
+
+Helpers (``from aioinformer.testing import eventually, install_crd``): :func:`eventually`
+polls a condition until it holds, failing with a clear message after a timeout;
+:func:`install_crd` creates a CustomResourceDefinition from YAML or a dict and returns once
+its resource is served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from aioinformer._client.client import Client
+from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.target import build_manager
+from aioinformer.testing._helpers import eventually, install_crd
+from aioinformer.testing._kubesim.kubesim import KubeSim
+
+__all__ = ["eventually", "install_crd"]
+
+
+def _async_fixture(fn: Callable[..., Any]) -> Any:
+    """``fn`` as an async fixture (pytest-asyncio's, so it works in strict mode too); where
+    pytest-asyncio is missing, a fixture that says so."""
+    try:
+        import pytest_asyncio
+    except ImportError:
+
+        @pytest.fixture(name=fn.__name__)
+        def missing() -> None:
+            pytest.fail("aioinformer's fixtures need pytest-asyncio: pip install pytest-asyncio")
+
+        return missing
+    return pytest_asyncio.fixture(fn)
+
+
+@pytest.fixture
+def kubesim_options() -> dict[str, Any]:
+    """Options for the ``kubesim`` fixture's KubeSim (override it to change them)."""
+    return {}
+
+
+@_async_fixture
+async def kubesim(kubesim_options: dict[str, Any]) -> AsyncIterator[KubeSim]:
+    """A started KubeSim (loopback, auth on)."""
+    async with KubeSim(**kubesim_options) as sim:
+        yield sim
+
+
+@_async_fixture
+async def kube_api(kubesim: KubeSim) -> AsyncIterator[Any]:
+    """A kubernetes_asyncio ``ApiClient`` for ``kubesim``."""
+    async with kubesim.api_client() as api:
+        yield api
+
+
+@_async_fixture
+async def kube_client(kube_api: Any) -> Client:
+    """An aioinformer :class:`~aioinformer.Client` for ``kubesim``."""
+    return Client(kube_api, field_manager="pytest")
+
+
+@pytest.fixture
+def operator() -> Callable[[Manager], Any]:
+    """The build function of the operator under test: override this fixture."""
+    raise pytest.UsageError(
+        "the 'manager' fixture needs an 'operator' fixture returning your build(manager) "
+        "function (define it in the test module or a conftest.py)"
+    )
+
+
+@_async_fixture
+async def manager(kube_api: Any, operator: Callable[[Manager], Any]) -> AsyncIterator[Manager]:
+    """A running Manager with ``operator`` built on it, synced; stopped after the test."""
+    m = Manager(kube_api, metrics_port=0, discovery_timeout=10.0)
+    await build_manager(operator, m)
+    task = asyncio.create_task(m.run(), name="pytest-manager")
+    try:
+        await eventually(
+            lambda: task.done() or all(i.has_synced for i in m.factory.informers),
+            "the manager's informers to sync",
+            timeout=30.0,
+        )
+        if task.done():
+            task.result()  # raises what stopped it
+        yield m
+    finally:
+        task.cancel()
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]

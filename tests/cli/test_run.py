@@ -1,0 +1,155 @@
+"""``python -m aioinformer run`` over real processes: an operator from a file against
+``python -m aioinformer sim`` converges, answers /readyz once synced, and on SIGTERM stops
+gracefully, releases its Lease and exits 0; configuration errors are one line."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import signal
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from aioinformer import Client
+from aioinformer._client.config import load_api_client
+from aioinformer.testing import eventually, install_crd
+from tests.support import REPO
+
+PODSET = {
+    "apiVersion": "example.aioinformer.dev/v1",
+    "kind": "PodSet",
+    "metadata": {"name": "web", "namespace": "default"},
+    "spec": {
+        "replicas": 3,
+        "template": {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9"}]},
+        },
+    },
+}
+
+
+class Process:
+    """A child ``python -m aioinformer ...`` whose output lines are collected."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.lines: list[str] = []
+        self._reader = asyncio.create_task(self._read())
+
+    async def _read(self) -> None:
+        assert self.proc.stdout is not None
+        async for raw in self.proc.stdout:
+            self.lines.append(raw.decode(errors="replace").rstrip())
+
+    def find(self, pattern: str) -> re.Match[str] | None:
+        return next((m for line in self.lines if (m := re.search(pattern, line))), None)
+
+    async def stop(self) -> int:
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        code = await self.proc.wait()
+        await self._reader
+        return code
+
+
+@contextlib.asynccontextmanager
+async def spawn(*args: str) -> AsyncIterator[Process]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        cwd=REPO,
+    )
+    child = Process(proc)
+    try:
+        yield child
+    finally:
+        await child.stop()
+
+
+async def test_an_operator_runs_is_ready_and_stops_on_sigterm(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "sim.kubeconfig"
+    async with spawn(
+        "sim", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--nodes", "3", "--cluster",
+        "--start-delay", "0.1",
+    ) as sim:  # fmt: skip
+        await eventually(lambda: sim.find("KubeSim serving on") is not None, "the sim", timeout=30)
+        async with await load_api_client(str(kubeconfig)) as api:
+            client = Client(api)
+            await install_crd(client, REPO / "examples" / "crds" / "podset.yaml")
+            await client.create(PODSET)
+            async with spawn(
+                "run", "examples/podset.py:build", "--kubeconfig", str(kubeconfig),
+                "--metrics-port", "0", "--metrics-host", "127.0.0.1",
+                "--leader-election", "podset-operator", "--lease-namespace", "default",
+                "--identity", "replica-a", "--shutdown-timeout", "3",
+            ) as operator:  # fmt: skip
+                port_line = r"serving /metrics, /healthz, /readyz on 127\.0\.0\.1:(\d+)"
+                await eventually(
+                    lambda: operator.find(port_line) is not None, "the port", timeout=30
+                )
+                match = operator.find(port_line)
+                assert match is not None
+                url = f"http://127.0.0.1:{match.group(1)}"
+
+                async def status(path: str) -> int:
+                    async with aiohttp.ClientSession() as http, http.get(url + path) as resp:
+                        return resp.status
+
+                await eventually(lambda: _is(status("/readyz"), 200), "/readyz 200", timeout=30)
+                assert await status("/healthz") == 200
+
+                async def converged() -> bool:
+                    got = await client.get("example.aioinformer.dev/v1", "PodSet", "web", "default")
+                    return got.field("status.readyReplicas") == 3
+
+                await eventually(converged, "the PodSet to converge", timeout=60)
+                lease = await client.get(
+                    "coordination.k8s.io/v1", "Lease", "podset-operator", "default"
+                )
+                assert lease.field("spec.holderIdentity") == "replica-a"
+
+                operator.proc.send_signal(signal.SIGTERM)
+                code = await asyncio.wait_for(operator.proc.wait(), 30)
+                await eventually(lambda: operator.find("stopped") is not None, "the last line")
+                assert code == 0, "\n".join(operator.lines)
+                assert not operator.find("Traceback|abandoned")
+            lease = await client.get(
+                "coordination.k8s.io/v1", "Lease", "podset-operator", "default"
+            )
+            assert not lease.field("spec.holderIdentity")  # released on the way out
+
+
+async def _is(status: object, want: int) -> bool:
+    try:
+        return await status == want  # type: ignore[misc]
+    except aiohttp.ClientError:
+        return False
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "examples/podset.py:build", "--kubeconfig", "/nonexistent"],
+         "python -m aioinformer run: kubeconfig /nonexistent: no such file"),
+        (["run", "examples/nope.py:build", "--kubeconfig", "/nonexistent"],
+         "python -m aioinformer run: examples/nope.py:build: no such file examples/nope.py"),
+        (["run", "aioinformer.nothing:build", "--kubeconfig", "/nonexistent"],
+         "python -m aioinformer run: aioinformer.nothing:build: no module named 'aioinformer.nothing'"),
+    ],
+)  # fmt: skip
+async def test_configuration_errors_are_one_line(args: list[str], message: str) -> None:
+    async with spawn(*args) as child:
+        code = await asyncio.wait_for(child.proc.wait(), 60)
+    assert code == 2
+    assert child.lines[-1] == message and not child.find("Traceback")

@@ -1,0 +1,62 @@
+"""Discovery against KubeSim: resources resolved with their kind and scope, clear errors that
+say what the server serves, a CRD found once it is served."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from aioinformer import ConfigError, Discovery
+from aioinformer._client.rest import RestClient
+from aioinformer.testing import KubeSim
+from tests.support import REPO
+
+
+@pytest.fixture
+async def discovery(sim: KubeSim) -> AsyncIterator[Discovery]:
+    async with sim.api_client() as api:
+        yield Discovery(RestClient(api), wait=0.3, poll=0.05)
+
+
+async def test_resolve_built_ins(discovery: Discovery) -> None:
+    pods = await discovery.resolve("v1", "pods")
+    assert (pods.kind, pods.namespaced, pods.group_version) == ("Pod", True, "v1")
+    assert "status" in pods.subresources and "watch" in pods.verbs
+    assert pods.path("ns", "p") == "/api/v1/namespaces/ns/pods/p"
+    nodes = await discovery.resolve("v1", "nodes")
+    assert not nodes.namespaced and nodes.path("ignored") == "/api/v1/nodes"
+    deploys = await discovery.for_kind("apps/v1", "Deployment")
+    assert deploys.plural == "deployments" and deploys.qualified == "deployments.apps"
+
+
+@pytest.mark.parametrize(
+    ("group_version", "plural", "message"),
+    [
+        ("v1", "pod", "no resource 'pod' in v1: did you mean 'pods'?"),
+        ("v1", "Pods", "did you mean 'pods'?"),
+        ("apps/v1", "deploymnets", "did you mean 'deployments'?"),
+        ("apps/v2", "deployments", "apps serves v1, not v2"),
+        ("v2", "pods", "the core group serves v1, not v2"),
+        ("example.com/v1", "things", "is its CustomResourceDefinition installed?"),
+    ],
+)
+async def test_what_is_not_served_is_a_clear_error(
+    discovery: Discovery, group_version: str, plural: str, message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        await discovery.resolve(group_version, plural)
+    assert message in str(err.value)
+
+
+async def test_a_crd_created_while_resolving_is_found(sim: KubeSim, discovery: Discovery) -> None:
+    import yaml
+
+    crd = yaml.safe_load((REPO / "examples" / "crds" / "podset.yaml").read_text())
+    discovery.wait = 10.0
+    resolving = asyncio.create_task(discovery.resolve("example.aioinformer.dev/v1", "podsets"))
+    await asyncio.sleep(0)  # it is asking now, and the group is not served
+    sim.create("customresourcedefinitions", crd)
+    podsets = await resolving
+    assert podsets.kind == "PodSet" and podsets.namespaced and "status" in podsets.subresources

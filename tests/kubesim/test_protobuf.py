@@ -1,0 +1,255 @@
+"""Protobuf request bodies and protobuf Accept headers, over HTTP and through kubectl."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from aioinformer.testing import KubeSim
+from aioinformer.testing._kubesim.protobuf import MAGIC, decode_object
+from tests.support import transcript
+
+MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
+PB = "application/vnd.kubernetes.protobuf"
+KUBECTL_DIR = Path("/usr/lib/google-cloud-sdk/bin")
+
+
+# a minimal protobuf writer, enough to build what client-go sends
+def varint(n: int) -> bytes:
+    out = bytearray()
+    n &= (1 << 64) - 1
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def ld(num: int, payload: bytes) -> bytes:
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def vi(num: int, value: int) -> bytes:
+    return varint(num << 3) + varint(value)
+
+
+def s(num: int, text: str) -> bytes:
+    return ld(num, text.encode())
+
+
+def entry(num: int, k: str, v: bytes) -> bytes:
+    return ld(num, s(1, k) + ld(2, v))
+
+
+def object_meta(name: str, **labels: str) -> bytes:
+    # as gogo-protobuf writes it: every non-pointer field, empty or not
+    out = s(1, name) + s(2, "") + s(3, "") + s(4, "") + s(5, "") + s(6, "") + vi(7, 0)
+    out += ld(8, b"")  # creationTimestamp: the zero Time
+    for k, v in labels.items():
+        out += entry(11, k, v.encode())
+    return out
+
+
+def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
+    return MAGIC + ld(1, s(1, api_version) + s(2, kind)) + ld(2, raw) + s(3, "") + s(4, "")
+
+
+def configmap(name: str) -> bytes:
+    raw = ld(1, object_meta(name, app="pb")) + entry(2, "k", b"v") + entry(3, "bin", b"\x00\x01")
+    return envelope("v1", "ConfigMap", raw)
+
+
+def test_decodes_a_configmap_as_its_json_twin() -> None:
+    assert decode_object(configmap("cm")) == {
+        "kind": "ConfigMap",
+        "apiVersion": "v1",
+        "metadata": {"name": "cm", "labels": {"app": "pb"}, "creationTimestamp": None},
+        "data": {"k": "v"},
+        "binaryData": {"bin": "AAE="},
+    }
+
+
+def test_pointer_fields_keep_zero_values_and_structs_stay_objects() -> None:
+    container = s(1, "c") + s(2, "img") + ld(8, b"") + vi(16, 0)
+    pod_spec = ld(2, container) + vi(4, 0)  # terminationGracePeriodSeconds: 0 is a value
+    template = ld(1, object_meta("")) + ld(2, pod_spec)
+    spec = vi(1, 0) + ld(3, template) + ld(4, s(1, "")) + vi(5, 0)
+    raw = ld(1, object_meta("d")) + ld(2, spec) + ld(3, vi(1, 0) + vi(2, 0))
+    obj = decode_object(envelope("apps/v1", "Deployment", raw))
+    assert obj["spec"]["replicas"] == 0
+    assert obj["spec"]["strategy"] == {} and obj["status"] == {}
+    tmpl = obj["spec"]["template"]
+    assert tmpl["metadata"] == {"creationTimestamp": None}
+    assert tmpl["spec"] == {
+        "containers": [{"name": "c", "image": "img", "resources": {}}],
+        "terminationGracePeriodSeconds": 0,
+    }
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def tls_sim() -> AsyncIterator[KubeSim]:
+    async with KubeSim(tls=True) as sim:
+        sim.create("namespaces", {"metadata": {"name": "pb"}})
+        yield sim
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def http(tls_sim: KubeSim) -> AsyncIterator[aiohttp.ClientSession]:
+    import ssl
+
+    ctx = ssl.create_default_context(cafile=str(tls_sim.ca_file))
+    headers = {"Authorization": f"Bearer {tls_sim.token}"}
+    conn = aiohttp.TCPConnector(ssl=ctx)
+    async with aiohttp.ClientSession(base_url=tls_sim.url, headers=headers, connector=conn) as s:
+        yield s
+
+
+@MODULE_LOOP
+async def test_protobuf_post_creates_the_object(http: aiohttp.ClientSession) -> None:
+    async with http.post(
+        "/api/v1/namespaces/pb/configmaps",
+        data=configmap("from-pb"),
+        headers={"Content-Type": PB, "Accept": f"{PB},application/json"},
+    ) as r:
+        assert r.status == 201
+        assert r.content_type == "application/json"  # JSON, which the client also accepts
+        body = await r.json()
+    assert body["data"] == {"k": "v"} and body["metadata"]["labels"] == {"app": "pb"}
+    assert body["metadata"]["managedFields"][0]["fieldsV1"]["f:data"] == {".": {}, "f:k": {}}
+
+
+@MODULE_LOOP
+async def test_undecodable_protobuf_gets_an_honest_415(http: aiohttp.ClientSession) -> None:
+    pod = envelope("v1", "Pod", ld(1, object_meta("p")))
+    bad_field = envelope("v1", "ConfigMap", ld(1, object_meta("x")) + vi(99, 1))
+    for body, why in [(pod, "does not decode protobuf Pod"), (bad_field, "field 99 of ConfigMap")]:
+        async with http.post(
+            "/api/v1/namespaces/pb/configmaps", data=body, headers={"Content-Type": PB}
+        ) as r:
+            assert r.status == 415
+            status = await r.json()
+        assert status["reason"] == "UnsupportedMediaType"
+        assert status["message"].startswith(
+            "the body of the request was in an unknown format - accepted media types include: "
+            "application/json, application/yaml (KubeSim: "
+        )
+        assert why in status["message"] and "protobuf," not in status["message"]
+
+
+@MODULE_LOOP
+async def test_accept_negotiation_never_offers_protobuf(http: aiohttp.ClientSession) -> None:
+    """28a: 'protobuf, application/json' falls back to JSON (as a CR does); protobuf alone
+    is a 406, whose message lists only what is served."""
+    rec = {ex["label"]: ex for ex in transcript("28a")["more_exchanges"]}
+    cr_fallback = rec[
+        "GET RecPodSet (CR) Accept application/vnd.kubernetes.protobuf, application/json"
+    ]
+    path = "/api/v1/namespaces/pb/configmaps/from-pb"
+    accept = dict(cr_fallback["request"]["headers"])["Accept"]
+    async with http.get(path, headers={"Accept": accept}) as r:
+        assert r.status == cr_fallback["response"]["status"] == 200
+        assert r.content_type == cr_fallback["response"]["content_type"] == "application/json"
+    for accept in (PB, f"{PB};stream=watch"):
+        async with http.get(path, headers={"Accept": accept}) as r:
+            assert r.status == 406
+            body = await r.json()
+        assert body["reason"] == "NotAcceptable"
+        assert body["message"] == (
+            "only the following media types are accepted: application/json, application/yaml"
+        )
+
+
+def kubectl(version: str) -> Path:
+    path = KUBECTL_DIR / f"kubectl.{version}"
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"kubectl {version} is not installed at {path}")
+    return path
+
+
+async def run(*argv: str | Path) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        *map(str, argv), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    return proc.returncode or 0, out.decode()
+
+
+@MODULE_LOOP
+@pytest.mark.parametrize("version", ["1.32", "1.33"])
+async def test_kubectl_creates_with_protobuf_and_reads_and_watches(
+    tls_sim: KubeSim, version: str, tmp_path: Path
+) -> None:
+    """kubectl >= 1.32 sends the generator kinds as protobuf (and never retries as JSON)."""
+    k = kubectl(version)
+    cfg = tls_sim.write_kubeconfig(tmp_path / "kubeconfig")
+    tag = version.replace(".", "")
+    base = [k, "--kubeconfig", cfg, "-n", "pb"]
+    for args in (
+        ["create", "namespace", f"ns{tag}"],
+        ["create", "configmap", f"cm{tag}", "--from-literal=a=b"],
+        ["create", "deployment", f"d{tag}", "--image=busybox", "--replicas=2", "--port=80"],
+        ["create", "service", "clusterip", f"svc{tag}", "--tcp=80:8080"],
+    ):
+        rc, out = await run(*base, *args)
+        assert rc == 0, out
+    dep = tls_sim.get("deployments", f"d{tag}", "pb")
+    assert dep["spec"]["replicas"] == 2
+    port = dep["spec"]["template"]["spec"]["containers"][0]["ports"][0]
+    assert port == {"containerPort": 80, "protocol": "TCP"}
+    assert tls_sim.get("configmaps", f"cm{tag}", "pb")["data"] == {"a": "b"}
+    manifest = tmp_path / "cm.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": f"file{tag}"},
+                "data": {"x": "1"},
+            }
+        )
+    )
+    for args in (["create", "-f", manifest], ["apply", "-f", manifest]):
+        rc, out = await run(*base, *args, "--validate=false")
+        assert rc == 0, out
+    rc, out = await run(*base, "get", "configmaps", "-o", "name")
+    assert rc == 0 and f"configmap/cm{tag}" in out and f"configmap/file{tag}" in out
+    # a watch that sees one change, then its timeout ends it
+    watch = await asyncio.create_subprocess_exec(
+        *map(
+            str,
+            [*base, "get", "configmap", f"cm{tag}", "-w", "-o", "name", "--request-timeout=20s"],
+        ),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        assert watch.stdout is not None
+        first = await asyncio.wait_for(watch.stdout.readline(), 20)
+        assert first.decode().strip() == f"configmap/cm{tag}"
+        # kubectl GETs, prints, then watches from RV 0: change the object only once the
+        # watch is open (an earlier change would only be in the watch's initial state)
+        for _ in range(200):
+            if tls_sim.open_watches:
+                break
+            await asyncio.sleep(0.05)
+        assert tls_sim.open_watches, "kubectl get -w never opened its watch"
+        tls_sim.patch("configmaps", f"cm{tag}", {"data": {"a": "c"}}, namespace="pb")
+        second = await asyncio.wait_for(watch.stdout.readline(), 20)
+        assert second.decode().strip() == f"configmap/cm{tag}"
+    finally:
+        if watch.returncode is None:
+            watch.kill()
+        await watch.wait()

@@ -1,0 +1,171 @@
+"""The manager's write client keeps the controller's books by itself (over real HTTP against
+KubeSim): a reconcile that writes then reads sees its write, creations and deletions of
+owned objects are expected and settled, every write is fenced, writes outside a reconcile
+pass untouched."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from aioinformer import AlreadyExists, KubeObject, Manager, NotOwner, Result, WatchOptions
+from aioinformer.testing import KubeSim
+
+FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
+
+
+def cm(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "data": {"v": "1"}}
+
+
+def cm_object(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+    }
+
+
+def secret(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
+
+
+async def eventually(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+@contextlib.asynccontextmanager
+async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
+    task = asyncio.create_task(manager.run())
+    try:
+        yield task
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_reconcile_sees_its_own_writes_and_its_creations_are_expected(
+    sim: KubeSim,
+) -> None:
+    """The reconcile creates an owned Secret through manager.client and reads the secrets
+    cache right after: the Secret is there. Its creation was expected (the key was held
+    until the owned informer saw it) and is settled once seen."""
+    seen: list[tuple[str, bool]] = []
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        secrets = m.informer("v1", "secrets", namespace="default")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            if owner is None:
+                return None
+            name = f"{owner.name}-secret"
+            if secrets.snapshot().get(f"default/{name}") is None:
+                await m.client.create(secret(name), owner=owner)
+                seen.append((key, secrets.snapshot().get(f"default/{name}") is not None))
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
+        sim.create("configmaps", cm("a"), "default")
+        async with running(m):
+            await eventually(lambda: bool(seen), "the reconcile to write")
+            assert seen == [("default/a", True)]  # read-your-writes inside the reconcile
+            await eventually(lambda: ctl.expectations.satisfied("default/a"), "the creation seen")
+            assert ctl.primary_kind == "ConfigMap"  # learned from discovery
+            created = sim.get("secrets", "a-secret", "default")
+            ref = created["metadata"]["ownerReferences"][0]
+            assert (ref["kind"], ref["name"], ref["controller"]) == ("ConfigMap", "a", True)
+
+
+async def test_a_refused_create_lowers_the_expectation_it_raised(sim: KubeSim) -> None:
+    outcomes: list[str] = []
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        secrets = m.informer("v1", "secrets", namespace="default")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            assert owner is not None
+            try:
+                await m.client.create(secret("taken"), owner=owner)
+            except AlreadyExists:
+                outcomes.append("exists")
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
+        sim.create("secrets", secret("taken"), "default")
+        sim.create("configmaps", cm("b"), "default")
+        async with running(m):
+            await eventually(lambda: outcomes == ["exists"], "the refused create")
+            assert ctl.expectations.pending("default/b") == (0, 0)  # lowered again
+            assert ctl.expectations.satisfied("default/b")
+
+
+async def test_a_delete_of_an_owned_object_is_expected_until_seen(sim: KubeSim) -> None:
+    gone: list[bool] = []
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        secrets = m.informer("v1", "secrets", namespace="default")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            if owner is None:
+                return None
+            child = secrets.snapshot().get("default/child")
+            if child is None:
+                await m.client.create(secret("child"), owner=owner)
+                return Result(requeue_after=0.01)
+            if child.labels.get("delete") == "me":
+                await m.client.delete(child)
+                gone.append(secrets.snapshot().get("default/child") is None)
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
+        sim.create("configmaps", cm("c"), "default")
+        async with running(m):
+            await eventually(lambda: secrets.snapshot().get("default/child") is not None, "child")
+            sim.patch("secrets", "child", {"metadata": {"labels": {"delete": "me"}}}, "default")
+            await eventually(lambda: bool(gone), "the delete")
+            assert gone == [True]  # the cache had seen the deletion when the write returned
+            await eventually(lambda: ctl.expectations.satisfied("default/c"), "deletion settled")
+
+
+async def test_writes_are_fenced_and_writes_outside_a_reconcile_are_not(sim: KubeSim) -> None:
+    """A reconcile of a key this replica no longer holds cannot write: NotOwner, nothing
+    sent, the reconcile fails and is retried. Outside any reconcile the client just writes."""
+    holds = {"yes": True}
+    refused: list[str] = []
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+
+        async def reconcile(key: str) -> Result | None:
+            holds["yes"] = False  # lost while reconciling (a Lease that lapsed meanwhile)
+            try:
+                await m.client.create(cm_object("written-while-not-holding"))
+            except NotOwner as exc:
+                refused.append(exc.key)
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms)
+        ctl._may_act = lambda key: holds["yes"]
+        sim.create("configmaps", cm("d"), "default")
+        async with running(m):
+            await eventually(lambda: bool(refused), "the fenced write")
+            assert refused == ["default/d"]
+            with pytest.raises(Exception, match="not found"):
+                sim.get("configmaps", "written-while-not-holding", "default")
+            outside = await m.client.create(cm_object("outside"))
+            assert isinstance(outside, KubeObject) and outside.name == "outside"

@@ -1,0 +1,118 @@
+"""The EventRecorder over real HTTP against KubeSim: core/v1 Events the server accepts,
+identical events aggregated into one with a count, a per-object rate limit, nothing raised
+into the caller."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from aioinformer import Client, ConfigError, EventRecorder
+from aioinformer._runtime import events as events_module
+from aioinformer.testing import KubeSim
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+async def client(sim: KubeSim) -> AsyncIterator[Client]:
+    async with sim.api_client() as api:
+        yield Client(api, field_manager="tests")
+
+
+def about(sim: KubeSim, name: str) -> list[dict[str, Any]]:
+    return [e for e in sim.list("events", "default") if e["involvedObject"].get("name") == name]
+
+
+async def test_events_are_recorded_and_identical_ones_aggregated(
+    sim: KubeSim, client: Client
+) -> None:
+    made = await client.create(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "web", "namespace": "default"},
+        }
+    )
+    clock = Clock()
+    recorder = EventRecorder(client, "web-controller", host="replica-1", clock=clock)
+    recorder.record(made, "Normal", "Synced", "all pods ready")
+    recorder.record(made, "Normal", "Synced", "all pods ready")
+    recorder.record(made, "Warning", "Failed", "image pull failed")
+    await recorder.flush()
+    got = {e["reason"]: e for e in about(sim, "web")}
+    assert set(got) == {"Synced", "Failed"}
+    synced = got["Synced"]
+    assert synced["count"] == 2 and synced["type"] == "Normal"
+    assert (
+        synced["involvedObject"]["uid"] == made.uid
+        and synced["involvedObject"]["kind"] == "ConfigMap"
+    )
+    assert synced["source"] == {"component": "web-controller", "host": "replica-1"}
+    assert synced["metadata"]["name"].startswith("web.")
+    assert synced["firstTimestamp"] and synced["lastTimestamp"]
+    clock.now += events_module.AGGREGATION_WINDOW + 1  # outside the window: a new Event
+    recorder.record(made, "Normal", "Synced", "all pods ready")
+    await recorder.aclose()
+    assert sorted(e["count"] for e in about(sim, "web") if e["reason"] == "Synced") == [1, 2]
+    assert (recorder.recorded, recorder.dropped, recorder.failed) == (4, 0, 0)
+
+
+async def test_a_flood_about_one_object_is_rate_limited(sim: KubeSim, client: Client) -> None:
+    clock = Clock()
+    recorder = EventRecorder(client, "loop", clock=clock)
+    obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "uid": "u1"}}
+    for i in range(events_module.BURST + 10):
+        recorder.record(obj, "Warning", "Looping", f"attempt {i}")
+    clock.now += events_module.REFILL_SECONDS  # one more token
+    recorder.record(obj, "Warning", "Looping", "later")
+    await recorder.aclose()
+    sent = about(sim, "node-1")
+    assert len(sent) == events_module.BURST + 1 and recorder.dropped == 10
+    assert {e["metadata"]["namespace"] for e in sent} == {"default"}  # a cluster-scoped object
+
+
+async def test_names_stay_valid_and_failures_are_counted_not_raised(
+    sim: KubeSim, client: Client
+) -> None:
+    recorder = EventRecorder(client, "c")
+    long_name = "x" * 253
+    recorder.record(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": long_name, "namespace": "default"},
+        },
+        "Normal",
+        "Long",
+        "a name at the limit",
+    )
+    recorder.record(
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "ns-gone", "namespace": "no-such-ns"},
+        },
+        "Normal",
+        "Lost",
+        "its namespace does not exist",
+    )
+    await recorder.aclose()
+    names = [e["metadata"]["name"] for e in about(sim, long_name)]
+    assert len(names) == 1 and len(names[0]) <= 253
+    assert recorder.failed == 1  # the 404 was logged and counted, nothing raised
+    with pytest.raises(ConfigError, match="'Normal' or 'Warning'"):
+        EventRecorder(client, "c").record(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}},
+            "Info",
+            "R",
+            "m",  # type: ignore[arg-type]
+        )
