@@ -50,6 +50,16 @@ async def test_deployment_scale_as_recorded(sim: KubeSim) -> None:
     rvs = [a["metadata"]["resourceVersion"] for a in answers if a.get("kind") == "Scale"]
     assert len(set(rvs)) == len(rvs)  # each write moved the parent's RV
     assert answers[-2]["metadata"]["resourceVersion"] == rvs[-1]
+    # the scale writer owns spec.replicas (an entry without time), taken from the creator
+    recorded = next(
+        e for e in transcript("23a")["more_exchanges"] if e["label"].startswith("GET deployment")
+    )
+    want = recorded["response"]["body"]["metadata"]["managedFields"]
+    got = answers[-2]["metadata"]["managedFields"]
+    assert [{k: v for k, v in e.items() if k != "time"} for e in got] == [
+        {k: v for k, v in e.items() if k != "time"} for e in want
+    ]
+    assert ["time" in e for e in got] == ["time" in e for e in want] == [False, True]
 
 
 async def test_statefulset_scale_as_recorded(sim: KubeSim) -> None:
