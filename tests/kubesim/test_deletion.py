@@ -126,7 +126,7 @@ async def test_propagation_policy_as_recorded(apiserver: KubeSim) -> None:
         for exchange in rec["setup"]:
             assert (await replayer.send(exchange))[0] == 201
         rv = str(apiserver.resource_version)
-        params = watch_params(resourceVersion=rv, timeoutSeconds="2")
+        params = watch_params(resourceVersion=rv, timeoutSeconds="1")
         async with (
             http.get("/apis/apps/v1/namespaces/rec-prop-a/deployments", params=params) as owners,
             http.get("/api/v1/namespaces/rec-prop-a/configmaps", params=params) as dependents,

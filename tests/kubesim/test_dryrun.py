@@ -55,7 +55,7 @@ async def test_dry_run_configmap_writes_store_nothing(sim: KubeSim) -> None:
     cm1 = sim.get("configmaps", "cm1", "rec-dry-a")
     rv_before = sim.resource_version
     async with recorder(sim) as http:
-        params = watch_params(resourceVersion=str(rv_before), timeoutSeconds="2")
+        params = watch_params(resourceVersion=str(rv_before), timeoutSeconds="1")
         async with http.get(base, params=params) as watch:
             answers = {}
             for label, write in writes.items():
@@ -110,7 +110,7 @@ async def test_dry_run_pod_writes_store_nothing(sim: KubeSim) -> None:
     before = {n: sim.get("pods", n, "rec-dry-a") for n in ("p1", "p2")}
     rv_before = sim.resource_version
     async with recorder(sim) as http:
-        params = watch_params(resourceVersion=str(rv_before), timeoutSeconds="2")
+        params = watch_params(resourceVersion=str(rv_before), timeoutSeconds="1")
         async with http.get(base, params=params) as watch:
             answers = {}
             for label, write in writes.items():

@@ -100,7 +100,7 @@ async def test_foreground_waits_for_blocking_dependents(sim: KubeSim) -> None:
     sim.create("configmaps", owned("free", owner))
     sim.create("configmaps", owned("held", owner, finalizers=["example.com/hold"]))
     async with recorder(sim) as http:
-        params = watch_params(resourceVersion=str(sim.resource_version), timeoutSeconds="2")
+        params = watch_params(resourceVersion=str(sim.resource_version), timeoutSeconds="1")
         async with (
             http.get("/apis/apps/v1/namespaces/default/deployments", params=params) as owners,
             http.get("/api/v1/namespaces/default/configmaps", params=params) as deps,

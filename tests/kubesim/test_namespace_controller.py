@@ -53,7 +53,7 @@ async def test_finalizers_hold_the_namespace_until_released(sim: KubeSim) -> Non
     )
     sim.create("pods", pod("unscheduled"), "team")
     async with recorder(sim) as http:
-        params = watch_params(resourceVersion=str(sim.resource_version), timeoutSeconds="2")
+        params = watch_params(resourceVersion=str(sim.resource_version), timeoutSeconds="1")
         async with http.get(
             "/apis/example.aioinformer.dev/v1/namespaces/team/podsets", params=params
         ) as watch:

@@ -48,7 +48,7 @@ async def test_namespace_deletion_as_recorded(apiserver: KubeSim) -> None:
         for exchange in rec["setup"]:
             assert (await replayer.send(exchange))[0] == 201
         rv = str(apiserver.resource_version)
-        query = {**rec["request"]["query"], "resourceVersion": rv, "timeoutSeconds": "2"}
+        query = {**rec["request"]["query"], "resourceVersion": rv, "timeoutSeconds": "1"}
         async with http.get(rec["request"]["path"], params=query) as watch:
             answers = [await replayer.check(write) for write in rec["writes"]]
             events = await WatchReader(watch).events_until_eof()
