@@ -8,6 +8,7 @@ import contextlib
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from aioinformer.testing._kubesim.kubesim import KubeSim
 from aioinformer.testing._kubesim.tls import TlsUnavailable
@@ -42,6 +43,18 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     p.set_defaults(plain_http=False)
     p.add_argument("--no-auth", action="store_true", help="accept requests without a token")
+    token = p.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="the admin bearer token (default: a new random one), so a restarted sim keeps "
+        "the token its clients already use",
+    )
+    token.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="read the admin bearer token from this file (keeps it out of the process list)",
+    )
     p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
     p.add_argument("--history-size", type=int, default=10_000, help="watch cache events per type")
     g = p.add_argument_group("faults")
@@ -53,11 +66,18 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     g.add_argument("--fail-status", type=int, default=500, choices=(429, 500, 503, 504))
 
 
-async def _serve(args: argparse.Namespace) -> None:
+def _token(args: argparse.Namespace) -> str | None:
+    if args.token_file:
+        return Path(args.token_file).read_text().strip() or None
+    return str(args.token) if args.token else None
+
+
+async def _serve(args: argparse.Namespace, token: str | None) -> None:
     sim = KubeSim(
         host=args.host,
         port=args.port,
         auth=not args.no_auth,
+        token=token,
         tls=not args.plain_http,
         watch_list=args.watch_list,
         history_size=args.history_size,
@@ -102,7 +122,12 @@ async def _serve(args: argparse.Namespace) -> None:
 
 def run_sim(args: argparse.Namespace) -> int:
     try:
-        asyncio.run(_serve(args))
+        token = _token(args)
+    except OSError as exc:
+        print(f"aioinformer sim: cannot read the token file: {exc}", file=sys.stderr)
+        return 1
+    try:
+        asyncio.run(_serve(args, token))
     except TlsUnavailable as exc:
         print(f"aioinformer sim: {exc}", file=sys.stderr)
         return 1

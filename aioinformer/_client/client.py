@@ -27,7 +27,8 @@ Contract:
   controller handing a key to another replica). The controller runtime installs one that keeps
   expectations and read-your-writes by itself (see ``aioinformer.Manager.client``).
 * ``dry_run=True`` asks the server to validate and answer without persisting (hooks are not
-  called: nothing changes).
+  called: nothing changes). A dry-run create answers an object with no resourceVersion
+  (nothing was stored): it comes back with resourceVersion 0.
 """
 
 from __future__ import annotations
@@ -267,7 +268,7 @@ class Client:
                 if not sending.done():
                     sending.cancel()
                 raise
-            result = self._decode(answer.body, about)
+            result = self._decode(answer.body, about, dry_run=dry_run)
         except BaseException as exc:
             for hook, token in tokens:
                 hook.failed(request, exc, token)
@@ -279,7 +280,7 @@ class Client:
         return result
 
     @staticmethod
-    def _decode(body: bytes, about: Request) -> KubeObject | None:
+    def _decode(body: bytes, about: Request, *, dry_run: bool = False) -> KubeObject | None:
         """The object a write answered, or None for a ``Status`` (a delete that is done)."""
         try:
             data = orjson.loads(body)
@@ -287,6 +288,10 @@ class Client:
             raise DecodeError(f"{about.where()}: the answer is not JSON") from exc
         if isinstance(data, dict) and data.get("kind") == "Status":
             return None
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        if dry_run and isinstance(meta, dict) and not meta.get("resourceVersion"):
+            meta["resourceVersion"] = "0"  # a dry-run create stored nothing: no version
+            body = orjson.dumps(data)
         try:
             return decode_object(body)
         except DecodeError as exc:

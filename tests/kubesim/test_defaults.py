@@ -103,3 +103,38 @@ def test_node_service_secret_defaults() -> None:
         "data": {"k": "dg=="},
         "type": "Opaque",
     }
+
+
+@pytest.mark.parametrize(
+    ("case", "plural"),
+    [("18a", "deployments"), ("23b", "statefulsets"), ("18a", "persistentvolumeclaims")],
+)
+def test_workload_defaults_match_recorded_creates(case: str, plural: str) -> None:
+    """18a's Deployment (strategy 25%/25%, no enableServiceLinks in the template), 23b's
+    StatefulSet (updateStrategy partition 0, PVC retention Retain/Retain): spec and status
+    as recorded, key order included. A PVC (no recording) gets volumeMode Filesystem and
+    the Pending phase the v1 defaults give."""
+    if plural == "persistentvolumeclaims":
+        pvc = {
+            "metadata": {"name": "data", "namespace": "n"},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }
+        apply_defaults(rt(plural), pvc)
+        assert list(pvc["spec"]) == ["accessModes", "resources", "volumeMode"]
+        assert pvc["spec"]["volumeMode"] == "Filesystem" and pvc["status"] == {"phase": "Pending"}
+        return
+    creates = [
+        s
+        for s in transcript(case)["setup"]
+        if s["request"]["path"].endswith(f"/{plural}") and s["response"]["status"] == 201
+    ]
+    assert creates
+    for create in creates:
+        obj = copy.deepcopy(create["request"]["body"])
+        obj["metadata"]["namespace"] = create["response"]["body"]["metadata"]["namespace"]
+        apply_defaults(rt(plural, "apps"), obj)
+        assert json.dumps(obj["spec"]) == json.dumps(create["response"]["body"]["spec"])
+        assert json.dumps(obj["status"]) == json.dumps(create["response"]["body"]["status"])

@@ -186,3 +186,91 @@ async def test_command_line_sim_serves_until_interrupted(tmp_path: Path) -> None
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_json_bodies_end_with_a_newline_as_recorded(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """The apiserver's encoder ends every JSON body with a newline (``body_ends_with_newline``
+    and ``body_raw_len`` in 17a, 17b and 23a): error Status bodies, objects and lists alike,
+    so a recorded error body is byte for byte what KubeSim sends."""
+    sim.create("namespaces", {"metadata": {"name": "rec-dry-a"}})
+    sim.create("namespaces", {"metadata": {"name": "rec-scale-a"}})
+    cases = [
+        next(w for w in transcript("17a")["writes"] if "cm-missing" in w["label"]),
+        next(e for e in transcript("17b")["more_exchanges"] if "p3" in e["label"]),
+        next(e for e in transcript("23a")["more_exchanges"] if "configmaps/x" in e["label"]),
+    ]
+    for case in cases:
+        req, want = case["request"], case["response"]
+        async with http.request(req["method"], req["path"]) as r:
+            raw = await r.read()
+        assert (r.status, raw) == (
+            want["status"],
+            json.dumps(want["body"], separators=(",", ":")).encode() + b"\n",
+        )
+        assert len(raw) == want["body_raw_len"] and want["body_ends_with_newline"]
+    for path in ("/api/v1/namespaces/rec-dry-a", "/api/v1/namespaces", "/api/v1"):
+        async with http.get(path) as r:
+            assert (await r.read()).endswith(b"}\n"), path
+    async with http.get("/version") as r:
+        assert (await r.read()).endswith(b"}")  # json.MarshalIndent: no newline
+
+
+async def test_command_line_sim_keeps_a_given_token(tmp_path: Path) -> None:
+    """``sim --token-file`` (as ``--token``): the sim authenticates that token, writes it
+    into the kubeconfig, refuses others and never prints it; a missing file is an error."""
+    token_file = tmp_path / "token"
+    token_file.write_text("fixed-token-for-restarts\n")
+    kubeconfig = tmp_path / "sim.kubeconfig"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "sim",
+        "--port",
+        "0",
+        "--plain-http",
+        "--token-file",
+        str(token_file),
+        "--kubeconfig-out",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        url = ""
+        while not url:
+            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            assert line, "sim exited early"
+            assert "fixed-token" not in line
+            if "serving on" in line:
+                url = line.split("serving on ", 1)[1].split()[0]
+        cfg = json.loads(kubeconfig.read_text())
+        assert cfg["users"][0]["user"]["token"] == "fixed-token-for-restarts"
+        for token, status in (("fixed-token-for-restarts", 200), ("another", 401)):
+            async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as s:
+                async with s.get(f"{url}/api/v1/namespaces") as r:
+                    assert r.status == status
+        proc.send_signal(signal.SIGINT)
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 0
+        assert b"fixed-token" not in out + err
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    missing = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "aioinformer",
+        "sim",
+        "--token-file",
+        str(tmp_path / "nope"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, err = await asyncio.wait_for(missing.communicate(), 30)
+    assert missing.returncode == 1 and b"cannot read the token file" in err

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer.testing import KubeSim
+from aioinformer.testing import ApiError, KubeSim
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -275,15 +275,17 @@ async def test_delete_preconditions_finalizers_and_graceful_pods(
 async def test_foreground_deletion_adds_its_finalizer(
     sim: KubeSim, http: aiohttp.ClientSession
 ) -> None:
-    """12 (p-fg): propagationPolicy=Foreground sets the foregroundDeletion finalizer (no GC
-    runs, so it stays until removed)."""
+    """12 (p-fg): propagationPolicy=Foreground answers the pod with the foregroundDeletion
+    finalizer; the garbage collector then finds no dependent and releases it."""
     sim.create("pods", pod("p-fg"), "default")
     status, body = await call(
         http, "DELETE", "/api/v1/namespaces/default/pods/p-fg", {"propagationPolicy": "Foreground"}
     )
     assert status == 200
     assert body["metadata"]["finalizers"] == ["foregroundDeletion"]
-    assert sim.get("pods", "p-fg", "default")["metadata"]["deletionTimestamp"]
+    assert body["metadata"]["deletionTimestamp"]
+    await sim.wait_idle()
+    assert sim.list("pods", "default") == []
 
 
 async def test_crd_lifecycle_and_custom_resource_semantics(
@@ -409,3 +411,30 @@ async def test_lease_leader_election_exchanges(http: aiohttp.ClientSession, sim:
     status, lst = await call(http, "GET", base)
     assert lst["kind"] == "LeaseList" and lst["items"][0]["spec"]["holderIdentity"] == "candidate-a"
     assert ex
+
+
+async def test_names_with_a_slash_are_refused(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    """A name with ``/`` could not be told apart from a namespace/name key: it fails the
+    DNS-1123 subdomain rule (11e's message) for namespaced, cluster-scoped and in-process
+    creates alike, and a URL-encoded slash reaches no object (it splits the path)."""
+    rec = transcript("11e")["response"]["body"]["details"]["causes"][0]["message"]
+    detail = rec.split('"Bad_Name": ', 1)[1]
+    for path, body in (
+        ("/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a/b"}}),
+        ("/api/v1/nodes", {"metadata": {"name": "default/b"}}),
+        ("/api/v1/namespaces", {"metadata": {"name": "x/y"}}),
+    ):
+        status, answer = await call(http, "POST", path, body)
+        assert status == 422, path
+        assert answer["details"]["causes"][0]["field"] == "metadata.name"
+    status, answer = await call(
+        http, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a/b"}}
+    )
+    assert answer["details"]["causes"][0]["message"] == f'Invalid value: "a/b": {detail}'
+    with pytest.raises(ApiError) as err:
+        sim.create("configmaps", {"metadata": {"name": "default/x"}}, "default")
+    assert err.value.code == 422
+    sim.create("configmaps", {"metadata": {"name": "b"}}, "default")
+    status, _ = await call(http, "GET", "/api/v1/namespaces/default/configmaps/a%2Fb")
+    assert status == 404
+    assert [c["metadata"]["name"] for c in sim.list("configmaps", "default")] == ["b"]

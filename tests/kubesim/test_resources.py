@@ -82,7 +82,8 @@ def test_lookup_misses() -> None:
 
 
 def test_subresources_served_only() -> None:
-    """pods/binding and */status are listed; scale, log, exec and the like are not served."""
+    """pods/binding, */status, namespaces/finalize and the apps workloads' */scale are
+    listed; log, exec and the like are not served."""
     reg = ResourceRegistry.builtin()
     pods = reg.lookup("", "v1", "pods")
     assert pods is not None
@@ -90,8 +91,38 @@ def test_subresources_served_only() -> None:
         ("binding", "Binding", ("create",)),
         ("status", "Pod", ("get", "patch", "update")),
     ]
-    for rt in reg.all():
-        assert all(s.name in ("status", "binding") for s in rt.subresources)
+    served = {(rt.plural, s.name) for rt in reg.all() for s in rt.subresources}
+    assert {name for _, name in served} == {"status", "binding", "scale", "finalize"}
+    assert {p for p, name in served if name == "scale"} == {
+        "deployments",
+        "replicasets",
+        "statefulsets",
+    }
+    assert {p for p, name in served if name == "finalize"} == {"namespaces"}
+    core = reg.api_resource_list("", "v1")
+    assert core is not None
+    finalize = next(r for r in core["resources"] if r["name"] == "namespaces/finalize")
+    assert finalize == {
+        "name": "namespaces/finalize",
+        "singularName": "",
+        "namespaced": False,
+        "kind": "Namespace",
+        "verbs": ["update"],
+    }
+    apps = reg.api_resource_list("apps", "v1")
+    assert apps is not None
+    scale = next(r for r in apps["resources"] if r["name"] == "deployments/scale")
+    assert json.dumps(scale) == json.dumps(
+        {
+            "name": "deployments/scale",
+            "singularName": "",
+            "namespaced": True,
+            "group": "autoscaling",
+            "version": "v1",
+            "kind": "Scale",
+            "verbs": ["get", "patch", "update"],
+        }
+    )
 
 
 def test_storage_version_hash_matches_15b() -> None:
@@ -271,21 +302,15 @@ def test_version_matches_15d() -> None:
 
 
 def test_aggregated_discovery_matches_15e() -> None:
-    """15e-aggregated-discovery-apis: apps and coordination.k8s.io as recorded, except the
-    */scale subresources, which KubeSim does not serve."""
+    """15e-aggregated-discovery-apis: apps and coordination.k8s.io as recorded, */scale
+    with its autoscaling/v1 responseKind included."""
     recorded = transcript("15e-aggregated-discovery-apis")["response"]["body"]
     doc = ResourceRegistry.builtin().aggregated_discovery(core=False)
     assert dumps({k: v for k, v in doc.items() if k != "items"}) == dumps(
         {k: v for k, v in recorded.items() if k != "items"}
     )
     ours = {item["metadata"]["name"]: item for item in doc["items"]}
-    for item in copy.deepcopy(recorded["items"]):
-        for version in item["versions"]:
-            for res in version["resources"]:
-                if "subresources" in res:
-                    res["subresources"] = [
-                        s for s in res["subresources"] if s["subresource"] != "scale"
-                    ]
+    for item in recorded["items"]:
         assert dumps(ours[item["metadata"]["name"]]) == dumps(item)
     assert [i["metadata"]["name"] for i in doc["items"]] == [
         "apps",

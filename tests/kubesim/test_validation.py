@@ -318,6 +318,7 @@ def test_workload_defaults_and_generation() -> None:
         "replicas",
         "selector",
         "template",
+        "strategy",
         "revisionHistoryLimit",
         "progressDeadlineSeconds",
     ]

@@ -13,6 +13,9 @@ in-process :class:`~._rest.Api` (each write is one atomic step and one watch eve
   (gracePeriodSeconds 0) after ``min(deletionGracePeriodSeconds, delete_grace_cap)`` s.
 * **pod GC**: when a node goes (:meth:`ClusterEmulator.remove_node`, or a Node deleted
   through the API while running), its pods are force-deleted.
+* **Events** (``events=True``): the scheduler's ``Scheduled`` and the kubelet's
+  ``Pulling``/``Pulled``/``Created``/``Started`` per container, as core/v1 Events
+  (:mod:`._pod_events`), so ``kubectl describe pod`` shows them.
 
 The emulation is off until :meth:`ClusterEmulator.start`. It learns about pods from the
 pods store's history (never by scanning every pod per tick), so it costs little beside the
@@ -34,6 +37,7 @@ from collections import OrderedDict
 from typing import Any
 
 from aioinformer.testing._kubesim.mvcc import Stored
+from aioinformer.testing._kubesim.pod_events import PodEvents
 from aioinformer.testing._kubesim.rest import STRATEGIC_PATCH, Api
 from aioinformer.testing._kubesim.status import ApiError
 from aioinformer.testing._kubesim.timefmt import now_micro, now_rfc3339
@@ -105,6 +109,7 @@ class ClusterEmulator:
         assert pods_rt is not None and nodes_rt is not None
         self._pods_rt, self._nodes_rt = pods_rt, nodes_rt
         self._pods, self._nodes = api.store(pods_rt), api.store(nodes_rt)
+        self._recorder = PodEvents(api)
         self.configure()
         self._task: asyncio.Task[None] | None = None
         self._futs: list[asyncio.Future[None]] = []
@@ -130,9 +135,11 @@ class ClusterEmulator:
         start_rate: float = 200.0,
         node_prefix: str = "node-",
         delete_grace_cap: float = 1.0,
+        events: bool = True,
     ) -> None:
         """Set the binds and starts per second (> 0), the seconds from bind to Running,
-        the node name prefix and the longest wait of a graceful deletion. Effective at once."""
+        the node name prefix, the longest wait of a graceful deletion and whether the
+        scheduler and kubelets write Events. Effective at once."""
         for rate in (schedule_rate, start_rate):
             if not (rate > 0 and math.isfinite(rate)):
                 raise ValueError(f"rates must be positive and finite, not {rate!r}")
@@ -140,6 +147,7 @@ class ClusterEmulator:
         self.start_delay = max(0.0, float(start_delay))
         self.node_prefix = node_prefix
         self.delete_grace_cap = max(0.0, float(delete_grace_cap))
+        self.events = bool(events)
 
     # -- nodes -----------------------------------------------------------------------------
 
@@ -351,10 +359,12 @@ class ClusterEmulator:
             self._rr += 1
             ns, name = key.split("/", 1)
             try:
-                self._api.bind(ns, name, node)
+                bound = self._api.bind(ns, name, node)
             except ApiError as exc:
                 _skip(exc, key)
                 continue
+            if self.events:
+                self._recorder.scheduled(bound.decode(), node)
             self._binds.tokens -= 1
             self._bound += 1
             self._starting.add(key, self.start_delay)
@@ -429,6 +439,8 @@ class ClusterEmulator:
         except ApiError as exc:
             _skip(exc, key)
             return False
+        if self.events:
+            self._recorder.started(obj, node, self.start_delay)
         self._started += 1
         return True
 

@@ -63,6 +63,14 @@ _WORKLOAD_DEFAULTS: dict[str, tuple[dict[str, Any], str, dict[str, Any]]] = {
     "replicasets": ({"replicas": 1}, "replicas minReadySeconds selector template", {"replicas": 0}),
 }
 
+#: The update strategies apps/v1 defaults (``SetDefaults_Deployment`` & co.): key, the
+#: default type, and what a ``RollingUpdate`` of each gets.
+_STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
+    "deployments": ("strategy", {"maxUnavailable": "25%", "maxSurge": "25%"}),
+    "statefulsets": ("updateStrategy", {"partition": 0}),
+    "daemonsets": ("updateStrategy", {"maxUnavailable": 1, "maxSurge": 0}),
+}
+
 WORKLOAD_PLURALS = frozenset(_WORKLOAD_DEFAULTS)
 """The apps/v1 plurals with workload defaults (Deployment, StatefulSet, DaemonSet, ReplicaSet)."""
 
@@ -100,8 +108,9 @@ def _pull_policy(image: str) -> str:
     return "Always" if parses and (tag == "latest" or not (tag or digest)) else "IfNotPresent"
 
 
-def default_pod_spec(spec: dict[str, Any]) -> None:
-    """``SetDefaults_PodSpec`` and ``SetDefaults_Container`` (pods and pod templates)."""
+def default_pod_spec(spec: dict[str, Any], *, pod: bool = False) -> None:
+    """``SetDefaults_PodSpec`` and ``SetDefaults_Container`` (pods and pod templates); with
+    ``pod`` also ``SetDefaults_Pod``'s ``enableServiceLinks``, which a template does not get."""
     for c in (
         c for k in ("initContainers", "containers", "ephemeralContainers") for c in _l(spec.get(k))
     ):
@@ -125,7 +134,8 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         spec.setdefault(k, v)
     spec["securityContext"] = spec.get("securityContext") or {}
     spec.setdefault("schedulerName", "default-scheduler")
-    spec.setdefault("enableServiceLinks", True)
+    if pod:
+        spec.setdefault("enableServiceLinks", True)
     _order(spec, _POD_SPEC_ORDER)
 
 
@@ -155,7 +165,7 @@ def qos_class(spec: Mapping[str, Any]) -> str:
 
 def _default_pod(obj: dict[str, Any], creating: bool) -> None:
     spec = _sub(obj, "spec")
-    default_pod_spec(spec)
+    default_pod_spec(spec, pod=True)
     for res in (
         _d(_d(c).get("resources"))
         for c in _l(spec.get("containers")) + _l(spec.get("initContainers"))
@@ -230,9 +240,21 @@ def _default_service(obj: dict[str, Any], creating: bool) -> None:
     spec.setdefault("sessionAffinity", "None")
     if spec["type"] != "ExternalName":
         spec.setdefault("internalTrafficPolicy", "Cluster")
-    _order(spec, "ports selector clusterIP clusterIPs type externalIPs sessionAffinity".split())
+    order = "ports selector clusterIP clusterIPs type externalIPs sessionAffinity"
+    _order(spec, (*order.split(), "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"))
     if creating:
         obj["status"] = {"loadBalancer": {}}
+
+
+def _default_pvc(obj: dict[str, Any], creating: bool) -> None:
+    """``SetDefaults_PersistentVolumeClaim(Spec)``: volumeMode Filesystem, phase Pending."""
+    spec = _sub(obj, "spec")
+    spec.setdefault("volumeMode", "Filesystem")
+    order = "accessModes selector resources volumeName storageClassName volumeMode"
+    _order(spec, (*order.split(), "dataSource", "dataSourceRef"))
+    status = {} if creating else _sub(obj, "status")
+    status.setdefault("phase", "Pending")
+    obj["status"] = status
 
 
 def _default_secret(obj: dict[str, Any], creating: bool) -> None:
@@ -268,6 +290,7 @@ _DEFAULTERS = {
     "namespaces": _default_namespace,
     "nodes": _default_node,
     "services": _default_service,
+    "persistentvolumeclaims": _default_pvc,
     "secrets": _default_secret,
 }
 
@@ -276,10 +299,13 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
     """Default *obj* in place as request decoding, and (``creating``) the create strategy and
     admission, would: Pod container/spec defaults, the two NoExecute tolerations, priority 0 and
     ``status {phase: Pending, qosClass}`` as recorded; the Namespace name label, ``kubernetes``
-    finalizer and Active phase; a Node status skeleton; a few Service/Secret/apps/CRD
-    defaults. ``creating`` also resets status as PrepareForCreate does (custom resources with a
-    status subresource lose ``status``); pass ``creating=False`` on updates. Keys follow the Go
-    struct order. Leaves uid, resourceVersion, generation and timestamps to the storage layer."""
+    finalizer and Active phase; a Node status skeleton; the apps workloads' replicas, history,
+    progress deadline, update strategies and StatefulSet PVC retention policy; a PVC's
+    volumeMode and Pending phase; a few Service/Secret/CRD defaults (a Service's addresses
+    are allocated by ``_service_ips``). ``creating`` also resets status as PrepareForCreate
+    does (custom resources with a status subresource lose ``status``); pass ``creating=False``
+    on updates. Keys follow the Go struct order. Leaves uid, resourceVersion, generation and
+    timestamps to the storage layer."""
     if rt.custom:
         if creating and rt.has_status:
             obj.pop("status", None)
@@ -289,6 +315,17 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
         spec = _sub(obj, "spec")
         for k, v in defaults.items():
             spec.setdefault(k, v)
+        if rt.plural in _STRATEGIES:
+            key, rolling = _STRATEGIES[rt.plural]
+            strategy = _sub(spec, key)
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                _sub(strategy, "rollingUpdate")
+                strategy["rollingUpdate"] = rolling | strategy["rollingUpdate"]
+            _order(strategy, ("type", "rollingUpdate"))
+        if rt.plural == "statefulsets":
+            policy = _sub(spec, "persistentVolumeClaimRetentionPolicy")
+            policy.update({k: policy.get(k) or "Retain" for k in ("whenDeleted", "whenScaled")})
         template_meta = _sub(_sub(spec, "template"), "metadata")
         template_meta.setdefault("creationTimestamp", None)
         _order(template_meta, ("name", "namespace", "creationTimestamp", "labels", "annotations"))

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
 from aioinformer.testing._kubesim.connguard import GuardedSite
+from aioinformer.testing._kubesim.controllers import Controllers
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
@@ -45,7 +46,8 @@ class KubeSim:
     the transcripts of a real kube-apiserver v1.28 in ``tests/conformance``. Beyond the
     HTTP API it offers what tests need: in-process writes (:meth:`create`, :meth:`create_many`
     for bulk loads), :meth:`compact` and :meth:`restart`, fault injection (:attr:`faults`
-    and the shortcut methods), and a scheduler/kubelet emulation (:meth:`start_cluster`).
+    and the shortcut methods), a scheduler/kubelet emulation (:meth:`start_cluster`), and the
+    namespace controller and garbage collector every cluster runs (:attr:`controllers`).
 
     Options:
         host, port: where to listen (127.0.0.1 and a free port by default).
@@ -62,6 +64,9 @@ class KubeSim:
             (kube-apiserver: 32); then it is closed.
         max_connections: open connections at most (default: the open-files limit minus a
             reserve); beyond it the oldest connection still sending its head is dropped.
+        controllers: run the kube-controller-manager controllers a cluster always has (the
+            namespace controller and the garbage collector); ``False`` serves the API
+            alone, as the recorded apiserver was.
     """
 
     def __init__(
@@ -80,6 +85,7 @@ class KubeSim:
         nodes: int = 0,
         header_timeout: float = 32.0,
         max_connections: int | None = None,
+        controllers: bool = True,
     ) -> None:
         self.host = host
         self.port = port
@@ -102,6 +108,7 @@ class KubeSim:
         self._header_timeout = header_timeout
         self._max_connections = max_connections
         self.site: GuardedSite | None = None
+        self.controllers = Controllers(self.api) if controllers else None
         self._runner: web.AppRunner | None = None
         self._tmpdir: Path | None = None
         self.ca_file: Path | None = None
@@ -160,6 +167,8 @@ class KubeSim:
         await site.start()
         self.site = site
         self.server.server_address = f"{self.host}:{self.port}"
+        if self.controllers is not None:
+            self.controllers.start()
         if self._initial_nodes:
             self.cluster.add_nodes(self._initial_nodes)
         log.info("KubeSim serving on %s", self.url)
@@ -167,6 +176,8 @@ class KubeSim:
     async def stop(self) -> None:
         """Stop serving: close every connection (watches included) and free the port."""
         await self.cluster.stop()
+        if self.controllers is not None:
+            self.controllers.stop()
         if self._runner is not None:
             self.faults.drop_watches()
             await self._runner.cleanup()
@@ -242,8 +253,9 @@ class KubeSim:
     def add_user(
         self, name: str, rules: Iterable[tuple[str, str, str]] = (), token: str | None = None
     ) -> str:
-        """Add an identity with RBAC ``rules`` ((verb, group, plural), ``"*"`` = any);
-        returns its bearer token. A user without rules is denied everything (403)."""
+        """Add an identity with RBAC ``rules`` ((verb, group, resource), ``"*"`` = any;
+        a subresource is its own resource: ``pods/status``, ``deployments/scale``, ``*/scale``,
+        ``pods/*``); returns its bearer token. A user without rules is denied everything (403)."""
         tok = token or random_token()
         self.options.tokens[tok] = User(name, tuple(rules))
         return tok
@@ -443,7 +455,10 @@ class KubeSim:
         """Wait until the cluster emulation has nothing left to do; ``TimeoutError`` if it
         still has work after ``timeout`` seconds."""
         try:
-            await asyncio.wait_for(self.cluster.idle(), timeout)
+            async with asyncio.timeout(timeout):
+                await self.cluster.idle()
+                if self.controllers is not None:
+                    await self.controllers.idle()
         except TimeoutError:
             raise TimeoutError(
                 f"cluster emulation still busy after {timeout}s: {self.cluster.stats()}"

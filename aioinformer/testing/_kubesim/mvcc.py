@@ -251,6 +251,8 @@ class TypeStore:
         self.history.append(ev)
         self._evict(now)
         self.wake()
+        for listener in self._mvcc.on_commit:
+            listener(self.name, ev)
         return ev
 
     def _evict(self, now: float) -> None:
@@ -301,6 +303,8 @@ class Mvcc:
         self.history_size = history_size
         self.history_max_age = history_max_age
         self.types: dict[str, TypeStore] = {}
+        #: Called with (type name, event) after every commit, synchronously: a listener
+        #: records what it must do and acts later (it must not commit from inside).
         self.on_commit: list[Callable[[str, Event], None]] = []
 
     def next_rv(self) -> int:

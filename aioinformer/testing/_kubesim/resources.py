@@ -3,8 +3,9 @@
 Discovery documents are plain JSON-ready dicts whose keys and ordering match kube-apiserver
 v1.28 (see tests/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/<group>``, ``/apis/<group>/<version>``, ``/version`` and aggregated discovery
-(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: no ``*/scale``,
-``*/log``, ``*/exec`` or ``namespaces/finalize``; ``pods/binding`` and ``*/status`` are.
+(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: ``*/status``,
+``pods/binding``, ``namespaces/finalize`` and ``*/scale`` (the apps workloads and custom
+resources that declare it), not ``*/log``, ``*/exec`` and the like.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from aioinformer.testing._kubesim.validation import (
 __all__ = [
     "BUILTIN_RESOURCES",
     "CRD_VERBS",
+    "SCALE",
     "STANDARD_VERBS",
     "ResourceRegistry",
     "ResourceType",
@@ -56,12 +58,19 @@ def storage_version_hash(group: str, version: str, kind: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Subresource:
-    """A served subresource: ``name`` (``status``, ``binding``), the kind its requests and
-    responses carry, and its verbs."""
+    """A served subresource: ``name`` (``status``, ``binding``, ``scale``, ``finalize``), the
+    kind its requests and responses carry, its verbs, and the kind's group and version when
+    it is not the parent's (``autoscaling/v1`` Scale)."""
 
     name: str
     kind: str
     verbs: tuple[str, ...]
+    group: str = ""
+    version: str = ""
+
+
+#: ``*/scale`` of the apps workloads and of custom resources that declare it.
+SCALE = Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +138,14 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",), has_status=False
     ),
     _rt("v1", "events", "Event", short_names=("ev",), has_status=False),
-    _rt("v1", "namespaces", "Namespace", ns=False, short_names=("ns",)),
+    _rt(
+        "v1",
+        "namespaces",
+        "Namespace",
+        ns=False,
+        short_names=("ns",),
+        extra_subresources=(Subresource("finalize", "Namespace", ("update",)),),
+    ),
     _rt("v1", "nodes", "Node", ns=False, short_names=("no",)),
     _rt("v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",)),
     _rt(
@@ -145,9 +161,30 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("v1", "services", "Service", short_names=("svc",), categories=_ALL),
     _rt("apps/v1", "controllerrevisions", "ControllerRevision", has_status=False),
     _rt("apps/v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=_ALL),
-    _rt("apps/v1", "deployments", "Deployment", short_names=("deploy",), categories=_ALL),
-    _rt("apps/v1", "replicasets", "ReplicaSet", short_names=("rs",), categories=_ALL),
-    _rt("apps/v1", "statefulsets", "StatefulSet", short_names=("sts",), categories=_ALL),
+    _rt(
+        "apps/v1",
+        "deployments",
+        "Deployment",
+        short_names=("deploy",),
+        categories=_ALL,
+        extra_subresources=(SCALE,),
+    ),
+    _rt(
+        "apps/v1",
+        "replicasets",
+        "ReplicaSet",
+        short_names=("rs",),
+        categories=_ALL,
+        extra_subresources=(SCALE,),
+    ),
+    _rt(
+        "apps/v1",
+        "statefulsets",
+        "StatefulSet",
+        short_names=("sts",),
+        categories=_ALL,
+        extra_subresources=(SCALE,),
+    ),
     _rt("coordination.k8s.io/v1", "leases", "Lease", has_status=False),
     _rt(
         "apiextensions.k8s.io/v1",
@@ -281,6 +318,7 @@ class ResourceRegistry:
                     "name": f"{rt.plural}/{sub.name}",
                     "singularName": "",
                     "namespaced": rt.namespaced,
+                    **({"group": sub.group, "version": sub.version} if sub.group else {}),
                     "kind": sub.kind,
                     "verbs": list(sub.verbs),
                 }
@@ -358,7 +396,12 @@ def _aggregated(rt: ResourceType) -> dict[str, Any]:
         doc["categories"] = list(rt.categories)
     if rt.subresources:
         doc["subresources"] = [
-            {"subresource": s.name, "responseKind": gv | {"kind": s.kind}, "verbs": list(s.verbs)}
+            {
+                "subresource": s.name,
+                "responseKind": ({"group": s.group, "version": s.version} if s.group else gv)
+                | {"kind": s.kind},
+                "verbs": list(s.verbs),
+            }
             for s in rt.subresources
         ]
     return doc
@@ -409,6 +452,7 @@ def resource_types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
             short_names=tuple(names.get("shortNames") or ()),
             categories=tuple(names.get("categories") or ()),
             has_status=_d(v.get("subresources")).get("status") is not None,
+            extra_subresources=(SCALE,) if _d(v.get("subresources")).get("scale") else (),
             custom=True,
             verbs=CRD_VERBS,
             storage_version=storage,

@@ -30,9 +30,12 @@ from aioinformer.testing._kubesim import deepjson
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
 from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
+from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
 from aioinformer.testing._kubesim.limits import check_stored_size
 from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
+from aioinformer.testing._kubesim.namespace_lifecycle import check_creatable
 from aioinformer.testing._kubesim.patch import (
     PatchError,
     json_merge_patch,
@@ -47,7 +50,13 @@ from aioinformer.testing._kubesim.resources import (
 )
 from aioinformer.testing._kubesim.schemas import type_for
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector, object_fields
-from aioinformer.testing._kubesim.status import ApiError, success_status
+from aioinformer.testing._kubesim.status import ApiError
+from aioinformer.testing._kubesim.strategy import (
+    managed_fields_subresource,
+    prepare_create,
+    prepare_update,
+    should_delete_during_update,
+)
 from aioinformer.testing._kubesim.timefmt import now_rfc3339
 from aioinformer.testing._kubesim.validation import (
     Cause,
@@ -146,8 +155,12 @@ class Api:
         return exact_bytes(raw)
 
     def _stored(self, rt: ResourceType, obj: dict[str, Any], rv: int) -> Stored:
+        """``obj`` encoded at revision ``rv`` (0: without a resourceVersion, a dry-run create)."""
         meta = obj["metadata"]
-        meta["resourceVersion"] = str(rv)
+        if rv:
+            meta["resourceVersion"] = str(rv)
+        else:
+            meta.pop("resourceVersion", None)
         ns = meta.get("namespace", "") if rt.namespaced else ""
         labels = {intern(k): intern(v) for k, v in (meta.get("labels") or {}).items()}
         # interned, and "" left out (a missing field reads as ""): ~1 KB less per pod
@@ -175,33 +188,6 @@ class Api:
             invalid_message(rt.kind, name, causes, rt.group),
             [c.to_dict() for c in causes],
         )
-
-    def _check_namespace(self, rt: ResourceType, namespace: str | None) -> None:
-        if not rt.namespaced:
-            return
-        ns_rt = self.registry.lookup("", "v1", "namespaces")
-        assert ns_rt is not None
-        ns = self.store(ns_rt).get(namespace or "")
-        if ns is None:
-            raise ApiError.not_found("namespaces", "", namespace or "")
-        if b'"deletionTimestamp"' in ns.raw:
-            msg = (
-                f'{rt.plural} "{{name}}" is forbidden: unable to create new content in '
-                f"namespace {namespace} because it is being terminated"
-            )
-            raise ApiError(
-                403,
-                {
-                    "kind": "Status",
-                    "apiVersion": "v1",
-                    "metadata": {},
-                    "status": "Failure",
-                    "message": msg,
-                    "reason": "Forbidden",
-                    "details": {"kind": rt.plural},
-                    "code": 403,
-                },
-            )
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -325,13 +311,18 @@ class Api:
             causes = causes + validate_crd(obj)
         if causes:
             raise self._invalid(rt, str(meta.get("name", "")), causes)
-        self._check_namespace(rt, namespace)
         ts = self.store(rt)
         name = meta["name"]
-        if ts.get(self.key(rt, namespace, name)) is not None:
-            raise ApiError.already_exists(rt.plural, rt.group, name)
+        check_creatable(self, rt, namespace, name)
+        if (taken := ts.get(self.key(rt, namespace, name))) is not None:
+            err = ApiError.already_exists(rt.plural, rt.group, name)
+            if b'"deletionTimestamp"' in taken.raw:  # the registry says why the name is taken
+                err.body["message"] = f"object is being deleted: {err.body['message']}"
+            raise err
         status = obj.get("status") if keep_status else None
         apply_defaults(rt, obj)
+        if causes := prepare_create(rt, obj, lambda: (o.decode() for o in ts.objects.values())):
+            raise self._invalid(rt, name, causes)
         if status is not None:
             obj["status"] = status
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -346,6 +337,8 @@ class Api:
                 type_for(rt, self.mvcc), rt, None, obj, manager, request=body
             )
         _put_managed(obj["metadata"], managed_fields)
+        if is_dry_run():
+            return self._stored(rt, obj, 0)
         stored = self._stored(rt, obj, self.mvcc.next_rv())
         ts.commit(stored.key, stored)
         if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
@@ -493,8 +486,9 @@ class Api:
                     new_meta.pop(k, None)
             new["apiVersion"] = rt.api_version
             new["kind"] = rt.kind
+            causes = prepare_update(rt, old, new, subresource)
             apply_defaults(rt, new, creating=False)
-            causes = validate_update(rt, old, new)
+            causes += validate_update(rt, old, new)
             if causes:
                 raise self._invalid(rt, name, causes)
         if rt.custom and (causes := custom_causes(rt, new)):
@@ -510,17 +504,26 @@ class Api:
             if _same(old, new) and requested in (None, [], old_meta.get("managedFields")):
                 return cur
             managed_fields = track_update(
-                type_for(rt, self.mvcc), rt, old, new, manager, subresource or "", requested
+                type_for(rt, self.mvcc),
+                rt,
+                old,
+                new,
+                manager,
+                managed_fields_subresource(subresource) or "",
+                requested,
             )
         elif _same(old, new) and managed_fields == (old_meta.get("managedFields") or []):
             return cur
         _put_managed(new["metadata"], managed_fields)
-        if old_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+        if should_delete_during_update(rt, old, new):
             # the last finalizer went: the object goes, and DELETED shows its last stored state
-            self.store(rt).commit(cur.key, None)
+            if not is_dry_run():
+                self.store(rt).commit(cur.key, None)
             new_meta["resourceVersion"] = str(cur.rv)
             raw = self._encode(rt, new)
             return Stored(cur.key, cur.namespace, cur.rv, raw, cur.uid, cur.labels, cur.fields)
+        if is_dry_run():
+            return self._stored(rt, new, cur.rv)
         stored = self._stored(rt, new, self.mvcc.next_rv())
         self.store(rt).commit(stored.key, stored)
         return stored
@@ -552,6 +555,9 @@ class Api:
             }
         )
         status["conditions"] = conds
+        obj["status"] = {k: status[k] for k in ("phase", "conditions") if k in status} | status
+        if is_dry_run():
+            return self._stored(rt, obj, cur.rv)
         stored = self._stored(rt, obj, self.mvcc.next_rv())
         self.store(rt).commit(stored.key, stored)
         return stored
@@ -561,74 +567,13 @@ class Api:
         rt: ResourceType,
         namespace: str | None,
         name: str,
-        options: Mapping[str, Any] | None = None,
-    ) -> tuple[Stored | None, dict[str, Any] | None]:
-        """DELETE. Returns ``(object, None)`` when the answer is the object (pods, objects
-        kept by finalizers or a grace period) or ``(None, status)`` for a ``Status``."""
-        opts = dict(options or {})
-        cur = self._require(rt, namespace, name)
-        pre = opts.get("preconditions") or {}
-        if pre.get("uid") and pre["uid"] != cur.uid:
-            raise ApiError.precondition_failed(rt.kind, rt.group, name, "UID", pre["uid"], cur.uid)
-        if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(cur.rv):
-            raise ApiError.precondition_failed(
-                rt.kind, rt.group, name, "ResourceVersion", str(pre["resourceVersion"]), str(cur.rv)
-            )
-        obj = cur.decode()
-        meta = obj["metadata"]
-        is_pod = rt.plural == "pods" and not rt.group
-        grace = opts.get("gracePeriodSeconds")
-        ts = self.store(rt)
-        if meta.get("deletionTimestamp"):
-            if not (is_pod and grace == 0 and meta.get("deletionGracePeriodSeconds") != 0):
-                return cur, None
-            # a force delete of a pod in its grace period: shorten it to 0, then remove it
-            meta["deletionTimestamp"] = now_rfc3339()
-            meta["deletionGracePeriodSeconds"] = 0
-            marked = self._stored(rt, obj, self.mvcc.next_rv())
-            ts.commit(marked.key, marked)
-            if meta.get("finalizers"):
-                return marked, None
-            return ts.commit(marked.key, None).obj, None
-        finalizers = list(meta.get("finalizers") or [])
-        policy = opts.get("propagationPolicy")
-        if policy == "Foreground" and "foregroundDeletion" not in finalizers:
-            finalizers.append("foregroundDeletion")
-        elif policy == "Orphan" and "orphan" not in finalizers:
-            finalizers.append("orphan")
-        if rt.plural == "namespaces" and not rt.group:
-            return self._delete_namespace(rt, cur, obj), None
-        if is_pod:
-            node = (obj.get("spec") or {}).get("nodeName")
-            if grace is None:
-                grace = (obj.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-            if not node:
-                grace = 0
-            meta["deletionTimestamp"] = now_rfc3339(float(grace))
-            meta["deletionGracePeriodSeconds"] = int(grace)
-            if finalizers:
-                meta["finalizers"] = finalizers
-            marked = self._stored(rt, obj, self.mvcc.next_rv())
-            ts.commit(marked.key, marked)
-            if grace == 0 and not finalizers:
-                ev = ts.commit(marked.key, None)
-                return ev.obj, None
-            return marked, None
-        if finalizers:
-            meta["deletionTimestamp"] = now_rfc3339()
-            meta["deletionGracePeriodSeconds"] = 0
-            meta["finalizers"] = finalizers
-            marked = self._stored(rt, obj, self.mvcc.next_rv())
-            ts.commit(marked.key, marked)
-            return marked, None
-        ts.commit(cur.key, None)
-        self._after_delete(rt, obj)
-        details: dict[str, Any] = {"name": name}
-        if rt.group:
-            details["group"] = rt.group
-        details["kind"] = rt.plural
-        details["uid"] = cur.uid
-        return None, success_status(details)
+        options: DeleteOptions | Mapping[str, Any] | None = None,
+    ) -> DeleteOutcome:
+        """DELETE, as :mod:`._deletion` describes; ``options`` a :class:`DeleteOptions` or
+        the DeleteOptions fields as a mapping (in-process callers)."""
+        opts = DeleteOptions.of(options)
+        with dry_run(opts.dry_run or is_dry_run()):
+            return delete_object(self, rt, namespace, name, opts)
 
     def delete_collection(
         self,
@@ -637,48 +582,22 @@ class Api:
         *,
         label_selector: LabelSelector | None = None,
         field_selector: FieldSelector | None = None,
-        options: Mapping[str, Any] | None = None,
+        options: DeleteOptions | Mapping[str, Any] | None = None,
     ) -> ListResult:
-        """DELETE on a collection: deletes what the selectors match, answers the list of
-        what was there (at the revision before the deletions)."""
+        """DELETE on a collection: deletes what the selectors match (each as :meth:`delete`
+        with the same options), answers the list of what was there (at the revision before
+        the deletions)."""
+        opts = DeleteOptions.of(options)
         page = self.list(
             rt, namespace, label_selector=label_selector, field_selector=field_selector
         )
         for obj in page.items:
             name = obj.key.rsplit("/", 1)[-1]
             if self.store(rt).get(obj.key) is not None:
-                self.delete(rt, namespace or obj.namespace, name, options)
+                self.delete(rt, namespace or obj.namespace, name, opts)
         return page
 
     # -- lifecycle of namespaces and CRDs --------------------------------------------------
-
-    def _delete_namespace(self, rt: ResourceType, cur: Stored, obj: dict[str, Any]) -> Stored:
-        meta = obj["metadata"]
-        meta["deletionTimestamp"] = now_rfc3339()
-        meta["deletionGracePeriodSeconds"] = 0
-        obj.setdefault("status", {})["phase"] = "Terminating"
-        marked = self._stored(rt, obj, self.mvcc.next_rv())
-        self.store(rt).commit(marked.key, marked)
-        self.call_soon(0.0, lambda: self._finish_namespace(meta["name"]))
-        return marked
-
-    def _finish_namespace(self, namespace: str) -> None:
-        """The namespace controller: delete the content, then the namespace."""
-        for rt in self.registry.all():
-            if not rt.namespaced:
-                continue
-            ts = self.mvcc.types.get(self.type_name(rt))
-            if ts is None:
-                continue
-            lo, hi = ts.key_range(namespace)
-            for key in list(ts.keys[lo:hi]):
-                if ts.get(key) is not None:
-                    ts.commit(key, None)
-        ns_rt = self.registry.lookup("", "v1", "namespaces")
-        assert ns_rt is not None
-        ts = self.store(ns_rt)
-        if ts.get(namespace) is not None:
-            ts.commit(namespace, None)
 
     def _establish_crd(self, name: str) -> None:
         crd_rt = self.registry.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")

@@ -9,6 +9,7 @@ with the recorded code and message; no request ever gets a traceback or a hung c
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import secrets
 from collections.abc import Iterable, Mapping
@@ -18,7 +19,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from aioinformer.testing._kubesim import bodies, deepjson
+from aioinformer.testing._kubesim import bodies, deepjson, json_decode, rbac
 from aioinformer.testing._kubesim.apply import check_patch_options, is_apply, server_side_apply
 from aioinformer.testing._kubesim.bodies import MAX_DEPTH, Body
 from aioinformer.testing._kubesim.decoding import (
@@ -27,13 +28,18 @@ from aioinformer.testing._kubesim.decoding import (
     field_validation,
     writing,
 )
+from aioinformer.testing._kubesim.deletion import DeleteOptions, read_delete_options
+from aioinformer.testing._kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
 from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.limits import watch_timeout
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
+from aioinformer.testing._kubesim.namespace_lifecycle import finalize
 from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from aioinformer.testing._kubesim.scale import get_scale, patch_scale, update_scale
 from aioinformer.testing._kubesim.selectors import (
     FieldSelector,
     LabelSelector,
@@ -62,17 +68,17 @@ _LIST_CHUNK = 1 << 20
 class User:
     """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
 
-    ``rules`` holds (verb, group, plural) triples where any part may be ``"*"``; the
-    admin user has ``("*", "*", "*")``.
+    ``rules`` holds (verb, group, resource) triples where any part may be ``"*"``; a
+    resource names a subresource as ``pods/status`` (see :mod:`._rbac`: a rule for
+    ``pods`` does not grant ``pods/status``). The admin user has ``("*", "*", "*")``.
     """
 
     name: str
     rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
 
-    def allows(self, verb: str, group: str, plural: str) -> bool:
-        return any(
-            v in ("*", verb) and g in ("*", group) and p in ("*", plural) for v, g, p in self.rules
-        )
+    def allows(self, verb: str, group: str, resource: str) -> bool:
+        """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
+        return rbac.allows(self.rules, verb, group, resource)
 
 
 @dataclass
@@ -97,7 +103,8 @@ class _Route:
 def _json_response(
     data: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
-    body = data if isinstance(data, bytes) else orjson.dumps(data)
+    """A JSON body as the apiserver's encoder writes it: the document and a newline."""
+    body = (data if isinstance(data, bytes) else orjson.dumps(data)) + b"\n"
     hdrs = {"Cache-Control": "no-cache, private"}
     if headers:
         hdrs.update(headers)
@@ -159,16 +166,23 @@ class SimServer:
             delay = self.faults.latency_for(path)
             if delay:
                 await asyncio.sleep(delay)
-            if path in _PUBLIC_PATHS or not path.startswith(("/api", "/apis")):
+            if is_health_path(path) or path in _PUBLIC_PATHS or not path.startswith("/api"):
                 return self._non_resource(request, path, user)
             route = self._parse_resource_path(path)
             if route is None:
                 return self._discovery(request, path, user)
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
-            if not user.allows(verb, route.rt.group, route.rt.plural):
+            resource = rbac.request_resource(route.rt.plural, route.subresource)
+            if not user.allows(verb, route.rt.group, resource):
                 raise ApiError.forbidden(
-                    user.name, verb, route.rt.plural, route.rt.group, route.namespace
+                    user.name,
+                    verb,
+                    route.rt.plural,
+                    route.rt.group,
+                    route.namespace,
+                    name=route.name,
+                    subresource=route.subresource,
                 )
             fault = self.faults.take_request_fault(path, verb)
             if fault is not None:
@@ -224,9 +238,12 @@ class SimServer:
 
     def _non_resource(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if path == "/version":
-            return _json_response(version_info())
-        if path in ("/healthz", "/livez", "/readyz"):
-            return web.Response(text="ok", content_type="text/plain")
+            # the apiserver writes /version with json.MarshalIndent: indented, no newline
+            body = json.dumps(version_info(), indent=2).encode()
+            return web.Response(body=body, content_type="application/json")
+        if is_health_path(path):
+            q = request.query
+            return health_response(path, "verbose" in q, q.getall("exclude", []))
         if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             self._deny_anonymous(user, path)
             return self.openapi.serve(request, path)
@@ -306,16 +323,28 @@ class SimServer:
     async def _resource(
         self, request: web.Request, route: _Route, verb: str, user: User
     ) -> web.StreamResponse:
+        media = self._negotiate(request.headers.get("Accept", ""))
+        if route.subresource is not None:
+            _check_subresource(route, verb)
+        dry = False
+        if verb in ("create", "update", "patch"):
+            dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
+        with dry_run(dry):
+            return await self._verb(request, route, verb, media)
+
+    async def _verb(
+        self, request: web.Request, route: _Route, verb: str, media: str
+    ) -> web.StreamResponse:
         rt = route.rt
         q = request.query
-        media = self._negotiate(request.headers.get("Accept", ""))
         manager = _manager(request)
-        if route.subresource is not None:
-            allowed = {"status"} if rt.has_status else set()
-            if rt.plural == "pods" and not rt.group:
-                allowed.add("binding")
-            if route.subresource not in allowed:
-                raise ApiError.page_not_found()
+        if route.subresource == "scale":
+            return await self._scale(request, route, verb, manager)
+        if route.subresource == "finalize":
+            body = await _json_body(request)
+            self._check_kind(rt, body)
+            obj = finalize(self.api, rt, route.name or "", body, manager=manager)
+            return self._object_response(rt, obj, media)
         if verb == "watch":
             return await self._watch(request, route, media)
         if verb == "list":
@@ -392,10 +421,10 @@ class SimServer:
             return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
         if verb == "delete":
             opts = await _delete_options(request)
-            gone, status = self.api.delete(rt, route.namespace, route.name or "", opts)
-            if gone is not None:
-                return self._object_response(rt, gone, media)
-            return _json_response(status)
+            outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
+            if outcome.obj is not None:
+                return self._object_response(rt, outcome.obj, media, outcome.code)
+            return _json_response(outcome.status, outcome.code)
         if verb == "deletecollection":
             opts = await _delete_options(request)
             lsel, fsel = self._selectors(rt, q)
@@ -404,6 +433,20 @@ class SimServer:
             )
             return await self._list_response(request, rt, page, media)
         raise ApiError.method_not_allowed()
+
+    async def _scale(
+        self, request: web.Request, route: _Route, verb: str, manager: str
+    ) -> web.StreamResponse:
+        rt, ns, name = route.rt, route.namespace, route.name or ""
+        if verb == "get":
+            return _json_response(get_scale(self.api, rt, ns, name))
+        if verb == "update":
+            body = await _json_body(request)
+            return _json_response(update_scale(self.api, rt, ns, name, body, manager=manager))
+        ctype = request.headers.get("Content-Type", "")
+        patch = await _json_body(request, allow_list=True)
+        scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
+        return _json_response(scale)
 
     @staticmethod
     def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
@@ -554,7 +597,7 @@ class SimServer:
         if media in ("partial", "partial-list"):
             head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
             head += orjson.dumps(meta) + b',"items":['
-            tail = b"]}"
+            tail = b"]}\n"
         elif media.startswith("table-"):
             maker = TableMaker(rt, media.removeprefix("table-"), include_object(request.query))
             return _json_response(maker.table([o.decode() for o in page.items], meta))
@@ -572,7 +615,7 @@ class SimServer:
                     },
                     option=orjson.OPT_SORT_KEYS,
                 )
-                + b"}"
+                + b"}\n"
             )
         else:
             head = (
@@ -584,7 +627,7 @@ class SimServer:
                 + orjson.dumps(meta)
                 + b',"items":['
             )
-            tail = b"]}"
+            tail = b"]}\n"
         if media == "yaml":
             items = [orjson.loads(self._object_bytes(rt, o, "json")) for o in page.items]
             doc = orjson.loads(head + b",".join(orjson.dumps(i) for i in items) + tail)
@@ -759,7 +802,10 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
             ),
         )
     try:
-        data = deepjson.loads(raw)
+        try:
+            data = deepjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = json_decode.loads(raw)  # invalid UTF-8 becomes U+FFFD, as Go decodes it
     except (ValueError, deepjson.DeepJsonError) as exc:
         raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
     if isinstance(data, dict) or (allow_list and isinstance(data, list)):
@@ -770,26 +816,22 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
     )
 
 
-async def _delete_options(request: web.Request) -> dict[str, Any]:
-    opts: dict[str, Any] = {}
-    if request.can_read_body:
-        raw = await bodies.read(request)
-        if raw.strip():
-            try:
-                data = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise ApiError.bad_request(f"json parse error: {exc}") from None
-            if isinstance(data, dict):
-                opts.update(data)
-    q = request.query
-    if "gracePeriodSeconds" in q:
-        try:
-            opts["gracePeriodSeconds"] = int(q["gracePeriodSeconds"])
-        except ValueError:
-            raise ApiError.bad_request("invalid gracePeriodSeconds") from None
-    if "propagationPolicy" in q:
-        opts["propagationPolicy"] = q["propagationPolicy"]
-    return opts
+async def _delete_options(request: web.Request) -> DeleteOptions:
+    body = await bodies.read(request) if request.can_read_body else b""
+    return read_delete_options(request.query, body, request.query.getall("dryRun", []))
+
+
+def _check_subresource(route: _Route, verb: str) -> None:
+    """404 for a subresource the type does not serve (for a custom resource the registry's
+    ``<plural>.<group> "<name>" not found``), 405 for a verb it does not take."""
+    rt = route.rt
+    sub = next((s for s in rt.subresources if s.name == route.subresource), None)
+    if sub is None:
+        if rt.custom:
+            raise ApiError.not_found(rt.plural, rt.group, route.name or "")
+        raise ApiError.page_not_found()
+    if verb not in sub.verbs:
+        raise ApiError.method_not_allowed()
 
 
 def _yaml_response(doc: Any, status: int) -> web.Response:

@@ -111,7 +111,8 @@ class ApiError(Exception):
             else "The object might have been modified"
         )
         msg = (
-            f'Operation cannot be fulfilled on {kind} "{name}": the {what} in the precondition '
+            f'Operation cannot be fulfilled on {_qualified(kind, group)} "{name}": the {what} '
+            "in the precondition "
             f"({expected}) does not match the {what} in record ({actual}). {tail}"
         )
         return cls(409, status_body(409, msg, "Conflict", _details(name, group, kind)))
@@ -145,14 +146,26 @@ class ApiError(Exception):
 
     @classmethod
     def forbidden(
-        cls, user: str, verb: str, plural: str, group: str, namespace: str | None
+        cls,
+        user: str,
+        verb: str,
+        plural: str,
+        group: str,
+        namespace: str | None,
+        *,
+        name: str | None = None,
+        subresource: str | None = None,
     ) -> ApiError:
+        """RBAC's 403: ``pods "x" is forbidden: User "u" cannot patch resource
+        "pods/status" in API group "" in the namespace "ns"`` (no name for a list)."""
         where = f' in the namespace "{namespace}"' if namespace else " at the cluster scope"
+        resource = f"{plural}/{subresource}" if subresource else plural
+        subject = _qualified(plural, group) + (f' "{name}"' if name else "")
         msg = (
-            f'{_qualified(plural, group)} is forbidden: User "{user}" cannot {verb} resource '
-            f'"{plural}" in API group "{group}"{where}'
+            f'{subject} is forbidden: User "{user}" cannot {verb} resource '
+            f'"{resource}" in API group "{group}"{where}'
         )
-        details = {"group": group, "kind": plural} if group else {"kind": plural}
+        details = _details(name or None, group, plural)
         return cls(
             403,
             status_body(403, msg, "Forbidden", details),

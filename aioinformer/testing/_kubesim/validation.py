@@ -456,7 +456,7 @@ def _validate_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list
     if old.get("spec") == new.get("spec"):  # the common metadata-only update: nothing to check
         return []
     ospec, nspec = _d(old.get("spec")), copy.deepcopy(_d(new.get("spec")))
-    default_pod_spec(nspec)
+    default_pod_spec(nspec, pod=True)
     errs: list[Cause] = []
     for key in ("containers", "initContainers"):
         if len(_l(ospec.get(key))) != len(_l(nspec.get(key))):
