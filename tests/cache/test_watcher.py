@@ -12,16 +12,16 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Replace
 from aioinformer._cache.fifo import RealFIFO
-from aioinformer._cache.watcher import Watcher, WatchOptions
+from aioinformer._cache.watcher import Watcher
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import parse_retry_after
 from aioinformer._core.backoff import Backoff
@@ -34,112 +34,19 @@ from aioinformer._core.errors import (
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
-from tests.support import transcript
+from tests.support import (
+    CountingListWatch,
+    FakeClock,
+    ModelFifo,
+    Sleeps,
+    eventually,
+    make_watcher,
+    pod,
+    running,
+    transcript,
+)
 
 PODSETS = "example.aioinformer.dev/v1/podsets"
-
-
-def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels or {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
-    }
-
-
-class ModelFifo:
-    """A FIFO sink that records every item and applies it to ``{key: rv}``."""
-
-    def __init__(self) -> None:
-        self.items: list[Item] = []
-        self.state: dict[str, str] = {}
-        self.objects: dict[str, KubeObject] = {}
-
-    def put_nowait(self, item: Item) -> None:
-        self.items.append(item)
-        if isinstance(item, Replace):
-            self.objects = {o.key: o for o in item.objects}
-            self.state = {o.key: str(o.rv) for o in item.objects}
-        elif isinstance(item, Delta):
-            if item.type is DeltaType.DELETED:
-                self.state.pop(item.obj.key, None)
-                self.objects.pop(item.obj.key, None)
-            else:
-                self.state[item.obj.key] = str(item.obj.rv)
-                self.objects[item.obj.key] = item.obj
-
-    def put_many(self, items: Sequence[Item]) -> None:
-        for item in items:
-            self.put_nowait(item)
-
-    def of(self, cls: type[Any]) -> list[Any]:
-        return [i for i in self.items if isinstance(i, cls)]
-
-
-class CountingListWatch(ListWatch):
-    """ListWatch that records its list pages and can run a hook before each one."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.pages: list[str | None] = []
-        self.before_page: Callable[[str | None], None] | None = None
-
-    async def list_page(
-        self, resource_version: str, limit: int, continue_: str | None
-    ) -> tuple[list[KubeObject], str, str | None]:
-        self.pages.append(continue_)
-        if self.before_page is not None:
-            self.before_page(continue_)
-        return await super().list_page(resource_version, limit, continue_)
-
-
-def make_watcher(
-    api: Any,
-    sink: Any,
-    group_version: str = "v1",
-    plural: str = "pods",
-    *,
-    namespace: str | None = None,
-    label_selector: str | None = None,
-    field_selector: str | None = None,
-    metadata_only: bool = False,
-    max_line_bytes: int = 16 * 1024 * 1024,
-    **options: Any,
-) -> Watcher:
-    lw = CountingListWatch(
-        api,
-        group_version,
-        plural,
-        namespace=namespace,
-        label_selector=label_selector,
-        field_selector=field_selector,
-        metadata_only=metadata_only,
-        max_line_bytes=max_line_bytes,
-    )
-    options.setdefault("min_watch_timeout", 2)
-    options.setdefault("max_watch_timeout", 3)
-    fields = {k: options.pop(k) for k in list(options) if k in WatchOptions.__dataclass_fields__}
-    options.setdefault("backoff", Backoff(initial=0.02, maximum=0.2, jitter=0.0))
-    return Watcher(lw, sink, options=WatchOptions(**fields), **options)
-
-
-@contextlib.asynccontextmanager
-async def running(watcher: Watcher) -> AsyncIterator[asyncio.Task[None]]:
-    """Run the watcher in a task; stop it (run() returns normally) on exit."""
-    task = asyncio.create_task(watcher.run())
-    try:
-        yield task
-    finally:
-        watcher.stop()
-        await task
-
-
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def converge(sink: ModelFifo, expected: Callable[[], dict[str, str]]) -> None:
@@ -535,14 +442,19 @@ async def test_backoff_on_429_and_500_then_sync() -> None:
 
 @pytest.mark.parametrize("status", [429, 503, 504])
 async def test_retry_after_is_honoured(status: int, caplog: pytest.LogCaptureFixture) -> None:
+    """A Retry-After longer than the backoff delay is the delay waited."""
     caplog.set_level(logging.WARNING, logger="aioinformer.watch")
     async with KubeSim() as sim, sim.api_client() as api:
         sim.fail_next(1, status, retry_after=1, verbs=["list"])
-        w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0))
+        sleeps = Sleeps()
+        w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0), sleep=sleeps)
         async with running(w):
+            await eventually(lambda: sleeps.delays == [1.0], "the retry delay")
+            sleeps.release_all()
             await w.wait_for_sync()
         (record,) = [r for r in caplog.records if f"HTTP {status}" in r.getMessage()]
         assert record.getMessage().endswith("retrying in 1.0 s")  # not the 0.01 s backoff
+        assert sleeps.delays == [1.0]
 
 
 async def test_silent_stream_watchdog_rewatches_and_converges() -> None:
@@ -689,14 +601,18 @@ async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
         cfg.host = url
         async with client.ApiClient(configuration=cfg) as api:
             backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
-            w = make_watcher(api, ModelFifo(), backoff=backoff)
+            sleeps = Sleeps()
+            # a clock that never moves: every watch is "within 1 s", whatever the load
+            w = make_watcher(api, ModelFifo(), backoff=backoff, sleep=sleeps, clock=FakeClock())
             async with running(w):
-                await eventually(lambda: watches >= 4, "4 watches")
-                before = watches
-                await asyncio.sleep(0.5)
-                assert watches - before <= 2  # 0.4 s, then 0.8 s between attempts
-            assert w.statistics().lists == 1 and w.statistics().stream_errors >= 4
-            assert w.statistics().backoff_current >= 0.8
+                for n in range(1, 5):
+                    await eventually(lambda n=n: len(sleeps.delays) == n, f"backoff {n}")
+                    assert watches == n  # the next watch waits for this delay
+                    sleeps.release()
+                await eventually(lambda: watches == 5, "the watch after the fourth delay")
+            assert sleeps.delays == [0.05, 0.1, 0.2, 0.4, 0.8]
+            assert w.statistics().lists == 1 and w.statistics().stream_errors == 5
+            assert w.statistics().backoff_current == 1.6
 
 
 # -- ListWatch on its own -------------------------------------------------------------------------
