@@ -15,9 +15,13 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
 
-from aioinformer._cache.deltas import Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.index import IndexFunc
+from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.store import StoreKind, open_store
 from aioinformer._cache.watcher import Watcher, WatchOptions
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.backoff import Backoff
@@ -102,6 +106,52 @@ def delta(kind: DeltaType, obj: KubeObject, received: float = 0.0) -> Delta:
 def upsert(obj: KubeObject) -> Delta:
     """An UPDATED delta: the store adds or replaces ``obj``."""
     return delta(DeltaType.UPDATED, obj)
+
+
+def many_pods(n: int, rv0: int = 1) -> list[KubeObject]:
+    """``n`` distinct pods ("default/p0", ...) sharing one decoded metadata (only key and
+    rv differ): cheap to build in bulk."""
+    base = pod_object("base", "default", rv0, owner="sts-1")
+    replace = msgspec.structs.replace
+    return [replace(base, key=f"default/p{i}", rv=rv0 + i) for i in range(n)]
+
+
+class Store:
+    """A store's reader/writer pair (``open_store(kind)``), with the informer's way of
+    applying a batch (``async with writer.writing(): writer.apply(batch)``) as one call, and
+    the seq of every publish noted in ``published``."""
+
+    def __init__(self, kind: StoreKind, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self.kind = kind
+        self.reader, self.writer = open_store(kind, indexers)
+        self.published: list[int] = []
+
+    async def apply(self, batch: Sequence[Item], changes: bool = True) -> list[Change]:
+        async with self.writer.writing():
+            applied = self.writer.apply(batch, changes=changes)
+        if batch:
+            self.published.append(self.reader.seq)
+        return applied
+
+    def snapshot(self) -> Snapshot:
+        return self.reader.snapshot()
+
+    def read(self) -> Any:
+        return self.reader.read()
+
+    @property
+    def indexers(self) -> list[str]:
+        return self.reader.indexers
+
+    @property
+    def index_errors(self) -> int:
+        return self.reader.index_errors
+
+    async def add_indexer(self, name: str, fn: IndexFunc, **options: Any) -> None:
+        before = self.reader.seq
+        await self.writer.add_indexer(name, fn, **options)
+        if self.reader.seq != before:
+            self.published.append(self.reader.seq)
 
 
 # -- waiting --------------------------------------------------------------------------------
