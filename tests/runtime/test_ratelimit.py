@@ -18,14 +18,7 @@ from aioinformer._runtime.ratelimit import (
     RateLimiter,
     default_controller_rate_limiter,
 )
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support import FakeClock
 
 
 class Fixed:
