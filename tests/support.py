@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +184,27 @@ class FakeClock:
         """Move the clock forward by ``seconds``; returns the new time."""
         self.now += seconds
         return self.now
+
+
+class FixedLimiter:
+    """A rate limiter that always answers ``delay`` and records what it was asked;
+    ``num_requeues`` is ``requeues`` if given, else how often ``when`` was asked."""
+
+    def __init__(self, delay: float = 0.0, requeues: int | None = None) -> None:
+        self.delay = delay
+        self.requeues = requeues
+        self.asked: list[Hashable] = []
+        self.forgotten: list[Hashable] = []
+
+    def when(self, item: Hashable) -> float:
+        self.asked.append(item)
+        return self.delay
+
+    def forget(self, item: Hashable) -> None:
+        self.forgotten.append(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        return self.asked.count(item) if self.requeues is None else self.requeues
 
 
 class Sleeps:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import random
-from collections.abc import Hashable
 
 import looptime
 import pytest
@@ -20,7 +19,7 @@ from hypothesis import strategies as st
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 from aioinformer._runtime.ratelimit import ItemExponentialFailureRateLimiter
 from aioinformer._runtime.workqueue import WorkQueue, WorkQueueMetrics, WorkQueueStatistics
-from tests.support import FakeClock
+from tests.support import FakeClock, FixedLimiter
 
 FAR = 3600.0  # a delay no test waits for
 
@@ -28,25 +27,6 @@ FAR = 3600.0  # a delay no test waits for
 async def settle(n: int = 5) -> None:
     for _ in range(n):
         await asyncio.sleep(0)
-
-
-class Fixed:
-    """A rate limiter that always answers ``delay`` and records its calls."""
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
-        self.asked: list[Hashable] = []
-        self.forgotten: list[Hashable] = []
-
-    def when(self, item: Hashable) -> float:
-        self.asked.append(item)
-        return self.delay
-
-    def forget(self, item: Hashable) -> None:
-        self.forgotten.append(item)
-
-    def num_requeues(self, item: Hashable) -> int:
-        return self.asked.count(item)
 
 
 class Recorder:
@@ -264,7 +244,7 @@ async def test_add_rate_limited_waits_the_limiters_delay() -> None:
 
 
 async def test_add_rate_limited_uses_the_limiter() -> None:
-    limiter = Fixed(0.0)
+    limiter = FixedLimiter(0.0)
     q: WorkQueue[str] = WorkQueue(rate_limiter=limiter)
     q.add_rate_limited("a")
     assert limiter.asked == ["a"]
@@ -296,7 +276,7 @@ async def test_forget_resets_the_backoff() -> None:
 
 
 async def test_shutdown_drain_lets_work_finish_and_ignores_adds() -> None:
-    q: WorkQueue[str] = WorkQueue(rate_limiter=Fixed(0.0))
+    q: WorkQueue[str] = WorkQueue(rate_limiter=FixedLimiter(0.0))
     q.add("a")
     q.add("b")
     assert q.get_nowait() == "a"
@@ -404,7 +384,7 @@ async def test_shutdown_is_idempotent_and_drain_false_escalates() -> None:
 
 async def test_statistics_with_an_injected_clock() -> None:
     clock = FakeClock(100.0)
-    q: WorkQueue[str] = WorkQueue("pods", rate_limiter=Fixed(FAR), clock=clock)
+    q: WorkQueue[str] = WorkQueue("pods", rate_limiter=FixedLimiter(FAR), clock=clock)
     empty = q.statistics()
     assert empty == WorkQueueStatistics("pods", 0, 0, 0, 0, 0, 0.0, 0.0, 0, False)
     q.add("a")
@@ -433,7 +413,7 @@ async def test_metrics_hooks_report_depth_latency_work_and_retries() -> None:
     clock = FakeClock(0.0)
     rec = Recorder()
     hook: WorkQueueMetrics = rec  # conforms to the protocol
-    q: WorkQueue[str] = WorkQueue("t", metrics=hook, clock=clock, rate_limiter=Fixed(0.0))
+    q: WorkQueue[str] = WorkQueue("t", metrics=hook, clock=clock, rate_limiter=FixedLimiter(0.0))
     q.add("a")
     q.add("b")
     q.add("a")  # duplicate: not reported
@@ -500,7 +480,7 @@ def test_concurrent_workers_never_share_a_key_and_never_lose_one(
     left = [budget]
 
     async def scenario() -> WorkQueueStatistics:
-        q: WorkQueue[int] = WorkQueue("prop", rate_limiter=Fixed(0.0))
+        q: WorkQueue[int] = WorkQueue("prop", rate_limiter=FixedLimiter(0.0))
 
         def add(key: int) -> None:
             if q.shutting_down:
