@@ -79,10 +79,12 @@ def pod_object(
     owner: str | None = None,
     node: str | None = None,
     generation: int | None = None,
+    created: str | None = None,
 ) -> KubeObject:
     """A decoded Pod. ``ns=""`` makes it cluster-scoped (key "name"); ``app`` sets the
     ``app`` label (``labels`` sets them all); ``owner`` adds a controller ownerReference to
-    StatefulSet ``owner`` (uid ``owner``); ``node`` sets ``spec.nodeName``."""
+    StatefulSet ``owner`` (uid ``owner``); ``node`` sets ``spec.nodeName``; ``created``
+    the creationTimestamp."""
     meta: dict[str, Any] = {"name": name, "resourceVersion": str(rv), "uid": f"u-{ns}-{name}"}
     if ns:
         meta["namespace"] = ns
@@ -93,6 +95,8 @@ def pod_object(
         meta["ownerReferences"] = [{**ref, "controller": True}]
     if generation is not None:
         meta["generation"] = generation
+    if created is not None:
+        meta["creationTimestamp"] = created
     spec = {} if node is None else {"nodeName": node}
     doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
     return decode_object(orjson.dumps(doc))

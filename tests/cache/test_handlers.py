@@ -8,7 +8,6 @@ import logging
 import re
 from collections.abc import Iterable
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,17 +21,17 @@ from aioinformer._cache.handlers import (
     Subscription,
 )
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
-from aioinformer._core.objects import KubeObject, decode_object
+from aioinformer._core.objects import KubeObject
 from aioinformer._runtime.metrics import Metrics
 from aioinformer.testing import KubeSim
+from tests.support import pod_object
 
 POD_SPEC = {"containers": [{"name": "c", "image": "busybox"}]}
 Note = tuple[str, str, int, int | None]  # (type, key, rv of the object, rv of old for UPDATED)
 
 
 def obj(name: str = "a", rv: int = 5, ns: str = "n") -> KubeObject:
-    meta = {"name": name, "namespace": ns, "resourceVersion": str(rv)}
-    return decode_object(orjson.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta}))
+    return pod_object(name, ns, rv)
 
 
 def added(o: KubeObject) -> Change:

@@ -287,7 +287,7 @@ async def test_an_index_function_that_raises_leaves_the_object_out_of_that_index
     assert store.index_errors == 2
     msg = next(r.getMessage() for r in caplog.records if "index 'picky'" in r.getMessage())
     assert "default/bad" in msg and "index function bug" in msg and "[1 so far]" in msg
-    await store.apply([upsert(pod_object("bad", rv=3))])  # fixed: no longer labelled "bad"
+    await store.apply([upsert(pod_object("bad", rv=3))])  # a version the functions accept
     async with store.read() as view:
         assert sorted(view.index_values("picky")) == ["bad", "ok"]
         assert sorted(view.index_values("lazy")) == ["bad", "ok"]
