@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 import orjson
+from aiohttp import web
 
 from aioinformer._cache.deltas import Change, Delta, DeltaType, Item, Replace
 from aioinformer._cache.index import IndexFunc
@@ -235,6 +236,48 @@ class Sleeps:
     def release_all(self) -> None:
         """Let every sleep return at once, from now on."""
         self.release(10**9)
+
+
+# -- servers that are not KubeSim -----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def fake_server(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port) answering every request with
+    ``handler``: a proxy, a login page, a server that misbehaves. Yields its URL."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def html_server(status: int, content_type: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """A server that answers everything with an HTML page (a proxy, a login page), with
+    ``Retry-After: 7``."""
+
+    async def handle(request: web.Request) -> web.Response:
+        page = "<html><body><h1>Bad Gateway</h1>\n<p>upstream down</p></body></html>"
+        return web.Response(
+            status=status, text=page, content_type=content_type, headers={"Retry-After": "7"}
+        )
+
+    return fake_server(handle)
+
+
+def api_client_for(url: str) -> Any:
+    """A kubernetes_asyncio ApiClient for ``url`` (no credentials): use ``async with``."""
+    from kubernetes_asyncio import client
+
+    cfg = client.Configuration()
+    cfg.host = url
+    return client.ApiClient(configuration=cfg)
 
 
 # -- the watcher harness ------------------------------------------------------------------------

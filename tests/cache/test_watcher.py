@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -23,14 +23,9 @@ from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.watcher import Watcher
 from aioinformer._client.listwatch import ListWatch
-from aioinformer._client.rest import parse_retry_after
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import (
     ClosedError,
-    DecodeError,
-    Expired,
-    StatusError,
-    TransportError,
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
@@ -39,7 +34,9 @@ from tests.support import (
     FakeClock,
     ModelFifo,
     Sleeps,
+    api_client_for,
     eventually,
+    fake_server,
     make_watcher,
     pod,
     running,
@@ -566,26 +563,9 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
         assert [d.type for d in sink.of(Delta) if d.obj.name == "d"] == [DeltaType.DELETED]
 
 
-@contextlib.asynccontextmanager
-async def fake_server(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
 async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
     """A server (or proxy) that ends every watch immediately: client-go's "very short
     watch" rule turns that into a failure, so the watcher backs off instead of spinning."""
-    from kubernetes_asyncio import client
-
     watches = 0
 
     async def handle(request: web.Request) -> web.Response:
@@ -596,120 +576,17 @@ async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
         body = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}}
         return web.json_response({**body, "items": []})
 
-    async with fake_server(handle) as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
-            sleeps = Sleeps()
-            # a clock that never moves: every watch is "within 1 s", whatever the load
-            w = make_watcher(api, ModelFifo(), backoff=backoff, sleep=sleeps, clock=FakeClock())
-            async with running(w):
-                for n in range(1, 5):
-                    await eventually(lambda n=n: len(sleeps.delays) == n, f"backoff {n}")
-                    assert watches == n  # the next watch waits for this delay
-                    sleeps.release()
-                await eventually(lambda: watches == 5, "the watch after the fourth delay")
-            assert sleeps.delays == [0.05, 0.1, 0.2, 0.4, 0.8]
-            assert w.statistics().lists == 1 and w.statistics().stream_errors == 5
-            assert w.statistics().backoff_current == 1.6
-
-
-# -- ListWatch on its own -------------------------------------------------------------------------
-
-
-def test_paths_and_resource_names() -> None:
-    lw = ListWatch(None, "v1", "pods", namespace="team a")
-    assert (lw.path, lw.resource) == ("/api/v1/namespaces/team%20a/pods", "pods")
-    lw = ListWatch(None, "apps/v1", "statefulsets")
-    assert (lw.path, lw.resource) == ("/apis/apps/v1/statefulsets", "statefulsets.apps")
-    lw = ListWatch(None, "example.aioinformer.dev/v1", "podsets", namespace="x")
-    assert lw.path == "/apis/example.aioinformer.dev/v1/namespaces/x/podsets"
-    assert lw.resource == "podsets.example.aioinformer.dev"
-
-
-def test_parse_retry_after() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
-
-
-async def test_list_410_is_watch_expired_with_the_server_message() -> None:
-    async with KubeSim() as sim, sim.api_client() as api:
-        for i in range(3):
-            sim.create("pods", pod(f"p{i}"), "default")
-        lw = ListWatch(api, "v1", "pods", namespace="default")
-        _, _, token = await lw.list_page("", 1, None)
-        sim.create("pods", pod("p3"), "default")
-        sim.compact()
-        with pytest.raises(Expired) as info:
-            await lw.list_page("", 1, token)
-        assert info.value.code == 410 and info.value.verb == "list"
-        assert "continue parameter is too old" in str(info.value)
-
-
-async def test_watch_422_names_the_reason() -> None:
-    async with KubeSim() as sim, sim.api_client() as api:
-        lw = ListWatch(api, "v1", "pods")
-        with pytest.raises(StatusError) as info:
-            async with contextlib.aclosing(lw.watch("", 5, send_initial_events=True)) as lines:
-                async for _ in lines:
-                    pass
-        assert info.value.code == 422 and info.value.verb == "watch"
-        assert "sendInitialEvents is forbidden" in str(info.value)
-
-
-def html_server(status: int, content_type: str) -> contextlib.AbstractAsyncContextManager[str]:
-    """A server that answers everything with an HTML page (a proxy, a login page)."""
-
-    async def handle(request: web.Request) -> web.Response:
-        page = "<html><body><h1>Bad Gateway</h1>\n<p>upstream down</p></body></html>"
-        return web.Response(
-            status=status, text=page, content_type=content_type, headers={"Retry-After": "7"}
-        )
-
-    return fake_server(handle)
-
-
-async def test_html_error_body_is_a_clear_api_status_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(502, "text/html") as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            lw = ListWatch(api, "v1", "pods", namespace="default")
-            with pytest.raises(StatusError) as info:
-                await lw.list_page("", 10, None)
-    err = info.value
-    assert (err.code, err.verb, err.resource, err.retry_after) == (502, "list", "pods", 7.0)
-    assert "non-JSON error body (text/html" in str(err) and "Bad Gateway" in str(err)
-
-
-async def test_html_200_is_a_decode_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(200, "text/html") as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            lw = ListWatch(api, "v1", "pods")
-            with pytest.raises(DecodeError, match="not JSON"):
-                await lw.list_page("", 10, None)
-            with pytest.raises(DecodeError, match="watch pods in all namespaces"):
-                async with contextlib.aclosing(lw.watch("1", 5)) as lines:
-                    async for _ in lines:
-                        pass
-
-
-async def test_connection_refused_is_a_stream_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(200, "text/html") as url:
-        pass  # the port is free again
-    cfg = client.Configuration()
-    cfg.host = url
-    async with client.ApiClient(configuration=cfg) as api:
-        with pytest.raises(TransportError, match="list pods in all namespaces: request failed"):
-            await ListWatch(api, "v1", "pods").list_page("", 10, None)
+    async with fake_server(handle) as url, api_client_for(url) as api:
+        backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
+        sleeps = Sleeps()
+        # a clock that never moves: every watch is "within 1 s", whatever the load
+        w = make_watcher(api, ModelFifo(), backoff=backoff, sleep=sleeps, clock=FakeClock())
+        async with running(w):
+            for n in range(1, 5):
+                await eventually(lambda n=n: len(sleeps.delays) == n, f"backoff {n}")
+                assert watches == n  # the next watch waits for this delay
+                sleeps.release()
+            await eventually(lambda: watches == 5, "the watch after the fourth delay")
+        assert sleeps.delays == [0.05, 0.1, 0.2, 0.4, 0.8]
+        assert w.statistics().lists == 1 and w.statistics().stream_errors == 5
+        assert w.statistics().backoff_current == 1.6
