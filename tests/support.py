@@ -1,9 +1,10 @@
 """Helpers shared by the tests: object factories, bounded polling, a fake clock, recorded
 transcripts, and the watcher harness (a model FIFO, a recording ListWatch).
 
-Everything a second test module needs lives here, so test modules never import from each
-other. Factories come in two shapes: request bodies for KubeSim (``pod``, ``configmap``:
-plain dicts) and decoded objects for the cache layers (``pod_object``: a ``KubeObject``).
+What more than one test module needs lives here, not in a test module (KubeSim's own
+wire-level readers stay with its tests in tests/kubesim). Factories come in two shapes:
+request bodies for KubeSim (``pod``, ``configmap``: plain dicts) and decoded objects for
+the cache layers (``pod_object``: a ``KubeObject``).
 """
 
 from __future__ import annotations

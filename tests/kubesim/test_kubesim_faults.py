@@ -9,9 +9,8 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from tests.kubesim.test_kubesim_list import pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
-from tests.support import eventually
+from tests.support import eventually, pod
 
 
 @pytest.mark.parametrize("status", [429, 500, 503, 504])
