@@ -419,21 +419,24 @@ async def test_events_read_together_with_an_error_event_are_queued_and_resumed_a
 
 
 async def test_backoff_on_429_and_500_then_sync() -> None:
+    """Each failed list or watch waits the next backoff delay (doubling, no jitter here)
+    before it is retried; the list is retried from the start, the watch from its RV."""
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
         sim.fail_next(2, 500, verbs=["list"])
         sim.fail_next(2, 429, retry_after=0, verbs=["watch"])
         backoff = Backoff(initial=0.02, maximum=1.0, jitter=0.0)
+        sleeps = Sleeps()
+        sleeps.release_all()
         sink = ModelFifo()
-        w = make_watcher(api, sink, backoff=backoff)
+        w = make_watcher(api, sink, backoff=backoff, sleep=sleeps)
         async with running(w):
             await w.wait_for_sync()
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
+        assert sleeps.delays == [0.02, 0.04, 0.08, 0.16]  # four failures in a row
         assert w.statistics().errors_by_code == {500: 2, 429: 2}
-        assert w.statistics().backoff_current == pytest.approx(
-            0.02 * 2**4
-        )  # four failures in a row
+        assert w.statistics().backoff_current == 0.32
         assert w.statistics().lists == 1
 
 
