@@ -1,8 +1,9 @@
-"""Shared fixtures: a running KubeSim and an authenticated HTTP session to it."""
+"""Shared fixtures: a running KubeSim, an API client and an authenticated HTTP session to it."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import pytest
@@ -21,3 +22,10 @@ async def http(sim: KubeSim) -> AsyncIterator[aiohttp.ClientSession]:
     headers = {"Authorization": f"Bearer {sim.token}", "Accept": "application/json"}
     async with aiohttp.ClientSession(base_url=sim.url, headers=headers) as session:
         yield session
+
+
+@pytest.fixture
+async def api(sim: KubeSim) -> AsyncIterator[Any]:
+    """A kubernetes_asyncio ApiClient configured for ``sim`` (real HTTP, bearer token)."""
+    async with sim.api_client() as client:
+        yield client

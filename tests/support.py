@@ -1,10 +1,33 @@
-"""Helpers shared by the tests: recorded transcripts, bounded polling, object factories."""
+"""Helpers shared by the tests: object factories, bounded polling, a fake clock, recorded
+transcripts, and the watcher harness (a model FIFO, a recording ListWatch).
+
+What more than one test module needs lives here, not in a test module (KubeSim's own
+wire-level readers stay with its tests in tests/kubesim). Factories come in two shapes:
+request bodies for KubeSim (``pod``, ``configmap``: plain dicts) and decoded objects for
+the cache layers (``pod_object``: a ``KubeObject``).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
+
+import msgspec
+import orjson
+from aiohttp import web
+
+from aioinformer._cache.deltas import Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.index import IndexFunc
+from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.store import StoreKind, open_store
+from aioinformer._cache.watcher import Watcher, WatchOptions
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._core.backoff import Backoff
+from aioinformer._core.objects import KubeObject, decode_object
 
 #: Recorded kube-apiserver v1.28 exchanges, copied into the repository (see its README).
 CONFORMANCE = Path(__file__).resolve().parent / "conformance"
@@ -20,3 +43,344 @@ def transcript(name: str) -> dict[str, Any]:
     assert matches, f"no transcript {name!r} in {CONFORMANCE}"
     data: dict[str, Any] = json.loads(matches[0].read_text())
     return data
+
+
+# -- request bodies for KubeSim ---------------------------------------------------------------
+
+
+def pod(name: str, **labels: str) -> dict[str, Any]:
+    """A minimal valid Pod body; its labels are ``labels`` (default ``app=web``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {"app": "web"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+
+
+def configmap(name: str, **data: str) -> dict[str, Any]:
+    """A ConfigMap body with ``data`` (default ``v=1``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name},
+        "data": data or {"v": "1"},
+    }
+
+
+# -- decoded objects for the cache layers -------------------------------------------------------
+
+
+def pod_object(
+    name: str,
+    ns: str = "default",
+    rv: int = 1,
+    *,
+    app: str | None = None,
+    labels: dict[str, str] | None = None,
+    owner: str | None = None,
+    node: str | None = None,
+    generation: int | None = None,
+    created: str | None = None,
+) -> KubeObject:
+    """A decoded Pod. ``ns=""`` makes it cluster-scoped (key "name"); ``app`` sets the
+    ``app`` label (``labels`` sets them all); ``owner`` adds a controller ownerReference to
+    StatefulSet ``owner`` (uid ``owner``); ``node`` sets ``spec.nodeName``; ``created``
+    the creationTimestamp."""
+    meta: dict[str, Any] = {"name": name, "resourceVersion": str(rv), "uid": f"u-{ns}-{name}"}
+    if ns:
+        meta["namespace"] = ns
+    if labels is not None or app is not None:
+        meta["labels"] = {**(labels or {}), **({"app": app} if app is not None else {})}
+    if owner is not None:
+        ref = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner, "uid": owner}
+        meta["ownerReferences"] = [{**ref, "controller": True}]
+    if generation is not None:
+        meta["generation"] = generation
+    if created is not None:
+        meta["creationTimestamp"] = created
+    spec = {} if node is None else {"nodeName": node}
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+    return decode_object(orjson.dumps(doc))
+
+
+def delta(kind: DeltaType, obj: KubeObject, received: float = 0.0) -> Delta:
+    """A FIFO delta (``received`` on the informer clock; 0.0 where no one measures lag)."""
+    return Delta(kind, obj, received)
+
+
+def upsert(obj: KubeObject) -> Delta:
+    """An UPDATED delta: the store adds or replaces ``obj``."""
+    return delta(DeltaType.UPDATED, obj)
+
+
+def many_pods(n: int, rv0: int = 1) -> list[KubeObject]:
+    """``n`` distinct pods ("default/p0", ...) sharing one decoded metadata (only key and
+    rv differ): cheap to build in bulk."""
+    base = pod_object("base", "default", rv0, owner="sts-1")
+    replace = msgspec.structs.replace
+    return [replace(base, key=f"default/p{i}", rv=rv0 + i) for i in range(n)]
+
+
+class Store:
+    """A store's reader/writer pair (``open_store(kind)``), with the informer's way of
+    applying a batch (``async with writer.writing(): writer.apply(batch)``) as one call, and
+    the seq of every publish noted in ``published``."""
+
+    def __init__(self, kind: StoreKind, indexers: dict[str, IndexFunc] | None = None) -> None:
+        self.kind = kind
+        self.reader, self.writer = open_store(kind, indexers)
+        self.published: list[int] = []
+
+    async def apply(self, batch: Sequence[Item], changes: bool = True) -> list[Change]:
+        async with self.writer.writing():
+            applied = self.writer.apply(batch, changes=changes)
+        if batch:
+            self.published.append(self.reader.seq)
+        return applied
+
+    def snapshot(self) -> Snapshot:
+        return self.reader.snapshot()
+
+    def read(self) -> Any:
+        return self.reader.read()
+
+    @property
+    def indexers(self) -> list[str]:
+        return self.reader.indexers
+
+    @property
+    def index_errors(self) -> int:
+        return self.reader.index_errors
+
+    async def add_indexer(self, name: str, fn: IndexFunc, **options: Any) -> None:
+        before = self.reader.seq
+        await self.writer.add_indexer(name, fn, **options)
+        if self.reader.seq != before:
+            self.published.append(self.reader.seq)
+
+
+# -- waiting --------------------------------------------------------------------------------
+
+
+async def eventually(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    """Poll ``check()`` until it holds; fail naming ``what`` after ``timeout`` seconds.
+
+    The timeout is a hang guard, not a measurement: generous, so a loaded machine only
+    makes a failing test slower, never a passing one fail.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.01)
+
+
+class FakeClock:
+    """A clock that moves only when told: ``clock()`` is ``clock.now``."""
+
+    def __init__(self, now: float = 0.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> float:
+        """Move the clock forward by ``seconds``; returns the new time."""
+        self.now += seconds
+        return self.now
+
+
+class FixedLimiter:
+    """A rate limiter that always answers ``delay`` and records what it was asked;
+    ``num_requeues`` is ``requeues`` if given, else how often ``when`` was asked."""
+
+    def __init__(self, delay: float = 0.0, requeues: int | None = None) -> None:
+        self.delay = delay
+        self.requeues = requeues
+        self.asked: list[Hashable] = []
+        self.forgotten: list[Hashable] = []
+
+    def when(self, item: Hashable) -> float:
+        self.asked.append(item)
+        return self.delay
+
+    def forget(self, item: Hashable) -> None:
+        self.forgotten.append(item)
+
+    def num_requeues(self, item: Hashable) -> int:
+        return self.asked.count(item) if self.requeues is None else self.requeues
+
+
+class Sleeps:
+    """An injectable ``sleep``: records each delay and returns once the test releases it
+    (:meth:`release`), so a test can assert the exact delays and order the retries."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+        self._released = 0
+        self._wake = asyncio.Event()
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+        mine = len(self.delays)
+        while self._released < mine:
+            self._wake.clear()
+            await self._wake.wait()
+
+    def release(self, n: int = 1) -> None:
+        """Let ``n`` more sleeps (past or future) return."""
+        self._released += n
+        self._wake.set()
+
+    def release_all(self) -> None:
+        """Let every sleep return at once, from now on."""
+        self.release(10**9)
+
+
+# -- servers that are not KubeSim -----------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def fake_server(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
+    """An HTTP server on 127.0.0.1 (a free port) answering every request with
+    ``handler``: a proxy, a login page, a server that misbehaves. Yields its URL."""
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+def html_server(status: int, content_type: str) -> contextlib.AbstractAsyncContextManager[str]:
+    """A server that answers everything with an HTML page (a proxy, a login page), with
+    ``Retry-After: 7``."""
+
+    async def handle(request: web.Request) -> web.Response:
+        page = "<html><body><h1>Bad Gateway</h1>\n<p>upstream down</p></body></html>"
+        return web.Response(
+            status=status, text=page, content_type=content_type, headers={"Retry-After": "7"}
+        )
+
+    return fake_server(handle)
+
+
+def api_client_for(url: str) -> Any:
+    """A kubernetes_asyncio ApiClient for ``url`` (no credentials): use ``async with``."""
+    from kubernetes_asyncio import client
+
+    cfg = client.Configuration()
+    cfg.host = url
+    return client.ApiClient(configuration=cfg)
+
+
+# -- the watcher harness ------------------------------------------------------------------------
+
+
+class ModelFifo:
+    """A FIFO sink that records every item and applies it to ``{key: rv}``."""
+
+    def __init__(self) -> None:
+        self.items: list[Item] = []
+        self.state: dict[str, str] = {}
+        self.objects: dict[str, KubeObject] = {}
+
+    def put_nowait(self, item: Item) -> None:
+        self.items.append(item)
+        if isinstance(item, Replace):
+            self.objects = {o.key: o for o in item.objects}
+            self.state = {o.key: str(o.rv) for o in item.objects}
+        elif isinstance(item, Delta):
+            if item.type is DeltaType.DELETED:
+                self.state.pop(item.obj.key, None)
+                self.objects.pop(item.obj.key, None)
+            else:
+                self.state[item.obj.key] = str(item.obj.rv)
+                self.objects[item.obj.key] = item.obj
+
+    def put_many(self, items: Sequence[Item]) -> None:
+        for item in items:
+            self.put_nowait(item)
+
+    def of(self, cls: type[Any]) -> list[Any]:
+        return [i for i in self.items if isinstance(i, cls)]
+
+
+class CountingListWatch(ListWatch):
+    """ListWatch that records its list pages and can run a hook before each one."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pages: list[str | None] = []
+        self.before_page: Callable[[str | None], None] | None = None
+
+    async def list_page(
+        self, resource_version: str, limit: int, continue_: str | None
+    ) -> tuple[list[KubeObject], str, str | None]:
+        self.pages.append(continue_)
+        if self.before_page is not None:
+            self.before_page(continue_)
+        return await super().list_page(resource_version, limit, continue_)
+
+
+def make_watcher(
+    api: Any,
+    sink: Any,
+    group_version: str = "v1",
+    plural: str = "pods",
+    *,
+    namespace: str | None = None,
+    label_selector: str | None = None,
+    field_selector: str | None = None,
+    metadata_only: bool = False,
+    max_line_bytes: int = 16 * 1024 * 1024,
+    **options: Any,
+) -> Watcher:
+    """A Watcher over a :class:`CountingListWatch`: WatchOptions fields among ``options``
+    go to its options (watch timeouts of 2-3 s by default), the rest to the Watcher (a
+    fast, jitter-free backoff by default)."""
+    lw = CountingListWatch(
+        api,
+        group_version,
+        plural,
+        namespace=namespace,
+        label_selector=label_selector,
+        field_selector=field_selector,
+        metadata_only=metadata_only,
+        max_line_bytes=max_line_bytes,
+    )
+    options.setdefault("min_watch_timeout", 2)
+    options.setdefault("max_watch_timeout", 3)
+    fields = {k: options.pop(k) for k in list(options) if k in WatchOptions.__dataclass_fields__}
+    options.setdefault("backoff", Backoff(initial=0.02, maximum=0.2, jitter=0.0))
+    return Watcher(lw, sink, options=WatchOptions(**fields), **options)
+
+
+@contextlib.asynccontextmanager
+async def running(watcher: Watcher) -> AsyncIterator[asyncio.Task[None]]:
+    """Run the watcher in a task; stop it (run() returns normally) on exit."""
+    task = asyncio.create_task(watcher.run())
+    try:
+        yield task
+    finally:
+        watcher.stop()
+        await task
+
+
+def watch_options() -> WatchOptions:
+    """Informer watch options for the integration tests: short watches, a fast backoff
+    without jitter (0.05 s doubling), so retries are quick and their delays exact."""
+    return WatchOptions(
+        min_watch_timeout=2.0,
+        max_watch_timeout=4.0,
+        backoff_initial=0.05,
+        backoff_maximum=10.0,
+        backoff_jitter=0.0,
+    )

@@ -14,15 +14,15 @@ import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from aioinformer import Manager, decode_object
+from aioinformer import Manager
 from aioinformer.testing import KubeSim
+from tests.support import REPO, pod_object
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = REPO / "examples"
 sys.path.insert(0, str(EXAMPLES))
 
 import configmap_mirror  # noqa: E402
@@ -140,8 +140,8 @@ async def test_podset_converges_scales_and_survives_a_restart(sim: KubeSim) -> N
 async def settle(sim: KubeSim, protect: bool, check: Callable[[], Awaitable[Progress]]) -> None:
     """Wait for convergence after a burst on a stale cache. Protected, the cache stays
     stale: that is the point. Unprotected, the delay is lifted first: a controller acting
-    on a stale cache reacts to its own writes with more stale reads, and can thrash for
-    long (hundreds of pods created and deleted by the NodeAgent in 20 s)."""
+    on a stale cache reacts to its own writes with more stale reads, and converges only
+    once its cache catches up."""
     if not protect:
         sim.faults.delay_watch_events(0)
     await converged(check)
@@ -314,5 +314,4 @@ async def test_podset_once_as_a_program() -> None:
 
 
 def _pod(name: str, *, node: str = "", created: str = "") -> Any:
-    meta = f'"name":"{name}","namespace":"ns","resourceVersion":"1","creationTimestamp":"{created}"'
-    return decode_object(f'{{"metadata":{{{meta}}},"spec":{{"nodeName":"{node}"}}}}')
+    return pod_object(name, "ns", node=node, created=created)

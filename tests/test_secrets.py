@@ -1,4 +1,4 @@
-"""Secrets and transport (issue #6) over real HTTP(S) against KubeSim.
+"""Secrets and transport over real HTTP(S) against KubeSim.
 
 TLS verification stays on unless the kubeconfig turns it off; a kubeconfig without the
 cluster's CA fails with a clear error (and is retried with backoff, not in a loop); tokens,
@@ -22,8 +22,8 @@ from kubernetes_asyncio import client, config
 from aioinformer import AioinformerError, InformerFactory, Manager, TransportError
 from aioinformer._client.listwatch import ListWatch
 from aioinformer.testing import KubeSim
-from tests.cache.test_watcher import eventually
-from tests.test_bad_input import options, pod
+from tests.support import eventually, pod
+from tests.support import watch_options as options
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
 

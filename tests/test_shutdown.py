@@ -25,8 +25,8 @@ from aioinformer import InformerFactory, KubeObject
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._runtime.manager import Manager
 from aioinformer.testing import KubeSim
-from tests.cache.test_watcher import eventually
-from tests.test_bad_input import options, pod
+from tests.support import eventually, pod
+from tests.support import watch_options as options
 
 OURS = ("informer-", "-watcher", "-writer", "-worker-", "manager-", "leader-elector")
 

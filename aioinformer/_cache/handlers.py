@@ -303,7 +303,7 @@ class Subscription:
             self._warn(_OVERFLOW, msg, self._max_queue)
 
     def _warn(self, which: int, msg: str, *args: object) -> None:
-        now, last = time.monotonic(), self._warned[which]
+        now, last = self._dispatcher._clock(), self._warned[which]
         if last is None or now - last >= self._dispatcher._slow_interval:
             self._warned[which] = now
             self._dispatcher._logger.warning("%s: " + msg, self._dispatcher.name, self.name, *args)
@@ -439,7 +439,9 @@ class Dispatcher:
     """Fans the store writer's changes out to isolated subscriptions (see the module doc).
 
     ``name`` (the informer's) starts every log line; ``logger`` defaults to
-    ``logging.getLogger("aioinformer.handlers")``. Subscribe from inside the running loop.
+    ``logging.getLogger("aioinformer.handlers")``; ``clock`` (default ``time.monotonic``)
+    spaces the slow and overflow warnings ``slow_warning_interval`` apart (injectable, so
+    the interval can be tested exactly). Subscribe from inside the running loop.
     """
 
     def __init__(
@@ -449,6 +451,7 @@ class Dispatcher:
         slow_warning_depth: int = 1000,
         slow_warning_interval: float = 10.0,
         logger: logging.Logger | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if slow_warning_depth < 1 or slow_warning_interval < 0:
             raise ConfigError(
@@ -459,6 +462,7 @@ class Dispatcher:
         self._slow_depth = slow_warning_depth
         self._slow_interval = slow_warning_interval
         self._logger = logger if logger is not None else logging.getLogger("aioinformer.handlers")
+        self._clock = clock
         self._subs: list[Subscription] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._synced = self._closed = False

@@ -68,7 +68,7 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -324,7 +324,9 @@ class Watcher:
 
     ``options`` say how (:class:`WatchOptions`); ``streaming_list`` uses a watch with
     initial events instead of a list; ``backoff`` (default: a new one from ``options``) is
-    owned by this watcher; ``clock`` stamps ``received``, ``last_event_at`` and health.
+    owned by this watcher; ``clock`` stamps ``received``, ``last_event_at`` and health;
+    ``sleep`` (default ``asyncio.sleep``) waits out each retry delay: a test can pass one
+    that records the delays and decides when each retry happens.
 
     Example::
 
@@ -343,6 +345,7 @@ class Watcher:
         options: WatchOptions | None = None,
         backoff: Backoff | None = None,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         name: str | None = None,
     ) -> None:
         options = options or WatchOptions()
@@ -358,6 +361,7 @@ class Watcher:
         self._fifo = fifo
         self._transform = transform
         self._clock = clock
+        self._sleep = sleep
         ns = list_watch.namespace
         self.name = name or (f"{list_watch.resource}[{ns}]" if ns else list_watch.resource)
         self._stats = WatcherStatistics(backoff_current=self.backoff.current)
@@ -479,7 +483,7 @@ class Watcher:
                 text = str(exc)
                 log.warning("%s: %s; retrying in %.1f s", self.name, text, delay, exc_info=trace)
             if delay > 0:
-                await asyncio.sleep(delay)
+                await self._sleep(delay)
 
     def _on_expired(self, exc: Expired) -> float:
         self._count(exc.code)

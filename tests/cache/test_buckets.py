@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import time
 
 import immutables
 from hypothesis import given, settings
@@ -20,7 +19,7 @@ from aioinformer._cache.buckets import (
 )
 from aioinformer._cache.deltas import Replace
 from aioinformer._cache.snapshot_store import snapshot_store
-from tests.cache.test_store import pod
+from tests.support import pod_object
 
 ops = st.lists(
     st.tuples(st.sampled_from(["add", "discard", "publish"]), st.integers(0, 3 * SMALL)),
@@ -115,13 +114,16 @@ def tracked_below(root: object) -> int:
 
 def test_small_buckets_give_the_cyclic_gc_nothing_to_traverse() -> None:
     """5,000 pods in 50 namespaces of 100, in 100 owners of 50: the two default indexes
-    hold 10,000 keys in 150 buckets, all small. As HAMTs they held 4,813 tracked objects;
-    as dicts they hold none: what is left is the two outer maps (68 tracked objects)."""
-    pods = [pod(f"p{i}", f"ns-{i // 100}", i + 1, owner=f"owner-{i // 50}") for i in range(5000)]
+    hold 10,000 keys in 150 buckets, all small, so all plain dicts of strings, which the
+    cyclic GC does not track; what it tracks is the outer maps, fewer objects than there
+    are buckets."""
+    pods = [
+        pod_object(f"p{i}", f"ns-{i // 100}", i + 1, owner=f"owner-{i // 50}") for i in range(5000)
+    ]
 
     async def indexes() -> object:
         reader, writer = snapshot_store()
-        writer.apply([Replace(pods, 5000, time.monotonic())])
+        writer.apply([Replace(pods, 5000, 0.0)])
         snap = reader.snapshot()
         assert len(snap.by_index("namespace", "ns-7")) == 100
         assert len(snap.by_index("controller", "owner-7")) == 50

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 from hypothesis import given, settings
@@ -12,11 +11,12 @@ from hypothesis import strategies as st
 from aioinformer._cache.deltas import Bookmark, DeltaType, Item
 from aioinformer._cache.fifo import FifoStatistics, RealFIFO
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
+from tests.support import FakeClock
 
 
-def bm(rv: int, received: float | None = None) -> Bookmark:
+def bm(rv: int, received: float = 0.0) -> Bookmark:
     """Items carry no object here: a Bookmark is the cheapest Item."""
-    return Bookmark(rv, time.monotonic() if received is None else received)
+    return Bookmark(rv, received)
 
 
 def rvs(items: list[Item]) -> list[int]:
@@ -163,7 +163,10 @@ async def test_wakeup_is_not_lost_when_the_woken_waiter_is_cancelled() -> None:
 
 
 async def test_statistics() -> None:
-    fifo = RealFIFO()
+    """Depth, peak, totals, and the oldest item's age by the FIFO's clock (the one the
+    watcher stamps ``received`` with), from its receive time, not from its put."""
+    clock = FakeClock(100.0)
+    fifo = RealFIFO(clock=clock)
     empty = fifo.statistics()
     assert isinstance(empty, FifoStatistics)
     assert (empty.depth, empty.peak_depth, empty.oldest_received, empty.oldest_age) == (
@@ -172,29 +175,21 @@ async def test_statistics() -> None:
         None,
         0.0,
     )
-    received = time.monotonic() - 5.0  # the watcher read it 5 s ago
-    fifo.put_nowait(bm(1, received))
-    fifo.put_nowait(bm(2))
-    fifo.put_nowait(bm(3))
+    fifo.put_nowait(bm(1, received=95.0))  # the watcher read it 5 s ago
+    fifo.put_nowait(bm(2, received=99.0))
+    fifo.put_nowait(bm(3, received=100.0))
+    assert fifo.statistics().oldest_age == 5.0
     fifo.pop_nowait()
-    fifo.put_nowait(bm(4))
+    fifo.put_nowait(bm(4, received=100.0))
+    clock.advance(2.0)
     stats = fifo.statistics()
-    assert stats.depth == 3
-    assert stats.peak_depth == 3
-    assert stats.puts_total == 4
-    assert stats.pops_total == 1
+    assert (stats.depth, stats.peak_depth, stats.puts_total, stats.pops_total) == (3, 3, 4, 1)
     assert stats.waiters == 0
-    assert stats.oldest_received is not None and stats.oldest_received > received
-    assert stats.oldest_age > 0
+    assert (stats.oldest_received, stats.oldest_age) == (99.0, 3.0)
     await fifo.pop_batch()
     stats = fifo.statistics()
     assert (stats.depth, stats.peak_depth, stats.pops_total, stats.oldest_age) == (0, 3, 4, 0.0)
     assert stats.oldest_received is None
-
-    old = RealFIFO()
-    old.put_nowait(bm(1, received))
-    assert old.statistics().oldest_received == received
-    assert old.statistics().oldest_age >= 5.0  # measured from `received`, not from put
 
 
 # An interleaving: the producer's steps (put k items at once, or yield to the loop) and the

@@ -8,7 +8,6 @@ import logging
 import re
 from collections.abc import Iterable
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,17 +21,17 @@ from aioinformer._cache.handlers import (
     Subscription,
 )
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
-from aioinformer._core.objects import KubeObject, decode_object
+from aioinformer._core.objects import KubeObject
 from aioinformer._runtime.metrics import Metrics
 from aioinformer.testing import KubeSim
+from tests.support import FakeClock, pod_object
 
 POD_SPEC = {"containers": [{"name": "c", "image": "busybox"}]}
 Note = tuple[str, str, int, int | None]  # (type, key, rv of the object, rv of old for UPDATED)
 
 
 def obj(name: str = "a", rv: int = 5, ns: str = "n") -> KubeObject:
-    meta = {"name": name, "namespace": ns, "resourceVersion": str(rv)}
-    return decode_object(orjson.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": meta}))
+    return pod_object(name, ns, rv)
 
 
 def added(o: KubeObject) -> Change:
@@ -610,6 +609,31 @@ async def test_slow_warning_repeats_after_the_interval_and_not_before_sync(
         for i in range(8):
             d.dispatch([model.touch(f"k{i}")])
     assert slow_depths(caplog) == [5, 6, 7, 8]  # interval 0: every dispatch at or over 5
+    await d.aclose()
+
+
+async def test_slow_warnings_are_spaced_by_the_interval_on_the_dispatchers_clock(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock(100.0)
+    d = Dispatcher("pods", slow_warning_depth=5, slow_warning_interval=10.0, clock=clock)
+    d.mark_synced()
+    rec = Recorder(asyncio.Event())
+    rec.subscribe(d)
+    model = Model()
+    with caplog.at_level(logging.WARNING, logger="aioinformer.handlers"):
+        d.dispatch([model.touch("a")])
+        await rec.entered.wait()
+        for i in range(4):  # depths 1..4: under the threshold
+            d.dispatch([model.touch(f"k{i}")])
+        assert slow_depths(caplog) == []
+        d.dispatch([model.touch("k4")])  # depth 5 at t=100: warned
+        clock.advance(9.999)
+        d.dispatch([model.touch("k5")])  # depth 6, 9.999 s later: not yet
+        clock.advance(0.001)
+        d.dispatch([model.touch("k6")])  # depth 7, 10 s later: warned again
+        d.dispatch([model.touch("k7")])
+    assert slow_depths(caplog) == [5, 7]
     await d.aclose()
 
 

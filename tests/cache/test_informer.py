@@ -1,5 +1,7 @@
-"""Informers end to end over real HTTP against KubeSim: sync, reads, freshness, handlers.
-Convergence under faults: tests/testing/test_faultmix.py (seeded fault mixes)."""
+"""Informers end to end over real HTTP against KubeSim: sync, reads, freshness, handlers,
+statistics, the staleness bound and the store's steady state. Convergence under faults:
+tests/kubesim/test_faultmix.py (seeded fault mixes); sharing and running informers:
+test_factory.py."""
 
 from __future__ import annotations
 
@@ -9,18 +11,13 @@ from typing import Any
 
 import pytest
 
-from aioinformer import InformerFactory, WatchOptions, by_label
+from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
+from aioinformer._cache.deltas import Delta, Item
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim
+from tests.support import FakeClock, eventually, pod
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
-
-
-def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels or {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
-    }
 
 
 @pytest.fixture
@@ -73,13 +70,6 @@ async def test_on_publish_sees_every_publish_in_order(
     assert len(seen) == count
 
 
-async def test_same_informer_is_shared(factory: InformerFactory) -> None:
-    a = factory.informer("v1", "pods")
-    b = factory.informer("v1", "pods")
-    c = factory.informer("v1", "pods", label_selector="app=web")
-    assert a is b and a is not c
-
-
 async def test_query_index_and_min_rv(sim: KubeSim, factory: InformerFactory) -> None:
     pods = factory.informer("v1", "pods", indexers={"app": by_label("app")})
     await factory.wait_for_sync(timeout=10)
@@ -94,13 +84,10 @@ async def test_wait_until_and_timeouts(sim: KubeSim, factory: InformerFactory) -
     pods = factory.informer("v1", "pods")
     await factory.wait_for_sync(timeout=10)
 
-    async def later() -> None:
-        await asyncio.sleep(0.2)
-        sim.create("pods", pod("awaited"), "default")
-
-    task = asyncio.create_task(later())
-    snap = await pods.wait_until(lambda s: "default/awaited" in s, timeout=5)
-    await task
+    waiting = asyncio.create_task(pods.wait_until(lambda s: "default/awaited" in s, timeout=30))
+    await eventually(lambda: len(pods._waiters) == 1, "wait_until to wait for a publish")
+    sim.create("pods", pod("awaited"), "default")
+    snap = await waiting
     assert snap.get("default/awaited") is not None
     with pytest.raises(FreshnessTimeout):
         await pods.wait_for_rv(sim.resource_version + 1000, timeout=0.3)
@@ -148,10 +135,7 @@ async def test_handlers_and_late_subscribers(sim: KubeSim, factory: InformerFact
     late: list[str] = []
     sub = pods.add_handler(on_add=lambda o: late.append(o.name), name="late")
     await sub.wait_for_sync(timeout=5)
-    for _ in range(100):
-        if ("delete", "x") in seen:
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: ("delete", "x") in seen, "the DELETED to reach the handler")
     assert seen[0] == ("add", "before")
     assert seen[1:] == [("add", "x"), ("update", "x"), ("update", "x"), ("delete", "x")]
     assert late == ["before"]
@@ -180,55 +164,6 @@ async def test_stats(sim: KubeSim, factory: InformerFactory) -> None:
     assert st.fifo_depth == 0 and st.staleness == 0 and st.applied_total >= 2
 
 
-async def test_factory_stop_leaves_no_tasks(sim: KubeSim) -> None:
-    before = {t for t in asyncio.all_tasks()}
-    async with sim.api_client() as api:
-        f = InformerFactory(api, watch_options=FAST)
-        await f.start()
-        f.informer("v1", "pods")
-        f.informer("v1", "configmaps")
-        await f.wait_for_sync(timeout=10)
-        await f.stop()
-        await f.stop()  # harmless
-    await asyncio.sleep(0)
-    left = [
-        t.get_coro()
-        for t in asyncio.all_tasks()
-        if t not in before and not t.done() and t is not asyncio.current_task()
-    ]
-    # the sim's own request handlers may still be finishing; nothing of the informers may
-    mine = [
-        c
-        for c in left
-        if "aioinformer/_" in getattr(getattr(c, "cr_code", None), "co_filename", "")
-    ]
-    assert mine == []
-
-
-async def test_cancelling_the_runner_stops_everything(sim: KubeSim) -> None:
-    async with sim.api_client() as api:
-
-        async def runner() -> None:
-            async with InformerFactory(api, watch_options=FAST) as f:
-                f.informer("v1", "pods")
-                await f.wait_for_sync(timeout=10)
-                await asyncio.Event().wait()
-
-        task = asyncio.create_task(runner())
-        for _ in range(200):
-            if sim.open_watches:
-                break
-            await asyncio.sleep(0.02)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    for _ in range(100):
-        if sim.open_watches == 0:
-            break
-        await asyncio.sleep(0.02)
-    assert sim.open_watches == 0
-
-
 async def test_slow_readers_and_stuck_handlers_never_stop_publishing(
     sim: KubeSim, factory: InformerFactory
 ) -> None:
@@ -243,45 +178,101 @@ async def test_slow_readers_and_stuck_handlers_never_stop_publishing(
     pods.add_handler(on_add=lambda o: received.append(o.name), name="healthy")
     await factory.wait_for_sync(timeout=30)
     snap = pods.snapshot()
-    seq_before = snap.seq
     seen = 0
     writes = 0
     async for _obj in snap.iter_chunks(chunk=100):
         seen += 1
         if seen % 300 == 0:
-            sim.create("pods", pod(f"during-{writes}"), "default")
+            before = pods.snapshot().seq
+            made = sim.create("pods", pod(f"during-{writes}"), "default")
             writes += 1
-            await asyncio.sleep(0.01)
-    assert seen == 3000 == len(snap)
-    await pods.wait_for_rv(sim.resource_version, timeout=10)
-    assert pods.snapshot().seq > seq_before, "the writer published while the reader iterated"
-    assert len(pods.snapshot()) == 3000 + writes and len(snap) == 3000
-    for _ in range(200):
-        if sum(n.startswith("during-") for n in received) == writes:
-            break
-        await asyncio.sleep(0.02)
-    assert sum(n.startswith("during-") for n in received) == writes
+            # the writer publishes this write while the reader is mid-scan
+            await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
+            assert pods.snapshot().seq > before and len(snap) == 3000
+    assert seen == 3000 == len(snap) and writes == 10
+    assert len(pods.snapshot()) == 3000 + writes
+    await eventually(
+        lambda: sum(n.startswith("during-") for n in received) == writes,
+        "the healthy subscriber to receive every write",
+    )
+    assert not stuck.is_set()
     stuck.set()
 
 
 async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
     """With staleness_bound, freshness-asking reads wait while the store lags the FIFO by
-    more than the bound (here: the baseline store's writer is blocked by a reader)."""
+    more than the bound (here: the baseline store's writer is blocked by a reader). The
+    informer's clock is a fake one, moved by the test: the lag is exact."""
+    clock = FakeClock()
+    received: list[Item] = []
     async with sim.api_client() as api:
-        async with InformerFactory(api, staleness_bound=0.1, watch_options=FAST) as f:
+        async with InformerFactory(api, staleness_bound=0.1, watch_options=FAST, clock=clock) as f:
             inf = f.informer("v1", "pods", store="locked")
-            await f.wait_for_sync(timeout=10)
+            inf.on_receive(received.extend)
+            await f.wait_for_sync(timeout=30)
             async with inf.read():
                 sim.create("pods", pod("behind"), "default")
-                for _ in range(1000):  # the watcher receives it; the writer cannot apply it
-                    if inf.statistics().fifo_depth and inf.staleness() > 0.1:
-                        break
-                    await asyncio.sleep(0.01)
-                assert inf.staleness() > 0.1
-                fresh = asyncio.create_task(inf.wait_fresh(timeout=10))
-                await asyncio.sleep(0.1)
+                await eventually(
+                    lambda: any(isinstance(i, Delta) and i.obj.name == "behind" for i in received),
+                    "the watcher to receive the write",
+                )
+                clock.advance(1.0)  # the write has waited 1 s: the writer cannot apply it
+                assert inf.staleness() == 1.0 and inf.statistics().staleness == 1.0
+                fresh = asyncio.create_task(inf.wait_fresh(timeout=30))
+                await eventually(lambda: len(inf._waiters) == 1, "the fresh read to wait")
                 assert not fresh.done(), "a fresh read must wait while the store lags"
             await fresh
-            assert inf.staleness() <= 0.1
+            assert inf.staleness() == 0.0
             async with inf.read() as view:
                 assert view.get("default/behind") is not None
+
+
+async def test_the_steady_state_writes_in_place(sim: KubeSim) -> None:
+    """Nobody holding a snapshot, every batch of the steady state goes in place, with a
+    handler subscribed and metrics reading the informer's statistics; while a reader
+    holds the latest snapshot every batch copies, and once it lets go they go in place
+    again."""
+    metrics = Metrics()
+    handled: list[str] = []
+    async with sim.api_client() as api:
+        async with InformerFactory(api, "default", watch_options=FAST) as f:
+            pods = f.informer("v1", "pods")
+            metrics.add_informer_source(lambda: [pods.statistics()])
+            pods.add_handler(
+                on_add=lambda o: handled.append(o.name),
+                on_update=lambda old, new: handled.append(new.name),
+            )
+            await f.wait_for_sync(timeout=30)
+
+            async def write(name: str) -> None:
+                rv = sim.create("pods", pod(name), "default")["metadata"]["resourceVersion"]
+                await pods.wait_fresh(rv, timeout=30)
+                assert b'aioinformer_informer_objects{informer="pods[default]"}' in metrics.render()
+
+            await write("warm-up")
+            start = pods.statistics()
+            for i in range(10):
+                await write(f"steady-{i}")
+            steady = pods.statistics()
+            assert steady.batches - start.batches >= 10
+            assert steady.in_place_batches - start.in_place_batches == (
+                steady.batches - start.batches
+            ), "every batch in place while nobody holds a snapshot"
+
+            held = pods.snapshot()  # a reader holding the latest snapshot, always
+            for i in range(5):
+                await write(f"held-{i}")
+                assert f"default/held-{i}" not in held
+                held = pods.snapshot()
+            holding = pods.statistics()
+            assert holding.batches - steady.batches >= 5
+            assert holding.in_place_batches == steady.in_place_batches, "each batch copied"
+            del held
+
+            for i in range(5):
+                await write(f"again-{i}")
+            after = pods.statistics()
+            assert after.in_place_batches - holding.in_place_batches == (
+                after.batches - holding.batches
+            )
+            await eventually(lambda: len(handled) == 21, "the handler to see every pod")

@@ -12,134 +12,38 @@ import asyncio
 import contextlib
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Replace
 from aioinformer._cache.fifo import RealFIFO
-from aioinformer._cache.watcher import Watcher, WatchOptions
+from aioinformer._cache.watcher import Watcher
 from aioinformer._client.listwatch import ListWatch
-from aioinformer._client.rest import parse_retry_after
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import (
     ClosedError,
-    DecodeError,
-    Expired,
-    StatusError,
-    TransportError,
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer.testing import KubeSim
-from tests.support import transcript
+from tests.support import (
+    CountingListWatch,
+    FakeClock,
+    ModelFifo,
+    Sleeps,
+    api_client_for,
+    eventually,
+    fake_server,
+    make_watcher,
+    pod,
+    running,
+    transcript,
+)
 
 PODSETS = "example.aioinformer.dev/v1/podsets"
-
-
-def pod(name: str, **labels: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": labels or {"app": "web"}},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
-    }
-
-
-class ModelFifo:
-    """A FIFO sink that records every item and applies it to ``{key: rv}``."""
-
-    def __init__(self) -> None:
-        self.items: list[Item] = []
-        self.state: dict[str, str] = {}
-        self.objects: dict[str, KubeObject] = {}
-
-    def put_nowait(self, item: Item) -> None:
-        self.items.append(item)
-        if isinstance(item, Replace):
-            self.objects = {o.key: o for o in item.objects}
-            self.state = {o.key: str(o.rv) for o in item.objects}
-        elif isinstance(item, Delta):
-            if item.type is DeltaType.DELETED:
-                self.state.pop(item.obj.key, None)
-                self.objects.pop(item.obj.key, None)
-            else:
-                self.state[item.obj.key] = str(item.obj.rv)
-                self.objects[item.obj.key] = item.obj
-
-    def put_many(self, items: Sequence[Item]) -> None:
-        for item in items:
-            self.put_nowait(item)
-
-    def of(self, cls: type[Any]) -> list[Any]:
-        return [i for i in self.items if isinstance(i, cls)]
-
-
-class CountingListWatch(ListWatch):
-    """ListWatch that records its list pages and can run a hook before each one."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.pages: list[str | None] = []
-        self.before_page: Callable[[str | None], None] | None = None
-
-    async def list_page(
-        self, resource_version: str, limit: int, continue_: str | None
-    ) -> tuple[list[KubeObject], str, str | None]:
-        self.pages.append(continue_)
-        if self.before_page is not None:
-            self.before_page(continue_)
-        return await super().list_page(resource_version, limit, continue_)
-
-
-def make_watcher(
-    api: Any,
-    sink: Any,
-    group_version: str = "v1",
-    plural: str = "pods",
-    *,
-    namespace: str | None = None,
-    label_selector: str | None = None,
-    field_selector: str | None = None,
-    metadata_only: bool = False,
-    max_line_bytes: int = 16 * 1024 * 1024,
-    **options: Any,
-) -> Watcher:
-    lw = CountingListWatch(
-        api,
-        group_version,
-        plural,
-        namespace=namespace,
-        label_selector=label_selector,
-        field_selector=field_selector,
-        metadata_only=metadata_only,
-        max_line_bytes=max_line_bytes,
-    )
-    options.setdefault("min_watch_timeout", 2)
-    options.setdefault("max_watch_timeout", 3)
-    fields = {k: options.pop(k) for k in list(options) if k in WatchOptions.__dataclass_fields__}
-    options.setdefault("backoff", Backoff(initial=0.02, maximum=0.2, jitter=0.0))
-    return Watcher(lw, sink, options=WatchOptions(**fields), **options)
-
-
-@contextlib.asynccontextmanager
-async def running(watcher: Watcher) -> AsyncIterator[asyncio.Task[None]]:
-    """Run the watcher in a task; stop it (run() returns normally) on exit."""
-    task = asyncio.create_task(watcher.run())
-    try:
-        yield task
-    finally:
-        watcher.stop()
-        await task
-
-
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def converge(sink: ModelFifo, expected: Callable[[], dict[str, str]]) -> None:
@@ -515,34 +419,42 @@ async def test_events_read_together_with_an_error_event_are_queued_and_resumed_a
 
 
 async def test_backoff_on_429_and_500_then_sync() -> None:
+    """Each failed list or watch waits the next backoff delay (doubling, no jitter here)
+    before it is retried; the list is retried from the start, the watch from its RV."""
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
         sim.fail_next(2, 500, verbs=["list"])
         sim.fail_next(2, 429, retry_after=0, verbs=["watch"])
         backoff = Backoff(initial=0.02, maximum=1.0, jitter=0.0)
+        sleeps = Sleeps()
+        sleeps.release_all()
         sink = ModelFifo()
-        w = make_watcher(api, sink, backoff=backoff)
+        w = make_watcher(api, sink, backoff=backoff, sleep=sleeps)
         async with running(w):
             await w.wait_for_sync()
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
+        assert sleeps.delays == [0.02, 0.04, 0.08, 0.16]  # four failures in a row
         assert w.statistics().errors_by_code == {500: 2, 429: 2}
-        assert w.statistics().backoff_current == pytest.approx(
-            0.02 * 2**4
-        )  # four failures in a row
+        assert w.statistics().backoff_current == 0.32
         assert w.statistics().lists == 1
 
 
 @pytest.mark.parametrize("status", [429, 503, 504])
 async def test_retry_after_is_honoured(status: int, caplog: pytest.LogCaptureFixture) -> None:
+    """A Retry-After longer than the backoff delay is the delay waited."""
     caplog.set_level(logging.WARNING, logger="aioinformer.watch")
     async with KubeSim() as sim, sim.api_client() as api:
         sim.fail_next(1, status, retry_after=1, verbs=["list"])
-        w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0))
+        sleeps = Sleeps()
+        w = make_watcher(api, ModelFifo(), backoff=Backoff(initial=0.01, jitter=0.0), sleep=sleeps)
         async with running(w):
+            await eventually(lambda: sleeps.delays == [1.0], "the retry delay")
+            sleeps.release_all()
             await w.wait_for_sync()
         (record,) = [r for r in caplog.records if f"HTTP {status}" in r.getMessage()]
         assert record.getMessage().endswith("retrying in 1.0 s")  # not the 0.01 s backoff
+        assert sleeps.delays == [1.0]
 
 
 async def test_silent_stream_watchdog_rewatches_and_converges() -> None:
@@ -654,26 +566,9 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
         assert [d.type for d in sink.of(Delta) if d.obj.name == "d"] == [DeltaType.DELETED]
 
 
-@contextlib.asynccontextmanager
-async def fake_server(handler: Callable[[web.Request], Any]) -> AsyncIterator[str]:
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
-
-
 async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
     """A server (or proxy) that ends every watch immediately: client-go's "very short
     watch" rule turns that into a failure, so the watcher backs off instead of spinning."""
-    from kubernetes_asyncio import client
-
     watches = 0
 
     async def handle(request: web.Request) -> web.Response:
@@ -684,116 +579,17 @@ async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:
         body = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion": "5"}}
         return web.json_response({**body, "items": []})
 
-    async with fake_server(handle) as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
-            w = make_watcher(api, ModelFifo(), backoff=backoff)
-            async with running(w):
-                await eventually(lambda: watches >= 4, "4 watches")
-                before = watches
-                await asyncio.sleep(0.5)
-                assert watches - before <= 2  # 0.4 s, then 0.8 s between attempts
-            assert w.statistics().lists == 1 and w.statistics().stream_errors >= 4
-            assert w.statistics().backoff_current >= 0.8
-
-
-# -- ListWatch on its own -------------------------------------------------------------------------
-
-
-def test_paths_and_resource_names() -> None:
-    lw = ListWatch(None, "v1", "pods", namespace="team a")
-    assert (lw.path, lw.resource) == ("/api/v1/namespaces/team%20a/pods", "pods")
-    lw = ListWatch(None, "apps/v1", "statefulsets")
-    assert (lw.path, lw.resource) == ("/apis/apps/v1/statefulsets", "statefulsets.apps")
-    lw = ListWatch(None, "example.aioinformer.dev/v1", "podsets", namespace="x")
-    assert lw.path == "/apis/example.aioinformer.dev/v1/namespaces/x/podsets"
-    assert lw.resource == "podsets.example.aioinformer.dev"
-
-
-def test_parse_retry_after() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # in the past
-
-
-async def test_list_410_is_watch_expired_with_the_server_message() -> None:
-    async with KubeSim() as sim, sim.api_client() as api:
-        for i in range(3):
-            sim.create("pods", pod(f"p{i}"), "default")
-        lw = ListWatch(api, "v1", "pods", namespace="default")
-        _, _, token = await lw.list_page("", 1, None)
-        sim.create("pods", pod("p3"), "default")
-        sim.compact()
-        with pytest.raises(Expired) as info:
-            await lw.list_page("", 1, token)
-        assert info.value.code == 410 and info.value.verb == "list"
-        assert "continue parameter is too old" in str(info.value)
-
-
-async def test_watch_422_names_the_reason() -> None:
-    async with KubeSim() as sim, sim.api_client() as api:
-        lw = ListWatch(api, "v1", "pods")
-        with pytest.raises(StatusError) as info:
-            async with contextlib.aclosing(lw.watch("", 5, send_initial_events=True)) as lines:
-                async for _ in lines:
-                    pass
-        assert info.value.code == 422 and info.value.verb == "watch"
-        assert "sendInitialEvents is forbidden" in str(info.value)
-
-
-def html_server(status: int, content_type: str) -> contextlib.AbstractAsyncContextManager[str]:
-    """A server that answers everything with an HTML page (a proxy, a login page)."""
-
-    async def handle(request: web.Request) -> web.Response:
-        page = "<html><body><h1>Bad Gateway</h1>\n<p>upstream down</p></body></html>"
-        return web.Response(
-            status=status, text=page, content_type=content_type, headers={"Retry-After": "7"}
-        )
-
-    return fake_server(handle)
-
-
-async def test_html_error_body_is_a_clear_api_status_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(502, "text/html") as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            lw = ListWatch(api, "v1", "pods", namespace="default")
-            with pytest.raises(StatusError) as info:
-                await lw.list_page("", 10, None)
-    err = info.value
-    assert (err.code, err.verb, err.resource, err.retry_after) == (502, "list", "pods", 7.0)
-    assert "non-JSON error body (text/html" in str(err) and "Bad Gateway" in str(err)
-
-
-async def test_html_200_is_a_decode_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(200, "text/html") as url:
-        cfg = client.Configuration()
-        cfg.host = url
-        async with client.ApiClient(configuration=cfg) as api:
-            lw = ListWatch(api, "v1", "pods")
-            with pytest.raises(DecodeError, match="not JSON"):
-                await lw.list_page("", 10, None)
-            with pytest.raises(DecodeError, match="watch pods in all namespaces"):
-                async with contextlib.aclosing(lw.watch("1", 5)) as lines:
-                    async for _ in lines:
-                        pass
-
-
-async def test_connection_refused_is_a_stream_error() -> None:
-    from kubernetes_asyncio import client
-
-    async with html_server(200, "text/html") as url:
-        pass  # the port is free again
-    cfg = client.Configuration()
-    cfg.host = url
-    async with client.ApiClient(configuration=cfg) as api:
-        with pytest.raises(TransportError, match="list pods in all namespaces: request failed"):
-            await ListWatch(api, "v1", "pods").list_page("", 10, None)
+    async with fake_server(handle) as url, api_client_for(url) as api:
+        backoff = Backoff(initial=0.05, maximum=10.0, jitter=0.0)
+        sleeps = Sleeps()
+        # a clock that never moves: every watch is "within 1 s", whatever the load
+        w = make_watcher(api, ModelFifo(), backoff=backoff, sleep=sleeps, clock=FakeClock())
+        async with running(w):
+            for n in range(1, 5):
+                await eventually(lambda n=n: len(sleeps.delays) == n, f"backoff {n}")
+                assert watches == n  # the next watch waits for this delay
+                sleeps.release()
+            await eventually(lambda: watches == 5, "the watch after the fourth delay")
+        assert sleeps.delays == [0.05, 0.1, 0.2, 0.4, 0.8]
+        assert w.statistics().lists == 1 and w.statistics().stream_errors == 5
+        assert w.statistics().backoff_current == 1.6

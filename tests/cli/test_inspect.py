@@ -12,6 +12,7 @@ import pytest
 from aioinformer._cli.inspect import parse_resource
 from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim
+from tests.support import eventually
 
 
 def test_parse_resource() -> None:
@@ -106,12 +107,8 @@ async def test_top_shows_a_table_until_interrupted(sim: KubeSim, tmp_path: Path)
         env={**__import__("os").environ, "COLUMNS": "200"},
     )
     try:
-        for _ in range(300):
-            if sim.open_watches >= 2:
-                break
-            await asyncio.sleep(0.05)
-        assert sim.open_watches >= 2, "top never watched both resources"
-        await asyncio.sleep(0.5)
+        # both informers watching: both have synced, and the SIGINT handler is installed
+        await eventually(lambda: sim.open_watches >= 2, "top to watch both resources", 60)
         proc.send_signal(signal.SIGINT)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
     finally:
@@ -120,5 +117,11 @@ async def test_top_shows_a_table_until_interrupted(sim: KubeSim, tmp_path: Path)
             await proc.wait()
     assert proc.returncode == 0, err.decode()
     text = out.decode()
-    assert "aioinformer top" in text and "pods" in text and "configmaps" in text
+    assert "aioinformer top" in text
+    rows = {
+        cells[0]: cells[1:3]
+        for line in text.splitlines()
+        if (cells := [c.strip() for c in line.strip("│ ").split("│")]) and len(cells) == 11
+    }
+    assert rows == {"pods": ["yes", "1"], "configmaps": ["yes", "0"]}  # synced, objects
     assert token_free(text + err.decode(), sim.token)

@@ -1,8 +1,10 @@
-"""ListWatch's line framing: the lines of a watch response, however the reads cut them.
+"""ListWatch: paths and resource names, list and watch errors over real HTTP (KubeSim, or a
+server that answers HTML), and the line framing of a watch response, however the reads
+cut it (there the body comes from a stand-in for aiohttp's StreamReader, so that every way
+of cutting the bytes into reads can be tried).
 
-The HTTP side (requests, errors, selectors) is tested over real HTTP in test_watch.py and
-test_bad_input.py; here the response body comes from a stand-in for aiohttp's
-StreamReader, so that every way of cutting the bytes into reads can be tried.
+The watcher's use of it (resume, relist, backoff): tests/cache/test_watcher.py; every bad
+input end to end: tests/test_bad_input.py.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer._client.listwatch import ListWatch
-from aioinformer._core.errors import TransportError
+from aioinformer._core.errors import DecodeError, Expired, StatusError, TransportError
+from aioinformer.testing import KubeSim
+from tests.support import api_client_for, html_server, pod
 
 
 class Reads:
@@ -99,3 +103,61 @@ def test_the_stream_may_not_end_in_the_middle_of_a_line() -> None:
     with pytest.raises(TransportError, match=r"middle of a line \(5 bytes without a newline\)"):
         framed([b'{"a":1}\n{"b"', b":"])
     assert framed([b'{"a":1}\n', b"  \n  "])[0] == [[b'{"a":1}'], [b"  "]]
+
+
+# -- paths and errors over HTTP ------------------------------------------------------------------
+
+
+def test_paths_and_resource_names() -> None:
+    lw = ListWatch(None, "v1", "pods", namespace="team a")
+    assert (lw.path, lw.resource) == ("/api/v1/namespaces/team%20a/pods", "pods")
+    lw = ListWatch(None, "apps/v1", "statefulsets")
+    assert (lw.path, lw.resource) == ("/apis/apps/v1/statefulsets", "statefulsets.apps")
+    lw = ListWatch(None, "example.aioinformer.dev/v1", "podsets", namespace="x")
+    assert lw.path == "/apis/example.aioinformer.dev/v1/namespaces/x/podsets"
+    assert lw.resource == "podsets.example.aioinformer.dev"
+
+
+async def test_list_410_is_watch_expired_with_the_server_message() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(3):
+            sim.create("pods", pod(f"p{i}"), "default")
+        lw = ListWatch(api, "v1", "pods", namespace="default")
+        _, _, token = await lw.list_page("", 1, None)
+        sim.create("pods", pod("p3"), "default")
+        sim.compact()
+        with pytest.raises(Expired) as info:
+            await lw.list_page("", 1, token)
+        assert info.value.code == 410 and info.value.verb == "list"
+        assert "continue parameter is too old" in str(info.value)
+
+
+async def test_watch_422_names_the_reason() -> None:
+    async with KubeSim() as sim, sim.api_client() as api:
+        lw = ListWatch(api, "v1", "pods")
+        with pytest.raises(StatusError) as info:
+            async with contextlib.aclosing(lw.watch("", 5, send_initial_events=True)) as lines:
+                async for _ in lines:
+                    pass
+        assert info.value.code == 422 and info.value.verb == "watch"
+        assert "sendInitialEvents is forbidden" in str(info.value)
+
+
+async def test_html_200_is_a_decode_error() -> None:
+    async with html_server(200, "text/html") as url:
+        async with api_client_for(url) as api:
+            lw = ListWatch(api, "v1", "pods")
+            with pytest.raises(DecodeError, match="not JSON"):
+                await lw.list_page("", 10, None)
+            with pytest.raises(DecodeError, match="watch pods in all namespaces"):
+                async with contextlib.aclosing(lw.watch("1", 5)) as lines:
+                    async for _ in lines:
+                        pass
+
+
+async def test_connection_refused_is_a_stream_error() -> None:
+    async with html_server(200, "text/html") as url:
+        pass  # the port is free again
+    async with api_client_for(url) as api:
+        with pytest.raises(TransportError, match="list pods in all namespaces: request failed"):
+            await ListWatch(api, "v1", "pods").list_page("", 10, None)

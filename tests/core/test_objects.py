@@ -44,7 +44,7 @@ def with_type(item: dict[str, Any], api_version: str, kind: str) -> dict[str, An
     return {"apiVersion": api_version, "kind": kind, **item}
 
 
-def pod_object(ordinal: int = 0, *, node: str | None = "node-1") -> dict[str, Any]:
+def pod_doc(ordinal: int = 0, *, node: str | None = "node-1") -> dict[str, Any]:
     """A realistic pod as the server stores it (uid, resourceVersion, managedFields)."""
     pod = realistic_pod("ns1", "web", ordinal, node=node, phase="Running")
     meta = pod["metadata"]
@@ -214,7 +214,7 @@ def test_12_finalizers_and_owner_refs_round_trip() -> None:
 
 
 def test_drop_managed_fields() -> None:
-    original = pod_object()
+    original = pod_doc()
     obj = decode_object(wire(original))
     dropped = drop_managed_fields(obj)
     assert obj.managed_fields and dropped.managed_fields == b""
@@ -227,7 +227,7 @@ def test_drop_managed_fields() -> None:
 
 
 def test_field_paths() -> None:
-    original = pod_object(3)
+    original = pod_doc(3)
     original["status"]["nominatedNodeName"] = None
     obj = decode_object(wire(original))
     assert obj.field("metadata.name") == "web-3"
@@ -263,7 +263,7 @@ def test_field_paths() -> None:
 
 
 def test_metadata_fields_never_decode_the_body() -> None:
-    obj = msgspec.structs.replace(decode_object(wire(pod_object())), body=b"<not json>")
+    obj = msgspec.structs.replace(decode_object(wire(pod_doc())), body=b"<not json>")
     assert obj.field("metadata.name") == "web-0"
     assert obj.field("metadata.labels.app") == "web"
     assert obj.field("kind") == "Pod"
@@ -272,7 +272,7 @@ def test_metadata_fields_never_decode_the_body() -> None:
 
 
 def test_properties_and_controller_ref() -> None:
-    obj = decode_object(wire(pod_object()))
+    obj = decode_object(wire(pod_doc()))
     assert (obj.name, obj.namespace, obj.key) == ("web-0", "ns1", "ns1/web-0")
     assert obj.labels["statefulset.kubernetes.io/pod-name"] == "web-0"
     assert obj.annotations == {"prometheus.io/scrape": "true"}
@@ -283,7 +283,7 @@ def test_properties_and_controller_ref() -> None:
     )
     assert obj.owner_references == (ref,)
 
-    other = pod_object()
+    other = pod_doc()
     refs = other["metadata"]["ownerReferences"]
     refs.insert(0, {"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u1"})
     refs[1] = {**refs[1], "controller": False}
@@ -329,7 +329,7 @@ def test_cluster_scoped_key_and_wire_names() -> None:
 
 
 def test_decode_object_accepts_str_and_raw() -> None:
-    text = wire(pod_object()).decode()
+    text = wire(pod_doc()).decode()
     a = decode_object(text)
     b = decode_object(msgspec.Raw(text.encode()))
     assert a == b == decode_object(text.encode())
@@ -338,7 +338,7 @@ def test_decode_object_accepts_str_and_raw() -> None:
 def test_to_model_v1pod() -> None:
     from kubernetes_asyncio.client import V1Pod
 
-    model = decode_object(wire(pod_object(2))).to_model("V1Pod")
+    model = decode_object(wire(pod_doc(2))).to_model("V1Pod")
     assert isinstance(model, V1Pod)
     assert model.metadata.name == "web-2" and model.metadata.namespace == "ns1"
     assert [c.name for c in model.spec.containers] == ["app"]
@@ -347,7 +347,7 @@ def test_to_model_v1pod() -> None:
 
 
 def test_objects_are_immutable_and_body_dict_fresh() -> None:
-    obj = decode_object(wire(pod_object()))
+    obj = decode_object(wire(pod_doc()))
     with pytest.raises(AttributeError):
         obj.rv = 1  # type: ignore[misc]
     first = obj.body_dict()
@@ -488,14 +488,14 @@ def test_decode_object_and_list_errors() -> None:
 
 
 def test_a_3_mib_line_decodes() -> None:
-    big = pod_object()
+    big = pod_doc()
     big["metadata"]["annotations"]["huge"] = "a" * (3 << 20)
     line = wire({"type": "MODIFIED", "object": big})
     assert len(line) > 3 << 20
     obj = decode_event(line)[1]
     assert obj is not None and len(obj.annotations["huge"]) == 3 << 20
     assert obj.to_dict() == big
-    generic = {**pod_object(), "blob": ["b" * 1024] * 3072}  # the dict[str, Raw] path
+    generic = {**pod_doc(), "blob": ["b" * 1024] * 3072}  # the dict[str, Raw] path
     obj = decode_event(wire({"type": "ADDED", "object": generic}))[1]
     assert obj is not None and obj.to_dict() == generic
 
@@ -505,8 +505,8 @@ def test_a_3_mib_line_decodes() -> None:
 
 def test_decoded_object_does_not_keep_the_line_alive() -> None:
     for line in (
-        wire({"type": "MODIFIED", "object": pod_object()}),
-        wire({"type": "ADDED", "object": {**pod_object(), "rules": []}}),
+        wire({"type": "MODIFIED", "object": pod_doc()}),
+        wire({"type": "ADDED", "object": {**pod_doc(), "rules": []}}),
     ):
         refs = sys.getrefcount(line)
         obj = decode_event(line)[1]
@@ -522,7 +522,7 @@ def test_decoded_object_does_not_keep_the_line_alive() -> None:
 def test_kept_bytes_are_allocated_at_exact_size(extra: dict[str, Any]) -> None:
     """getsizeof cannot see an over-allocated buffer (msgspec's encode output is ~1.5x its
     length): tracemalloc can."""
-    lines = [wire({"type": "ADDED", "object": {**pod_object(i), **extra}}) for i in range(200)]
+    lines = [wire({"type": "ADDED", "object": {**pod_doc(i), **extra}}) for i in range(200)]
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -537,7 +537,7 @@ def test_kept_bytes_are_allocated_at_exact_size(extra: dict[str, Any]) -> None:
 
 
 def test_decoded_objects_are_not_gc_tracked() -> None:
-    obj = decode_event(wire({"type": "MODIFIED", "object": pod_object()}))[1]
+    obj = decode_event(wire({"type": "MODIFIED", "object": pod_doc()}))[1]
     assert obj is not None
     gc.collect()  # CPython untracks tuples of untracked items during a collection
     parts = [
@@ -556,7 +556,7 @@ def test_decoded_objects_are_not_gc_tracked() -> None:
     gc.collect()
     assert not gc.is_tracked(finalized.finalizers)
 
-    lines = [wire({"type": "ADDED", "object": pod_object(i)}) for i in range(1000)]
+    lines = [wire({"type": "ADDED", "object": pod_doc(i)}) for i in range(1000)]
     gc.collect()
     before = len(gc.get_objects())
     kept = [decode_event(line)[1] for line in lines]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from aioinformer._harness.simchild import Driver
 from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim
+from tests.support import eventually
 
 
 def ready_status(sim: KubeSim, name: str, ns: str) -> tuple[str, str]:
@@ -24,15 +26,15 @@ async def test_churn_flips_only_the_populated_pods() -> None:
         before = {i: ready_status(sim, f"sts-0-{i}", "sts-ns-0") for i in range(5)}
         other_before = ready_status(sim, "operator-0", "default")
         driver.churn(500)
-        try:
-            for _ in range(1000):  # the churn task writes in the background
-                await asyncio.sleep(0.005)
-                if driver.churn_writes >= 3:
-                    break
+        try:  # the churn task writes in the background
+            await eventually(lambda: driver.churn_writes >= 3, "three churn writes")
         finally:
             driver.churn(0)
-            assert driver._churn_task is not None
-            driver._churn_task.cancel()
+            task = driver._churn_task
+            assert task is not None
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         flipped = [i for i in range(5) if ready_status(sim, f"sts-0-{i}", "sts-ns-0") != before[i]]
         assert flipped  # the populated pods get the kubelet's writes, the other pod none
         assert ready_status(sim, "operator-0", "default") == other_before

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import aiohttp
@@ -13,6 +12,7 @@ import pytest
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
 from aioinformer.testing._kubesim.kubesim import KubeSim
 from aioinformer.testing._kubesim.status import ApiError
+from tests.support import eventually
 
 
 def pod(name: str, containers: int = 1, **spec: Any) -> dict[str, Any]:
@@ -179,27 +179,53 @@ async def test_node_created_through_the_api_is_used() -> None:
         assert p["status"]["hostIP"] == "192.168.1.7"
 
 
+def first_commits(sim: KubeSim, seq: int, done: str) -> list[float]:
+    """The commit times (the server's own record) of the first write per pod since
+    ``seq`` that made ``done`` true of it: "bound" (spec.nodeName set) or "started"."""
+    events = sim.api.store(sim.resource("pods")).events_since(seq)
+    assert events is not None
+    times, seen = [], set()
+    for ev in events:
+        obj = ev.obj.decode()
+        hit = obj["spec"].get("nodeName") if done == "bound" else obj["status"].get("startTime")
+        if ev.type == "MODIFIED" and ev.key not in seen and hit:
+            seen.add(ev.key)
+            times.append(ev.t)
+    return times
+
+
+def assert_paced(times: list[float], rate: float) -> None:
+    """The token bucket's promise, on the server's commit times: any ``n`` consecutive
+    writes span at least ``(n - burst) / rate`` seconds (burst: 0.1 s of the rate, plus one
+    token for a write committed an instant after the bucket allowed it)."""
+    burst = max(1.0, rate * 0.1) + 1
+    for i in range(len(times)):
+        for j in range(i + 1, len(times)):
+            n = j - i + 1
+            assert times[j] - times[i] >= (n - burst) / rate, (i, j, times[j] - times[i])
+
+
 async def test_schedule_rate_limits_binding() -> None:
     async with KubeSim(nodes=2) as sim:
         sim.create_many("pods", (pod(f"p{i:03}") for i in range(200)))
-        t0 = time.monotonic()
+        seq = sim.api.store(sim.resource("pods")).next_seq
         sim.start_cluster(schedule_rate=20, start_delay=0.05, start_rate=1000)
-        await asyncio.sleep(0.5)
-        bound = sim.cluster.stats()["bound"]
-        elapsed = time.monotonic() - t0
-        assert 1 <= bound <= 20 * elapsed + 2 + 1  # the rate, plus the bucket's burst
-        assert sim.cluster.stats()["started"] <= bound
+        await eventually(lambda: sim.cluster.stats()["bound"] >= 12, "12 pods bound")
+        times = first_commits(sim, seq, "bound")
+        assert len(times) >= 12
+        assert_paced(times, 20)
+        assert sim.cluster.stats()["started"] <= sim.cluster.stats()["bound"]
 
 
 async def test_start_rate_limits_kubelet_updates() -> None:
     async with KubeSim(nodes=2) as sim:
         sim.create_many("pods", (pod(f"p{i:03}") for i in range(200)))
-        t0 = time.monotonic()
+        seq = sim.api.store(sim.resource("pods")).next_seq
         sim.start_cluster(schedule_rate=5000, start_delay=0.0, start_rate=20)
-        await asyncio.sleep(0.5)
-        started = sim.cluster.stats()["started"]
-        elapsed = time.monotonic() - t0
-        assert 1 <= started <= 20 * elapsed + 2 + 1
+        await eventually(lambda: sim.cluster.stats()["started"] >= 12, "12 pods started")
+        times = first_commits(sim, seq, "started")
+        assert len(times) >= 12
+        assert_paced(times, 20)
         assert sim.cluster.stats()["bound"] == 200  # binding was not held back
 
 

@@ -4,14 +4,13 @@ on the wire."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from tests.kubesim.test_kubesim_list import pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
+from tests.support import eventually, pod
 
 
 @pytest.mark.parametrize("status", [429, 500, 503, 504])
@@ -40,14 +39,28 @@ async def test_fail_next_matches_verbs_and_paths(sim: KubeSim, http: aiohttp.Cli
         assert r.status == 500
 
 
-async def test_latency_delays_requests(sim: KubeSim, http: aiohttp.ClientSession) -> None:
-    sim.faults.set_latency(0.3)
-    t0 = time.monotonic()
+async def test_latency_holds_matching_requests_then_serves_them(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """A request under latency is held while the latency lasts (an hour here: no clock
+    decides the outcome) while others are served; with a short latency it is answered."""
+    sim.faults.set_latency(3600, path_contains="/pods")
+    held = asyncio.create_task(http.get("/api/v1/namespaces/default/pods"))
+    await eventually(lambda: sim.faults.injected.get("latency") == 1, "the request to be held")
+    async with http.get("/api/v1/namespaces/default/configmaps") as r:
+        assert r.status == 200  # served while the pods request waits
+    assert not held.done()
+    held.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await held
+    sim.faults.set_latency(0.01)
     async with http.get("/api/v1/namespaces/default/pods") as r:
         assert r.status == 200
-    assert time.monotonic() - t0 >= 0.3
+    assert sim.faults.injected["latency"] == 2
     sim.faults.set_latency(0)
-    assert sim.faults.injected["latency"] == 1
+    async with http.get("/api/v1/namespaces/default/pods") as r:
+        assert r.status == 200
+    assert sim.faults.injected["latency"] == 2  # lifted: not counted
 
 
 async def test_drop_watches_closes_connections_abruptly(
@@ -95,19 +108,32 @@ async def test_stall_keeps_the_connection_but_sends_nothing(
     assert ev is not None and ev["object"]["metadata"]["name"] == "while-stalled"
 
 
-async def test_delay_watch_events(sim: KubeSim, http: aiohttp.ClientSession) -> None:
-    sim.faults.delay_watch_events(0.4)
-    rv = str(sim.resource_version)
-    async with http.get(
-        "/api/v1/namespaces/default/pods",
-        params=watch_params(resourceVersion=rv, timeoutSeconds="5"),
-    ) as r:
-        w = WatchReader(r)
-        t0 = time.monotonic()
-        sim.create("pods", pod("late"), "default")
-        ev = await w.next_event()
-        assert time.monotonic() - t0 >= 0.4
-    assert ev is not None and ev["object"]["metadata"]["name"] == "late"
+async def test_delay_watch_events() -> None:
+    """While events are delayed (an hour here), the watch holds them back and its
+    bookmarks stop short of them; lifting the delay delivers them."""
+    async with KubeSim(bookmark_interval=0.05) as sim:
+        headers = {"Authorization": f"Bearer {sim.token}", "Accept": "application/json"}
+        async with aiohttp.ClientSession(base_url=sim.url, headers=headers) as http:
+            sim.faults.delay_watch_events(3600)
+            rv = str(sim.resource_version)
+            params = watch_params(
+                resourceVersion=rv, allowWatchBookmarks="true", timeoutSeconds="30"
+            )
+            async with http.get("/api/v1/namespaces/default/pods", params=params) as r:
+                w = WatchReader(r)
+                # the RV moves past the watch's start: bookmarks are due, at the RV just
+                # before the held-back event
+                sim.create("configmaps", {"metadata": {"name": "moves-the-rv"}}, "default")
+                late = sim.create("pods", pod("late"), "default")["metadata"]["resourceVersion"]
+                ev = await w.next_event(timeout=30)
+                while ev is not None and ev["type"] == "BOOKMARK":
+                    assert int(ev["object"]["metadata"]["resourceVersion"]) < int(late)
+                    if len(w.chunks) == 3:  # a few bookmarks held back: lift the delay
+                        sim.faults.delay_watch_events(0)
+                    ev = await w.next_event(timeout=30)
+    assert sim.faults.injected["watch_delay"] == 1
+    assert ev is not None and ev["type"] == "ADDED"
+    assert ev["object"]["metadata"]["name"] == "late"
 
 
 async def test_cut_mid_line_on_a_watch_and_on_a_list(

@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from aioinformer._runtime.expectations import Expectations
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support import FakeClock
 
 
 def test_creations_and_deletions_must_be_observed() -> None:
@@ -38,7 +31,7 @@ def test_observations_without_expectations_are_harmless() -> None:
 
 
 def test_expectations_expire_after_ttl() -> None:
-    clock = Clock()
+    clock = FakeClock()
     e = Expectations(ttl=10, clock=clock)
     e.expect_creations("ns/a", 1)
     clock.now = 9
@@ -57,7 +50,7 @@ def test_forget() -> None:
 
 
 def test_new_expectations_restart_the_clock_and_zero_is_nothing() -> None:
-    clock = Clock()
+    clock = FakeClock()
     e = Expectations(ttl=10, clock=clock)
     e.expect_creations("ns/a", 1)
     clock.now = 8

@@ -18,34 +18,7 @@ from aioinformer._runtime.ratelimit import (
     RateLimiter,
     default_controller_rate_limiter,
 )
-
-
-class FakeClock:
-    def __init__(self, now: float = 1000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Fixed:
-    """A limiter that always answers ``delay`` and records what it was asked."""
-
-    def __init__(self, delay: float, requeues: int = 0) -> None:
-        self.delay = delay
-        self.requeues = requeues
-        self.asked: list[Hashable] = []
-        self.forgotten: list[Hashable] = []
-
-    def when(self, item: Hashable) -> float:
-        self.asked.append(item)
-        return self.delay
-
-    def forget(self, item: Hashable) -> None:
-        self.forgotten.append(item)
-
-    def num_requeues(self, item: Hashable) -> int:
-        return self.requeues
+from tests.support import FakeClock, FixedLimiter
 
 
 def test_exponential_doubles_per_item_up_to_the_cap() -> None:
@@ -152,7 +125,11 @@ def test_bucket_rejects_bad_config(qps: float, burst: int) -> None:
 
 
 def test_max_of_takes_the_max_and_asks_everyone() -> None:
-    a, b, c = Fixed(0.5, requeues=1), Fixed(2.0, requeues=7), Fixed(1.0, requeues=3)
+    a, b, c = (
+        FixedLimiter(0.5, requeues=1),
+        FixedLimiter(2.0, requeues=7),
+        FixedLimiter(1.0, requeues=3),
+    )
     rl = MaxOfRateLimiter[Hashable](a, b, c)
     assert rl.when("k") == 2.0
     assert a.asked == b.asked == c.asked == ["k"]
@@ -197,6 +174,6 @@ def test_limiters_satisfy_the_protocol() -> None:
         BucketRateLimiter(),
         MaxOfRateLimiter[str](BucketRateLimiter()),
         default_controller_rate_limiter(),  # RateLimiter[Hashable] serves str keys
-        Fixed(0.0),
+        FixedLimiter(0.0),
     ]
     assert all(isinstance(limiter.when("a"), float) for limiter in limiters)

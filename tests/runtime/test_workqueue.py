@@ -1,13 +1,17 @@
 """WorkQueue: dedup, the processing/dirty rule, order, delays, rate limiting, shutdown,
-statistics and metrics, and properties over concurrent workers."""
+statistics and metrics, and properties over concurrent workers.
+
+Delays are measured on the event loop's clock, so the tests about them run on looptime's
+virtual clock (``@pytest.mark.looptime``): a key added after 0.01 s comes out at exactly
+loop time +0.01, whatever the machine's load, and a test waits no real time for it."""
 
 from __future__ import annotations
 
 import asyncio
 import itertools
 import random
-from collections.abc import Hashable
 
+import looptime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +19,7 @@ from hypothesis import strategies as st
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 from aioinformer._runtime.ratelimit import ItemExponentialFailureRateLimiter
 from aioinformer._runtime.workqueue import WorkQueue, WorkQueueMetrics, WorkQueueStatistics
+from tests.support import FakeClock, FixedLimiter
 
 FAR = 3600.0  # a delay no test waits for
 
@@ -22,33 +27,6 @@ FAR = 3600.0  # a delay no test waits for
 async def settle(n: int = 5) -> None:
     for _ in range(n):
         await asyncio.sleep(0)
-
-
-class FakeClock:
-    def __init__(self, now: float = 100.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Fixed:
-    """A rate limiter that always answers ``delay`` and records its calls."""
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
-        self.asked: list[Hashable] = []
-        self.forgotten: list[Hashable] = []
-
-    def when(self, item: Hashable) -> float:
-        self.asked.append(item)
-        return self.delay
-
-    def forget(self, item: Hashable) -> None:
-        self.forgotten.append(item)
-
-    def num_requeues(self, item: Hashable) -> int:
-        return self.asked.count(item)
 
 
 class Recorder:
@@ -176,33 +154,42 @@ def test_bad_metrics_interval() -> None:
 # -- delays -------------------------------------------------------------------------------
 
 
-async def test_add_after_releases_keys_in_deadline_order() -> None:
+@pytest.mark.looptime
+async def test_add_after_releases_keys_at_their_deadlines_in_order() -> None:
+    loop = asyncio.get_running_loop()
     q: WorkQueue[str] = WorkQueue()
+    t0 = loop.time()
     q.add_after("c", 0.03)
     q.add_after("a", 0.01)
     q.add_after("b", 0.02)
     assert len(q) == 0
     assert q.statistics().waiting == 3
-    async with asyncio.timeout(5):  # a hang guard, not a measurement
-        got = [await q.get() for _ in range(3)]
-    assert got == ["a", "b", "c"]
+    got = []
+    for _ in range(3):
+        key = await q.get()
+        got.append((key, round(loop.time() - t0, 6)))
+    assert got == [("a", 0.01), ("b", 0.02), ("c", 0.03)]
     assert q.statistics().waiting == 0
 
 
+@pytest.mark.looptime
 async def test_add_after_earlier_deadline_wins() -> None:
+    loop = asyncio.get_running_loop()
     q: WorkQueue[str] = WorkQueue()
+    t0 = loop.time()
     q.add_after("k", FAR)
     q.add_after("k", 0.001)  # earlier: replaces the far one
     assert q.statistics().waiting == 1
-    async with asyncio.timeout(5):
-        assert await q.get() == "k"
+    assert await q.get() == "k"
+    assert loop.time() - t0 == pytest.approx(0.001)
     assert q.statistics().waiting == 0  # the far deadline is gone, not still pending
 
     q.done("k")
+    t1 = loop.time()
     q.add_after("k", 0.001)
     q.add_after("k", FAR)  # later: ignored, does not postpone
-    async with asyncio.timeout(5):
-        assert await q.get() == "k"
+    assert await q.get() == "k"
+    assert loop.time() - t1 == pytest.approx(0.001)
     assert q.statistics().waiting == 0
 
 
@@ -214,31 +201,50 @@ async def test_add_after_nonpositive_delay_adds_now() -> None:
     assert q.statistics().waiting == 0
 
 
+@pytest.mark.looptime
 async def test_add_after_a_queued_key_adds_it_again_at_the_deadline() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add_after("k", 0.001)
     q.add("k")  # queued now as well (client-go: the waiting entry stays)
     assert q.get_nowait() == "k"
     q.done("k")
-    async with asyncio.timeout(5):
-        assert await q.get() == "k"
+    assert q.statistics().waiting == 1
+    assert await q.get() == "k"
 
 
+@pytest.mark.looptime
 async def test_delayed_keys_dedup_with_queued_ones() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add("k")
     q.add_after("k", 0.001)
-    await asyncio.sleep(0.002)  # loop timers run in deadline order: the 1 ms one ran first
+    await asyncio.sleep(0.002)  # (virtual) time past the deadline
     assert q.statistics().waiting == 0
     assert len(q) == 1  # the deadline came while "k" was still queued
     assert q.statistics().adds_total == 1
+
+
+@pytest.mark.looptime
+async def test_add_rate_limited_waits_the_limiters_delay() -> None:
+    loop = asyncio.get_running_loop()
+    q: WorkQueue[str] = WorkQueue(rate_limiter=ItemExponentialFailureRateLimiter(0.5, 10.0))
+    waited = []
+    for _ in range(4):
+        t0 = loop.time()
+        q.add_rate_limited("k")
+        q.done(await q.get())
+        waited.append(round(loop.time() - t0, 6))
+    assert waited == [0.5, 1.0, 2.0, 4.0]
+    q.forget("k")
+    t0 = loop.time()
+    q.add_rate_limited("k")
+    assert await q.get() == "k" and loop.time() - t0 == pytest.approx(0.5)
 
 
 # -- rate limiting ------------------------------------------------------------------------
 
 
 async def test_add_rate_limited_uses_the_limiter() -> None:
-    limiter = Fixed(0.0)
+    limiter = FixedLimiter(0.0)
     q: WorkQueue[str] = WorkQueue(rate_limiter=limiter)
     q.add_rate_limited("a")
     assert limiter.asked == ["a"]
@@ -270,7 +276,7 @@ async def test_forget_resets_the_backoff() -> None:
 
 
 async def test_shutdown_drain_lets_work_finish_and_ignores_adds() -> None:
-    q: WorkQueue[str] = WorkQueue(rate_limiter=Fixed(0.0))
+    q: WorkQueue[str] = WorkQueue(rate_limiter=FixedLimiter(0.0))
     q.add("a")
     q.add("b")
     assert q.get_nowait() == "a"
@@ -342,13 +348,15 @@ async def test_shutdown_wakes_waiting_getters_with_closed_error() -> None:
             await task
 
 
+@pytest.mark.looptime
 async def test_shutdown_drops_delayed_keys() -> None:
     q: WorkQueue[str] = WorkQueue()
     q.add_after("k", 0.001)
     q.add_after("j", FAR)
     await q.shutdown()
     assert q.statistics().waiting == 0
-    await asyncio.sleep(0.005)
+    await asyncio.sleep(0.002)  # (virtual) time past k's deadline
+    assert len(q) == 0
     with pytest.raises(ClosedError):
         q.get_nowait()
 
@@ -376,7 +384,7 @@ async def test_shutdown_is_idempotent_and_drain_false_escalates() -> None:
 
 async def test_statistics_with_an_injected_clock() -> None:
     clock = FakeClock(100.0)
-    q: WorkQueue[str] = WorkQueue("pods", rate_limiter=Fixed(FAR), clock=clock)
+    q: WorkQueue[str] = WorkQueue("pods", rate_limiter=FixedLimiter(FAR), clock=clock)
     empty = q.statistics()
     assert empty == WorkQueueStatistics("pods", 0, 0, 0, 0, 0, 0.0, 0.0, 0, False)
     q.add("a")
@@ -405,7 +413,7 @@ async def test_metrics_hooks_report_depth_latency_work_and_retries() -> None:
     clock = FakeClock(0.0)
     rec = Recorder()
     hook: WorkQueueMetrics = rec  # conforms to the protocol
-    q: WorkQueue[str] = WorkQueue("t", metrics=hook, clock=clock, rate_limiter=Fixed(0.0))
+    q: WorkQueue[str] = WorkQueue("t", metrics=hook, clock=clock, rate_limiter=FixedLimiter(0.0))
     q.add("a")
     q.add("b")
     q.add("a")  # duplicate: not reported
@@ -427,15 +435,18 @@ async def test_metrics_hooks_report_depth_latency_work_and_retries() -> None:
     assert rec.of("queued_for")[1:] == [11.0, 8.0, 1.0]  # "a" counts from its re-add at 3
 
 
+@pytest.mark.looptime
 async def test_metrics_gauges_refresh_while_a_key_is_processing() -> None:
     clock = FakeClock(0.0)
     rec = Recorder()
-    q: WorkQueue[str] = WorkQueue(metrics=rec, clock=clock, metrics_interval=0.001)
+    q: WorkQueue[str] = WorkQueue(metrics=rec, clock=clock, metrics_interval=0.5)
     q.add("slow")
     assert q.get_nowait() == "slow"
     clock.now = 42.0  # no queue event happens; only the periodic refresh can see this
-    async with asyncio.timeout(5):
-        await rec.ticked.wait()
+    await asyncio.sleep(0.4)  # (virtual) time before the first refresh
+    assert 42.0 not in rec.of("longest")
+    await asyncio.sleep(0.2)  # and past it
+    assert rec.ticked.is_set()
     assert 42.0 in rec.of("longest")
     assert 42.0 in rec.of("unfinished")
     q.done("slow")
@@ -469,7 +480,7 @@ def test_concurrent_workers_never_share_a_key_and_never_lose_one(
     left = [budget]
 
     async def scenario() -> WorkQueueStatistics:
-        q: WorkQueue[int] = WorkQueue("prop", rate_limiter=Fixed(0.0))
+        q: WorkQueue[int] = WorkQueue("prop", rate_limiter=FixedLimiter(0.0))
 
         def add(key: int) -> None:
             if q.shutting_down:
@@ -518,11 +529,12 @@ def test_concurrent_workers_never_share_a_key_and_never_lose_one(
             while left[0] > 0 and q.statistics().processing:  # noqa: ASYNC110
                 await asyncio.sleep(0)
             while q.statistics().waiting:  # noqa: ASYNC110
-                await asyncio.sleep(0.0005)
+                await asyncio.sleep(0.0005)  # (virtual time)
             await q.shutdown(drain=True)
         return q.statistics()
 
-    stats = asyncio.run(scenario())
+    with asyncio.Runner(loop_factory=looptime.new_event_loop) as runner:  # virtual time
+        stats = runner.run(scenario())
     assert overlaps == []
     for key, added in last_add.items():
         assert any(start > added for start in starts.get(key, [])), f"key {key} was lost"
