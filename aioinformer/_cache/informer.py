@@ -27,8 +27,9 @@ Contracts:
   (the factory logs it).
 * ``staleness`` is how long the oldest delta the watcher has received but the store has not
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
-  ``staleness_bound`` set, reads that ask for freshness (``wait_for_rv``,
-  ``query(min_rv=...)``, ``wait_fresh``) also wait while the staleness exceeds the bound.
+  ``staleness_bound`` set, the reads that await freshness (``wait_for_rv``, ``wait_fresh``
+  and every ``query``, with or without ``min_rv``) also wait while the staleness exceeds
+  the bound; ``snapshot()`` and ``read()`` never wait.
 * Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow async
   handler delays only itself (a blocking sync one blocks the loop). Each change reaches
   each subscriber exactly once: nothing can run between a batch's apply and its dispatch.
@@ -480,7 +481,8 @@ class Informer:
         min_rv: int | str | None = None,
         timeout: float | None = None,
     ) -> list[KubeObject]:
-        """``by_index(index, value)`` on a state at least as fresh as ``min_rv``."""
+        """``by_index(index, value)`` on a state at least as fresh as ``min_rv`` and, with a
+        ``staleness_bound``, no staler than the bound (see the module docstring)."""
         if min_rv is not None or self._staleness_bound is not None:
             await self.wait_fresh(min_rv, timeout)
         async with self._reader.read() as view:

@@ -10,7 +10,10 @@ does. Contract:
 * The writer takes the write lock once per batch (``async with writer.writing():``) and
   applies it synchronously (:meth:`LockedWriter.apply`). ``aiorwlock.RWLock`` prefers
   writers: once the writer waits, new readers queue behind it, but it still waits for every
-  reader already inside.
+  reader already inside. So a read must not nest another read (or an informer read that
+  takes the lock: ``read()``, ``query()``): once the writer waits, the inner read waits
+  behind it, and the writer waits for the outer one, for ever. client-go's RWMutex has
+  the same rule.
 * :meth:`LockedReader.read` is an async context manager that holds the read lock for its
   whole body and yields a :class:`LockedView` with the Snapshot reader API over the live
   dicts. ``list()`` and ``by_index()`` copy out, as client-go's ``List`` does. The view is

@@ -324,7 +324,9 @@ class Watcher:
 
     ``options`` say how (:class:`WatchOptions`); ``streaming_list`` uses a watch with
     initial events instead of a list; ``backoff`` (default: a new one from ``options``) is
-    owned by this watcher; ``clock`` stamps ``received``, ``last_event_at`` and health;
+    owned by this watcher; ``clock`` stamps ``received``, ``last_event_at`` and ``last_error_at``
+    (durations of its own requests, such as a very short watch or a healthy run long enough
+    to reset the backoff, are measured on the event loop's clock, like its timeouts);
     ``sleep`` (default ``asyncio.sleep``) waits out each retry delay: a test can pass one
     that records the delays and decides when each retry happens.
 
@@ -526,16 +528,17 @@ class Watcher:
         self._stats.backoff_current = self.backoff.current
         return delay
 
-    def _progress(self, now: float) -> None:
+    def _progress(self) -> None:
         """Real progress (a valid event or bookmark, a completed list) was made."""
         if self._healthy_since is None:
-            self._healthy_since = now
+            self._healthy_since = asyncio.get_running_loop().time()
 
     def _end_healthy_run(self) -> None:
         """A failure or a relist ends the run of progress; a run of at least
         ``backoff_reset_after`` seconds resets the backoff and the relists in a row."""
         since, self._healthy_since = self._healthy_since, None
-        if since is not None and self._clock() - since >= self.backoff.reset_after:
+        elapsed = None if since is None else asyncio.get_running_loop().time() - since
+        if elapsed is not None and elapsed >= self.backoff.reset_after:
             self.backoff.reset()
             self._relists_in_a_row = 0
             self._stats.backoff_current = self.backoff.current
@@ -659,7 +662,7 @@ class Watcher:
         self._rv = stats.last_rv = rv_text
         self._seen = rv
         self._resetting = False
-        self._progress(now)
+        self._progress()
         if not stats.has_synced:
             stats.has_synced = True
             self._settled.set()
@@ -670,7 +673,7 @@ class Watcher:
     async def _watch(self, rv: str, *, initial: bool = False) -> None:
         """One watch request, until the server closes it cleanly (errors raise)."""
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
-        started = self._clock()
+        started = asyncio.get_running_loop().time()
         valid_before = self._stats.events_total + self._stats.bookmarks
         skipped_before = self._stats.decode_errors
         buffer: dict[str, KubeObject] | None = {} if initial else None
@@ -744,7 +747,7 @@ class Watcher:
                                 put(Delta(dtype, obj, now))
                             last = obj
                     finally:  # an ERROR event raises: what came before it still counts
-                        self._queue(queued, last, events, now)
+                        self._queue(queued, last, events)
         except TimeoutError:
             if not limit.expired():
                 raise
@@ -760,7 +763,7 @@ class Watcher:
         valid = stats.events_total + stats.bookmarks - valid_before
         if not valid and not initial:
             await self._check_history(rv)
-        if self._clock() - started < _SHORT_WATCH:
+        if asyncio.get_running_loop().time() - started < _SHORT_WATCH:
             # a watch the server (or a proxy) ends at once is not worth resuming at once:
             # that would let it drive a tight loop, whatever the watch carried
             skipped = stats.decode_errors - skipped_before
@@ -783,7 +786,7 @@ class Watcher:
         if current < parse_resource_version(rv):
             raise _HistoryReset(f"a watch from {rv} saw nothing, and the server is at {current}")
 
-    def _queue(self, items: list[Item], last: KubeObject | None, events: int, now: float) -> None:
+    def _queue(self, items: list[Item], last: KubeObject | None, events: int) -> None:
         """Put the items made from one read into the FIFO and advance the watch position to
         ``last`` (the object of the last event or bookmark among them)."""
         if events:
@@ -794,7 +797,7 @@ class Watcher:
         if last is not None:
             self._rv = self._stats.last_rv = last.metadata.resource_version
             self._seen = last.rv
-            self._progress(now)
+            self._progress()
 
     def _transport_error(self, verb: str, message: str) -> TransportError:
         lw = self._lw

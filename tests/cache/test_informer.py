@@ -276,3 +276,21 @@ async def test_the_steady_state_writes_in_place(sim: KubeSim) -> None:
                 after.batches - holding.batches
             )
             await eventually(lambda: len(handled) == 21, "the handler to see every pod")
+
+
+async def test_an_injected_clock_does_not_time_the_watches(sim: KubeSim) -> None:
+    """The informer's clock stamps deltas and measures staleness; how long a watch lasted is
+    the event loop's business. A clock that never moves must not make every watch the
+    server ends at its timeout look like a very short one (an error, then a backoff)."""
+    clock = FakeClock()
+    async with sim.api_client() as api:
+        async with InformerFactory(api, watch_options=FAST, clock=clock) as f:
+            inf = f.informer("v1", "pods")
+            await f.wait_for_sync(timeout=30)
+            await eventually(
+                lambda: inf.statistics().watch_restarts >= 1,
+                "the server to end a watch at its timeout and the informer to resume it",
+                timeout=30,
+            )
+            stats = inf.statistics()
+            assert stats.last_error == "" and stats.stream_errors == 0, stats.last_error
