@@ -23,7 +23,7 @@ import pytest
 
 from aioinformer import InformerFactory, KubeObject
 from aioinformer._core.errors import ClosedError, ConfigError
-from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.manager import LeaderElection, Manager
 from aioinformer.testing import KubeSim
 from tests.support import eventually, pod
 from tests.support import watch_options as options
@@ -199,6 +199,62 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
     assert finished == [("default/quick", True)]  # it finished, its informer still running
     assert cancelled == ["default/stuck"]
     assert "cm: cancelling 1 running reconciles (stopping, shutdown_timeout 1s)" in caplog.text
+
+
+async def test_shutdown_is_bounded_whatever_a_reconciles_cleanup_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``shutdown_timeout=1`` and a reconcile whose cancellation cleanup never ends by itself
+    (it waits for the test): the manager's run still ends, with the cleanup running, the
+    reconcile abandoned (logged) and the leader Lease released; a write the abandoned
+    reconcile makes afterwards through the manager's client is refused."""
+    release = asyncio.Event()
+    cleanup_started = asyncio.Event()
+    late_write: list[BaseException] = []
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("configmaps", cm("a"), "default")
+        manager = Manager(
+            api,
+            watch_options=options(),
+            leader_election=LeaderElection("op", "default", "replica-a", 15.0, 10.0, 0.2),
+        )
+        cms = manager.informer("v1", "configmaps", namespace="default")
+        running = asyncio.Event()
+        ref = {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "default"},
+        }
+
+        async def reconcile(key: str) -> None:
+            running.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                cleanup_started.set()
+                await release.wait()  # a cleanup that takes as long as it likes
+                try:
+                    await manager.client.patch(ref, {"data": {"v": "2"}})
+                except Exception as exc:
+                    late_write.append(exc)
+                raise
+
+        manager.controller("cm", reconcile, primary=cms, shutdown_timeout=1.0)
+        task = asyncio.create_task(manager.run())
+        try:
+            await asyncio.wait_for(running.wait(), 30)
+            task.cancel()
+            done, _ = await asyncio.wait([task], timeout=60)
+            assert done, "the manager's shutdown waited for the reconcile's cleanup"
+            assert cleanup_started.is_set() and not release.is_set()
+            assert "abandoned 1 reconciles still running" in caplog.text
+            lease = sim.get("coordination.k8s.io/v1/leases", "op", "default")
+            assert not lease["spec"].get("holderIdentity"), lease["spec"]
+        finally:
+            release.set()
+            await eventually(lambda: bool(late_write), "the abandoned reconcile's late write")
+        assert type(late_write[0]).__name__ in {"NotOwner", "ClosedError"}, late_write
+        assert sim.get("configmaps", "a", "default")["data"] == {"v": "1"}
 
 
 async def test_one_failing_informer_does_not_stop_the_others(
