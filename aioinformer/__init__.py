@@ -52,6 +52,7 @@ from aioinformer._client.discovery import Discovery as Discovery
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
+from aioinformer._core.conditions import is_condition_true as is_condition_true
 from aioinformer._core.errors import AioinformerError as AioinformerError
 from aioinformer._core.errors import AlreadyExists as AlreadyExists
 from aioinformer._core.errors import ApiError as ApiError
@@ -200,6 +201,7 @@ __all__ = [
     "finalizer",
     "generation_changed",
     "install_log_context",
+    "is_condition_true",
     "merge_diff",
     "owner_reference",
     "run",
