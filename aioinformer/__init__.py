@@ -111,6 +111,7 @@ from aioinformer._runtime.ratelimit import RateLimiter as RateLimiter
 from aioinformer._runtime.ratelimit import (
     default_controller_rate_limiter as default_controller_rate_limiter,
 )
+from aioinformer._runtime.target import BuildFunction as BuildFunction
 from aioinformer._runtime.workqueue import WorkQueue as WorkQueue
 from aioinformer._runtime.workqueue import WorkQueueStatistics as WorkQueueStatistics
 
@@ -123,6 +124,7 @@ __all__ = [
     "ApiResource",
     "BadRequest",
     "BucketRateLimiter",
+    "BuildFunction",
     "Cause",
     "Change",
     "ChangeType",

@@ -156,6 +156,17 @@ def _controllers(body: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
     )
 
 
+def _own(body: dict[str, Any], owner: KubeObject | Mapping[str, Any]) -> None:
+    """Make ``body`` controlled by ``owner`` (in the owner's namespace unless it names one)."""
+    meta = body.setdefault("metadata", {})
+    owner_ns = owner.namespace if isinstance(owner, KubeObject) else (
+        (owner.get("metadata") or {}).get("namespace") or ""
+    )  # fmt: skip
+    if owner_ns:
+        meta.setdefault("namespace", owner_ns)
+    set_owner(body, owner)
+
+
 def merge_diff(old: Any, new: Any) -> Any:
     """The JSON merge patch (RFC 7386) that turns ``old`` into ``new`` (``{}`` when equal):
     changed and added keys with their new values, removed keys as null; lists whole."""
@@ -371,12 +382,7 @@ class Client:
         body = _body(obj)
         body.setdefault("metadata", {})
         if owner is not None:
-            owner_ns = owner.namespace if isinstance(owner, KubeObject) else (
-                (owner.get("metadata") or {}).get("namespace") or ""
-            )  # fmt: skip
-            if owner_ns:
-                body["metadata"].setdefault("namespace", owner_ns)
-            set_owner(body, owner)
+            _own(body, owner)
         body["metadata"].pop("resourceVersion", None)
         api_version, kind, namespace, name, _, _ = _identity(body)
         res = await self.resource_of(api_version, kind)
@@ -456,6 +462,7 @@ class Client:
         self,
         obj: Mapping[str, Any],
         *,
+        owner: KubeObject | Mapping[str, Any] | None = None,
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
@@ -463,10 +470,17 @@ class Client:
     ) -> KubeObject:
         """Server-side apply of ``obj`` (the fields this manager wants to own, with
         apiVersion, kind and metadata.name): :class:`~aioinformer.Conflict` when another
-        manager owns one of them, unless ``force``."""
+        manager owns one of them, unless ``force``. With ``owner``, as :meth:`create`:
+        controlled by it (and in its namespace when ``obj`` names none). Fields this
+        manager applied before and leaves out now are removed (unless another manager
+        owns them too): each manager owns its part of a shared object."""
+        body = obj
+        if owner is not None:
+            body = _body(obj)
+            _own(body, owner)
         return await self.patch(
-            obj,
-            dict(obj),
+            body,
+            dict(body),
             type="apply",
             subresource=subresource,
             field_manager=field_manager,

@@ -20,14 +20,17 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeAlias
 
 from aioinformer._core.errors import ConfigError
 from aioinformer._runtime.manager import Manager
 
 __all__ = ["BuildFunction", "build_manager", "load_target", "module_from_file"]
 
-BuildFunction = Callable[[Manager], Any]
+BuildFunction: TypeAlias = Callable[[Manager], Any]
+"""What ``python -m aioinformer run`` and ``rbac`` (and the pytest plugin's ``operator``
+fixture) take: a function that registers an operator's informers and controllers on a
+:class:`~aioinformer.Manager` (its result is ignored; a coroutine is awaited)."""
 
 
 def load_target(target: str) -> BuildFunction:

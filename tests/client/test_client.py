@@ -278,3 +278,21 @@ async def test_server_side_apply_owns_fields_and_reports_conflicts(
     assert conflict.value.causes[0].field == ".data.key"
     forced = await client.apply(other, field_manager="someone-else", force=True)
     assert forced.field("data.key") == "b"
+
+
+async def test_apply_with_an_owner_and_managers_that_share_an_object(
+    sim: KubeSim, client: Client
+) -> None:
+    """``apply(owner=...)`` sets the controller reference (and the owner's namespace); two
+    managers each apply their own key of one ConfigMap, and one that applies without its
+    key withdraws it, leaving the other's."""
+    owner = await client.create(cm("owner"))
+    shared = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}}
+    mine = await client.apply({**shared, "data": {"a": "1"}}, owner=owner, field_manager="a")
+    assert mine.namespace == "default" and mine.controller_ref is not None
+    assert (mine.controller_ref.kind, mine.controller_ref.uid) == ("ConfigMap", owner.uid)
+    both = await client.apply({**shared, "data": {"b": "2"}}, owner=owner, field_manager="b")
+    assert both.field("data") == {"a": "1", "b": "2"}
+    withdrawn = await client.apply({**shared, "data": {}}, owner=owner, field_manager="a")
+    assert withdrawn.field("data") == {"b": "2"}
+    assert [r.uid for r in withdrawn.owner_references] == [owner.uid]  # one ref, shared
