@@ -1,5 +1,6 @@
 """Helpers shared by the tests: object factories, bounded polling, a fake clock, recorded
-transcripts, and the watcher harness (a model FIFO, a recording ListWatch).
+transcripts, the watcher harness (a model FIFO, a recording ListWatch), and running a
+Python program to its end.
 
 What more than one test module needs lives here, not in a test module (KubeSim's own
 wire-level readers stay with its tests in tests/kubesim). Factories come in two shapes:
@@ -12,7 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator, Callable, Hashable, Sequence
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +36,25 @@ from aioinformer._core.objects import KubeObject, decode_object
 CONFORMANCE = Path(__file__).resolve().parent / "conformance"
 #: The repository's root (examples/, bench/ and README.md live there).
 REPO = Path(__file__).resolve().parents[1]
+
+
+async def run_python(
+    *args: str, timeout: float = 60.0, env: Mapping[str, str] | None = None
+) -> tuple[int, str, str]:
+    """Run ``python ARGS`` (this interpreter, unbuffered, ``env`` added to this environment)
+    to its end: ``(exit status, stdout, stderr)``; killed (and failed) after ``timeout``."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+    )  # fmt: skip
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
 
 
 def transcript(name: str) -> dict[str, Any]:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
 
 from aioinformer.__main__ import main
+from tests.support import run_python
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -25,24 +23,9 @@ EXAMPLE = _Never()
 
 
 async def soak(*args: str) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioinformer",
-        "soak",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": "200"},
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 100)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    code, out, err = await run_python("-m", "aioinformer", "soak", *args, timeout=100,
+                                      env={"COLUMNS": "200"})  # fmt: skip
+    return code, out + err
 
 
 async def test_soak_runs_seeds_and_prints_a_summary(tmp_path: Path) -> None:
