@@ -19,9 +19,9 @@ async def test_website(kubesim: KubeSim, manager: Manager, kube_client: Client) 
 
     async def ready(n: int) -> bool:
         now = await kube_client.refresh(site)
-        ready = now.field("status.readyReplicas", type=int)
+        count = now.field("status.readyReplicas", type=int)
         seen = now.field("status.observedGeneration", type=int) == now.generation
-        return seen and ready == n == len(kubesim.list("pods"))
+        return seen and count == n == len(kubesim.list("pods"))
 
     await eventually(lambda: ready(2), "2 pods ready")
     assert kubesim.get("configmaps", "blog-pages", "default")["data"] == {"index.html": "Hi"}
