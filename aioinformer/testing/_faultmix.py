@@ -98,8 +98,11 @@ _STEP_RATE = 40.0  # mean steps per second (pauses are exponential)
 
 
 class Operator(Protocol):
-    """An operator the fault mix runs and checks: yours, or an :class:`Example` (every
-    ``examples/*.py`` has one as ``EXAMPLE``). ``name`` labels it in the results;
+    """An operator the fault mix runs and checks: your own operator, soaked under random
+    writes and network and API server faults and then checked for exact convergence, which
+    no other framework's test kit offers. An :class:`Example` is one (every
+    ``examples/*.py`` has one as ``EXAMPLE``); so is any object with these four members.
+    ``name`` labels it in the results;
     ``install(client)`` creates its CRDs and sample objects; ``build(manager)`` registers its
     informers and controllers on the fault mix's manager (the function ``python -m aioinformer
     run`` takes); ``progress(client)`` reads the API server and returns ``(line, done)``:
