@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 _EXTRA_OF = {"rich": "cli", "matplotlib": "demo", "cryptography": "kubesim", "yaml": "kubesim"}
 """The extra that brings each optional top-level module."""
@@ -36,7 +36,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-def _main(argv: list[str] | None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command, built without running any (the docs check their
+    command lines against it)."""
     from aioinformer._cli import demo, inspect, rbac, run, sim, soak
 
     parser = argparse.ArgumentParser(prog="python -m aioinformer", description=__doc__)
@@ -47,7 +49,13 @@ def _main(argv: list[str] | None) -> int:
     sim.add_sim_parser(sub)
     inspect.add_parsers(sub)
     soak.add_soak_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _main(argv: list[str] | None) -> int:
+    from aioinformer._cli import demo, inspect, rbac, run, sim, soak
+
+    args = build_parser().parse_args(argv)
     if args.command == "run":
         return run.run_operator(args)
     if args.command == "rbac":
