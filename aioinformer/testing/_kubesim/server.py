@@ -68,13 +68,15 @@ _LIST_CHUNK = 1 << 20
 class User:
     """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
 
-    ``rules`` holds (verb, group, resource) triples where any part may be ``"*"``; a
-    resource names a subresource as ``pods/status`` (see :mod:`._rbac`: a rule for
-    ``pods`` does not grant ``pods/status``). The admin user has ``("*", "*", "*")``.
+    Made by :meth:`KubeSim.add_user <aioinformer.testing.KubeSim.add_user>`, which returns
+    the user's token. The admin user (``sim.token``) has ``("*", "*", "*")``.
     """
 
     name: str
+    """The user name requests are authorized (and 403s worded) as."""
     rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
+    """(verb, group, resource) triples where any part may be ``"*"``; a resource names a
+    subresource as ``pods/status`` (a rule for ``pods`` does not grant ``pods/status``)."""
 
     def allows(self, verb: str, group: str, resource: str) -> bool:
         """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
