@@ -92,7 +92,8 @@ class InformerFactory:
         watch_options: how every informer lists, watches and recovers
             (:class:`~aioinformer.WatchOptions`: page size, watch timeouts, watchdog,
             limits, backoff).
-        watcher_options: the same as a mapping (older form).
+        watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
+            :class:`~aioinformer.WatchOptions` field names.
         clock: the informers' clock (``time.monotonic``): receive times and staleness.
     """
 
