@@ -9,8 +9,10 @@ the cache layers (``pod_object``: a ``KubeObject``).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
@@ -384,3 +386,22 @@ def watch_options() -> WatchOptions:
         backoff_maximum=10.0,
         backoff_jitter=0.0,
     )
+
+
+# -- docstrings -------------------------------------------------------------------------------
+
+
+def attribute_docstrings(body: Sequence[ast.stmt]) -> set[str]:
+    """The names assigned in ``body`` (a module's or a class's statements) right before a
+    string: the attribute docstrings griffe reads (how fields, type aliases and constants
+    are documented)."""
+    found: set[str] = set()
+    for stmt, after in itertools.pairwise(body):
+        is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        if not is_doc or not isinstance(after.value.value, str):  # type: ignore[attr-defined]
+            continue
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            found.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign):
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return found
