@@ -81,7 +81,8 @@ class Kubectl:
         self.kubeconfig = kubeconfig
         self.cache_dir = cache_dir or kubeconfig.parent / "kubectl-cache"
 
-    def _argv(self, args: tuple[str, ...]) -> list[str]:
+    def argv(self, *args: str) -> list[str]:
+        """The command line of ``kubectl ARGS`` for this kubeconfig and cache."""
         return [
             self.binary,
             "--kubeconfig",
@@ -91,18 +92,19 @@ class Kubectl:
             *args,
         ]
 
-    def _env(self) -> dict[str, str]:
+    def env(self) -> dict[str, str]:
+        """The environment kubectl runs in (its HOME is the cache directory)."""
         return {**os.environ, "HOME": str(self.cache_dir), "KUBECONFIG": str(self.kubeconfig)}
 
     async def run(self, *args: str, stdin: str | None = None, timeout: float = 30.0) -> Result:
         """Run ``kubectl ARGS`` on the running loop; a kubectl still running after
         ``timeout`` is killed and the test fails."""
         proc = await asyncio.create_subprocess_exec(
-            *self._argv(args),
+            *self.argv(*args),
             stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=self._env(),
+            env=self.env(),
         )
         try:
             out, err = await asyncio.wait_for(
@@ -130,13 +132,13 @@ class Kubectl:
         failing the test after ``timeout``."""
         try:
             done = subprocess.run(
-                self._argv(args),
+                self.argv(*args),
                 input=stdin,
                 stdin=None if stdin is not None else subprocess.DEVNULL,
                 capture_output=True,
                 text=True,
                 timeout=timeout,
-                env=self._env(),
+                env=self.env(),
                 check=False,
             )
         except subprocess.TimeoutExpired:
