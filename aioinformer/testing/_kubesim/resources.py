@@ -3,9 +3,11 @@
 Discovery documents are plain JSON-ready dicts whose keys and ordering match kube-apiserver
 v1.28 (see tests/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/<group>``, ``/apis/<group>/<version>``, ``/version`` and aggregated discovery
-(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: ``*/status``,
-``pods/binding``, ``namespaces/finalize`` and ``*/scale`` (the apps workloads and custom
-resources that declare it), not ``*/log``, ``*/exec`` and the like.
+(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: the built-in
+kinds of :data:`BUILTIN_RESOURCES` (docs/kubesim.md has the table), the create-only review
+resources (``._reviews``), ``*/status``, ``pods/binding``, ``namespaces/finalize`` and
+``*/scale`` (the apps workloads, ReplicationControllers and custom resources that declare
+it), not ``*/log``, ``*/exec`` and the like.
 """
 
 from __future__ import annotations
