@@ -39,6 +39,7 @@ from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from aioinformer.testing._kubesim.reviews import is_review, open_to_everyone, review
 from aioinformer.testing._kubesim.scale import get_scale, patch_scale, update_scale
 from aioinformer.testing._kubesim.selectors import (
     FieldSelector,
@@ -176,7 +177,9 @@ class SimServer:
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
-            if not user.allows(verb, route.rt.group, resource):
+            if not user.allows(verb, route.rt.group, resource) and not open_to_everyone(
+                route.rt.group, route.rt.plural, user.name
+            ):
                 raise ApiError.forbidden(
                     user.name,
                     verb,
@@ -326,6 +329,8 @@ class SimServer:
         self, request: web.Request, route: _Route, verb: str, user: User
     ) -> web.StreamResponse:
         media = self._negotiate(request.headers.get("Accept", ""))
+        if is_review(route.rt.group, route.rt.plural):
+            return await self._review(request, route, verb, user)
         if route.subresource is not None:
             _check_subresource(route, verb)
         dry = False
@@ -333,6 +338,25 @@ class SimServer:
             dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
         with dry_run(dry):
             return await self._verb(request, route, verb, media)
+
+    async def _review(
+        self, request: web.Request, route: _Route, verb: str, user: User
+    ) -> web.StreamResponse:
+        if verb != "create" or route.name is not None:
+            raise ApiError.method_not_allowed()
+        body = await _json_body(request)
+        self._check_kind(route.rt, body)
+
+        def rules_of(name: str) -> tuple[rbac.Rule, ...] | None:
+            found = next((u for u in self.options.tokens.values() if u.name == name), None)
+            return None if found is None else found.rules
+
+        rt = route.rt
+        doc = review(
+            rt.plural, rt.api_version, rt.kind, body, user.name, user.rules, rules_of,
+            route.namespace,
+        )  # fmt: skip
+        return _json_response(doc, 201)
 
     async def _verb(
         self, request: web.Request, route: _Route, verb: str, media: str
