@@ -280,3 +280,49 @@ def test_top_table_columns_are_chosen_by_priority() -> None:
     text = console.file.getvalue()  # type: ignore[attr-defined]
     first = [line.split("│")[1].strip() for line in text.splitlines() if line.startswith("│")]
     assert "".join(first) == "statefulsets.apps[kube-system]" and "…" not in text
+
+
+async def test_top_on_a_terminal_redraws_one_table_in_place(sim: KubeSim, tmp_path: Path) -> None:
+    """On a terminal (a pseudo-terminal here) top is a live table: redrawn in place with
+    cursor moves, at the terminal's width, until Ctrl-C; exit 0."""
+    import pty
+    import re
+
+    sim.create("pods", pod("t"), "default")
+    kubeconfig = sim.write_kubeconfig(tmp_path / "kc")
+    master, slave = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aioinformer", "top", "--kubeconfig", str(kubeconfig),
+        "--interval", "0.1", "-n", "default", "pods",
+        stdin=slave, stdout=slave, stderr=slave, env={**os.environ, "COLUMNS": "80"},
+    )  # fmt: skip
+    os.close(slave)
+    received = bytearray()
+
+    def read() -> None:
+        try:
+            received.extend(os.read(master, 65536))
+        except OSError:  # the child closed the terminal
+            asyncio.get_running_loop().remove_reader(master)
+
+    def screen() -> str:
+        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", received.decode(errors="replace"))
+
+    loop = asyncio.get_running_loop()
+    loop.add_reader(master, read)
+    try:
+        await eventually(lambda: screen().count("│ pods[default]") >= 2, "top redrawn", 60)
+        proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 30) == 0, screen()
+    finally:
+        loop.remove_reader(master)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        os.close(master)
+    assert b"\x1b[" in received  # drawn with cursor moves, not printed table after table
+    assert "aioinformer top at" not in screen()
+    lines = screen().replace("\r", "\n").splitlines()
+    assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
+    row = next(line for line in reversed(lines) if line.startswith("│ pods[default]"))
+    assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["yes", "1"]
