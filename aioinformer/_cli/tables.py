@@ -86,8 +86,13 @@ def _table(
     caption = None
     if dropped:
         names = ", ".join(columns[i].header for i in sorted(dropped))
-        caption = f"not shown at this width: {names}"
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+        caption = Text(f"not shown at this width: {names}")
+    table = Table(
+        title=Text(title) if title is not None else None,
+        caption=caption,
+        title_justify="left",
+        caption_justify="left",
+    )
     keep = [i for i in range(len(columns)) if i not in dropped]
     for i in keep:
         col = columns[i]

@@ -65,10 +65,15 @@ def test_columns_of_priority_0_stay_and_their_cells_fold_whole() -> None:
     assert "…" not in text
 
 
-def test_rich_markup_in_cells_and_headers_is_shown_as_text() -> None:
-    columns = (Column("[bold]name[/]", justify="left"), Column("n"))
-    text = render(80, columns, [["[red]x[/] aioinformer[demo]", "1"]])
+def test_rich_markup_in_cells_headers_and_titles_is_shown_as_text() -> None:
+    columns = (Column("[bold]name[/]", justify="left"), Column("n", priority=1))
+    rows = [["[red]x[/] aioinformer[demo]", "1"]]
+    text = render(80, columns, rows)
     assert "[bold]name[/]" in text and "[red]x[/] aioinformer[demo]" in text
+    console = Console(file=io.StringIO(), width=30, color_system=None)
+    console.print(fit_table(console, columns, rows, title="top [default]"))
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "top [default]" in text and "not shown at this width: n" in text
 
 
 def test_wrap_list_wraps_under_its_label() -> None:
