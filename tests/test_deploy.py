@@ -27,7 +27,7 @@ import yaml
 from aioinformer import Client
 from aioinformer._cli import rbac, run
 from aioinformer.testing import KubeSim, eventually, install_crd
-from tests.support import REPO, run_python
+from tests.support import REPO, run_cli
 
 DEPLOY = REPO / "examples" / "deploy" / "website"
 GENERATED = "#   python -m aioinformer "
@@ -103,10 +103,10 @@ def test_every_manifest_parses_and_the_kustomization_lists_them() -> None:
 
 
 async def test_the_rbac_manifest_is_what_the_code_generates() -> None:
-    code, out, err = await run_python("-m", "aioinformer", *rbac_command(), timeout=60)
-    assert code == 0, err
+    result = await run_cli(*rbac_command(), timeout=60)
+    assert result.code == 0, result.err
     committed = (DEPLOY / "rbac.yaml").read_text().splitlines(keepends=True)
-    assert "".join(ln for ln in committed if not ln.startswith("#")) == out
+    assert "".join(ln for ln in committed if not ln.startswith("#")) == result.out
 
 
 def test_the_deployment_agrees_with_the_runner_the_image_and_the_rbac(

@@ -304,9 +304,9 @@ async def test_configmap_mirror(sim: KubeSim) -> None:
 
 
 async def test_podset_once_as_a_program() -> None:
-    code, out, err = await run_python(str(EXAMPLES / "podset.py"), "--once", "--timeout", "30")
-    assert code == 0, out + err
-    assert "podset: converged" in out
+    result = await run_python(str(EXAMPLES / "podset.py"), "--once", "--timeout", "30")
+    assert result.code == 0, result.out + result.err
+    assert "podset: converged" in result.out
 
 
 def _pod(name: str, *, node: str = "", created: str = "", deleting: bool = False) -> Any:

@@ -17,7 +17,12 @@ __all__ = ["is_condition_true"]
 
 def is_condition_true(obj: KubeObject, condition_type: str) -> bool:
     """Whether ``obj``'s ``status.conditions`` has ``condition_type`` with status "True"
-    (e.g. ``is_condition_true(pod, "Ready")``, ``is_condition_true(node, "Ready")``)."""
+    (e.g. ``is_condition_true(pod, "Ready")``, ``is_condition_true(node, "Ready")``).
+
+    Args:
+        obj: the object whose ``status.conditions`` are read.
+        condition_type: the condition's ``type``, e.g. ``"Ready"``.
+    """
     conditions = obj.field("status.conditions")
     if not isinstance(conditions, list):
         return False

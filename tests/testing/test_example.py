@@ -70,12 +70,12 @@ if __name__ == "__main__":
 async def test_as_a_program_it_runs_until_converged(tmp_path: Path) -> None:
     program = tmp_path / "labeller.py"
     program.write_text(PROGRAM)
-    code, out, err = await run_python(str(program), "--once", "--timeout", "30")
-    assert code == 0, out + err
-    lines = out.splitlines()
+    result = await run_python(str(program), "--once", "--timeout", "30")
+    assert result.code == 0, result.out + result.err
+    lines = result.out.splitlines()
     assert lines[0].startswith("KubeSim serving on http://127.0.0.1:")
     assert lines[0].endswith("with nodes node-0, node-1, node-2")
     assert lines[-2:] == ["seen=yes", "labeller: converged"]
-    code, out, err = await run_python(str(program), "--kubeconfig", str(tmp_path / "none"))
-    assert code == 2 and not out
-    assert err == f"python labeller.py: kubeconfig {tmp_path / 'none'}: no such file\n"
+    result = await run_python(str(program), "--kubeconfig", str(tmp_path / "none"))
+    assert result.code == 2 and not result.out
+    assert result.err == f"python labeller.py: kubeconfig {tmp_path / 'none'}: no such file\n"
