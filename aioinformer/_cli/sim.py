@@ -78,6 +78,9 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
     p.add_argument("--history-size", type=int, default=10_000, metavar="N",
                    help="watch history kept per resource, in events")  # fmt: skip
+    p.add_argument("--event-ttl", type=_seconds, default=3600.0, metavar="SECONDS",
+                   help="delete an Event this long after its last write (kube-apiserver's "
+                   "--event-ttl); 0 keeps Events forever")  # fmt: skip
     g = p.add_argument_group("faults")
     g.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
                    help="delay every request")  # fmt: skip
@@ -90,6 +93,17 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     g.add_argument("--fail-next", type=int, default=0, metavar="N", help="fail the next N requests")
     g.add_argument("--fail-status", type=int, default=500, choices=(429, 500, 503, 504),
                    help="the status of those failures")  # fmt: skip
+
+
+def _seconds(text: str) -> float:
+    """A duration of zero or more seconds (argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more seconds, not {text}")
+    return value
 
 
 def _token(args: argparse.Namespace) -> str | None:
@@ -110,6 +124,7 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
         watch_list=args.watch_list,
         history_size=args.history_size,
         nodes=args.nodes,
+        event_ttl=args.event_ttl or None,
     )
     async with sim:
         if args.kubeconfig_out:

@@ -208,11 +208,15 @@ async def test_type_errors_are_gos(
 async def test_decoding_normalises_what_go_would(http: aiohttp.ClientSession) -> None:
     """Times are written back in UTC seconds (MicroTime in microseconds), a null label
     value is "", an unknown field whose name differs only in case is unknown."""
-    event = {
+    event = {  # valid: an Event with eventTime names who reported it and what it did
         "metadata": {"name": "when", "labels": {"empty": None}},
-        "involvedObject": {"kind": "Pod", "name": "p"},
+        "involvedObject": {"kind": "Pod", "name": "p", "namespace": NS},
         "firstTimestamp": "2024-01-01T10:00:00.999+02:00",
         "eventTime": "2024-01-01T10:00:00.123456+02:00",
+        "reason": "Seen",
+        "action": "Seen",
+        "reportingComponent": "example.com/ctl",
+        "reportingInstance": "ctl-1",
         "Reason": "capitalised",
     }
     async with http.post(f"/api/v1/namespaces/{NS}/events", json=event) as r:

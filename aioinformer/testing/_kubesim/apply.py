@@ -168,7 +168,7 @@ def server_side_apply(
     applied -= STRIPPED
     if cur is None:
         if sub:
-            raise ApiError.not_found(rt.plural, rt.group, name)
+            raise ApiError.not_found(rt.plural, rt.stored_group, name)
         entry = Entry(manager, "Apply", rt.api_version, "", now_rfc3339(), applied)
         stored = api.create(
             rt, namespace, config, manager=manager, managed_fields=encode_entries([entry])
@@ -176,8 +176,8 @@ def server_side_apply(
         return stored, True
     rv = meta.get("resourceVersion")
     if rv and str(rv) != str(cur.rv):
-        raise ApiError.conflict(rt.plural, rt.group, name)
-    live = cur.decode()
+        raise ApiError.conflict(rt.plural, rt.stored_group, name)
+    live = api.view(rt, cur)
     live.setdefault("apiVersion", rt.api_version)
     live.setdefault("kind", rt.kind)
     entries = decode_entries(live["metadata"])

@@ -309,8 +309,8 @@ class _Deletion:
         if (rt.group, rt.plural) in RETURNS_OBJECT:
             return DeleteOutcome(gone, None, self._code(True), True)
         details: dict[str, Any] = {"name": gone.key.rsplit("/", 1)[-1]}
-        if rt.group:
-            details["group"] = rt.group
+        if rt.stored_group:
+            details["group"] = rt.stored_group
         details["kind"] = rt.plural
         details["uid"] = gone.uid
         return DeleteOutcome(None, success_status(details), self._code(True), True)
@@ -373,9 +373,9 @@ def delete_object(
     """DELETE ``name`` (see the module docstring); 404 if it does not exist."""
     cur = api.get(rt, namespace, name)
     if opts.uid is not None and opts.uid != cur.uid:
-        raise ApiError.precondition_failed(rt.kind, rt.group, name, "UID", opts.uid, cur.uid)
+        raise ApiError.precondition_failed(rt.kind, rt.stored_group, name, "UID", opts.uid, cur.uid)
     if opts.resource_version is not None and opts.resource_version != str(cur.rv):
         raise ApiError.precondition_failed(
-            rt.kind, rt.group, name, "ResourceVersion", opts.resource_version, str(cur.rv)
+            rt.kind, rt.stored_group, name, "ResourceVersion", opts.resource_version, str(cur.rv)
         )
     return _Deletion(api, rt, cur, opts).run()

@@ -214,7 +214,11 @@ class GarbageCollector:
     def _rt(self, type_name: str) -> ResourceType | None:
         rt = self._types.get(type_name)
         if rt is None or not self._api.served(rt):
-            self._types = {self._api.type_name(t): t for t in self._api.registry.all()}
+            self._types = {
+                self._api.type_name(t): t
+                for t in self._api.registry.all()
+                if t.storage_group is None  # a storage's own type, not one sharing it
+            }
             rt = self._types.get(type_name)
         return rt
 

@@ -19,6 +19,8 @@ from aiohttp import web
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
 from aioinformer.testing._kubesim.connguard import GuardedSite
 from aioinformer.testing._kubesim.controllers import Controllers
+from aioinformer.testing._kubesim.event_ttl import DEFAULT_EVENT_TTL, EventExpiry
+from aioinformer.testing._kubesim.events import to_view
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
@@ -70,6 +72,9 @@ class KubeSim:
         controllers: run the kube-controller-manager controllers a cluster always has (the
             namespace controller and the garbage collector); ``False`` serves the API
             alone, as the recorded apiserver was.
+        event_ttl: seconds an Event lives after its last write (kube-apiserver's
+            ``--event-ttl``, default 1h), then it is deleted with a DELETED watch event;
+            measured on the event loop's clock. None keeps Events forever.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class KubeSim:
         header_timeout: float = 32.0,
         max_connections: int | None = None,
         controllers: bool = True,
+        event_ttl: float | None = DEFAULT_EVENT_TTL,
     ) -> None:
         self.host = host
         self.port = port
@@ -97,6 +103,7 @@ class KubeSim:
         self.mvcc = Mvcc(history_size=history_size, history_max_age=history_max_age)
         self.registry = ResourceRegistry.builtin()
         self.api = Api(self.mvcc, self.registry)
+        self.event_expiry = EventExpiry(self.mvcc, event_ttl)
         self.faults = Faults()
         self.options = SimOptions(
             auth=auth,
@@ -172,6 +179,7 @@ class KubeSim:
         self.server.server_address = f"{self.host}:{self.port}"
         if self.controllers is not None:
             self.controllers.start()
+        self.event_expiry.start()
         if self._initial_nodes:
             self.cluster.add_nodes(self._initial_nodes)
         log.info("KubeSim serving on %s", self.url)
@@ -179,6 +187,7 @@ class KubeSim:
     async def stop(self) -> None:
         """Stop serving: close every connection (watches included) and free the port."""
         await self.cluster.stop()
+        self.event_expiry.stop()
         if self.controllers is not None:
             self.controllers.stop()
         if self._runner is not None:
@@ -286,7 +295,7 @@ class KubeSim:
 
     @staticmethod
     def _out(rt: ResourceType, obj: Stored) -> dict[str, Any]:
-        d = obj.decode()
+        d = to_view(rt, obj.decode())
         if rt.custom:
             return d
         return {"kind": rt.kind, "apiVersion": rt.api_version, **d}

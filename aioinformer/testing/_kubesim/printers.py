@@ -41,6 +41,7 @@ from aioinformer.testing._kubesim.columns import (
     status_of,
     str_of,
 )
+from aioinformer.testing._kubesim.events import V1_TO_CORE
 from aioinformer.testing._kubesim.gotime import age
 from aioinformer.testing._kubesim.podprinter import POD_PRINTER
 
@@ -215,21 +216,9 @@ def _event_columns() -> list[Column]:
     ]
 
 
-#: events.k8s.io/v1 field -> core/v1 field (the two are one storage, printed alike)
-_EVENTS_V1 = {
-    "regarding": "involvedObject",
-    "note": "message",
-    "deprecatedFirstTimestamp": "firstTimestamp",
-    "deprecatedLastTimestamp": "lastTimestamp",
-    "deprecatedCount": "count",
-    "deprecatedSource": "source",
-    "reportingController": "reportingComponent",
-}
-
-
 def _event_cells(obj: Obj, now: float) -> Cells:
     if "regarding" in obj or "note" in obj:
-        obj = {_EVENTS_V1.get(k, k): v for k, v in obj.items()}
+        obj = {V1_TO_CORE.get(k, k): v for k, v in obj.items()}  # one storage, printed alike
     first = str_of(obj.get("firstTimestamp"))
     first_seen = age(first or str_of(obj.get("eventTime")), now)
     last = str_of(obj.get("lastTimestamp"))

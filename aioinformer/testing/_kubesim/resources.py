@@ -81,7 +81,9 @@ class ResourceType:
     the storage version hash; ``list_kind_name`` overrides ``kind + "List"`` (CRD listKind);
     ``extra_subresources`` are served besides ``status`` (``has_status``); ``crd_version``
     is a custom type's entry of its CRD's ``spec.versions`` (schema, printer columns,
-    subresources), None for built-in types."""
+    subresources), None for built-in types. ``storage_group`` is set on a type served from
+    the storage of the same plural in that group (kube-apiserver's cohabiting resources:
+    events.k8s.io/v1 Events are core Events, :mod:`._events`); None: a storage of its own."""
 
     group: str
     version: str
@@ -98,6 +100,7 @@ class ResourceType:
     list_kind_name: str = ""
     extra_subresources: tuple[Subresource, ...] = ()
     crd_version: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    storage_group: str | None = None
 
     @property
     def api_version(self) -> str:
@@ -115,9 +118,15 @@ class ResourceType:
         return f"{self.plural}.{self.group}" if self.group else self.plural
 
     @property
+    def stored_group(self) -> str:
+        """The group whose storage holds these objects (``storage_group``, else ``group``)."""
+        return self.group if self.storage_group is None else self.storage_group
+
+    @property
     def storage_version_hash(self) -> str:
         """The discovery ``storageVersionHash`` (of the storage version, as upstream)."""
-        return storage_version_hash(self.group, self.storage_version or self.version, self.kind)
+        version = self.storage_version or self.version
+        return storage_version_hash(self.stored_group, version, self.kind)
 
     @property
     def subresources(self) -> tuple[Subresource, ...]:
@@ -239,6 +248,14 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         "NetworkPolicy",
         short_names=("netpol",),
         has_status=False,
+    ),
+    _rt(
+        "events.k8s.io/v1",
+        "events",
+        "Event",
+        short_names=("ev",),
+        has_status=False,
+        storage_group="",
     ),
     _rt("node.k8s.io/v1", "runtimeclasses", "RuntimeClass", ns=False, has_status=False),
     _rt("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",)),

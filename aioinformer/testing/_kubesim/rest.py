@@ -32,6 +32,11 @@ from aioinformer.testing._kubesim.decoding import decode_patched
 from aioinformer.testing._kubesim.defaults import apply_defaults
 from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
+from aioinformer.testing._kubesim.event_validation import (
+    validate_event_create,
+    validate_event_update,
+)
+from aioinformer.testing._kubesim.events import to_storage, to_view
 from aioinformer.testing._kubesim.limits import check_stored_size
 from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
@@ -134,7 +139,10 @@ class Api:
 
     @staticmethod
     def type_name(rt: ResourceType) -> str:
-        return f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+        """The name of ``rt``'s storage: ``plural[.group]`` (a cohabiting type's is that of
+        the type whose storage it shares)."""
+        group = rt.stored_group
+        return f"{rt.plural}.{group}" if group else rt.plural
 
     def store(self, rt: ResourceType) -> TypeStore:
         return self.mvcc.type_store(self.type_name(rt))
@@ -154,8 +162,14 @@ class Api:
             raw = deepjson.dumps(obj)
         return exact_bytes(raw)
 
+    def view(self, rt: ResourceType, stored: Stored) -> dict[str, Any]:
+        """``stored`` decoded, in the form ``rt`` serves (:func:`._events.to_view`)."""
+        return to_view(rt, stored.decode())
+
     def _stored(self, rt: ResourceType, obj: dict[str, Any], rv: int) -> Stored:
-        """``obj`` encoded at revision ``rv`` (0: without a resourceVersion, a dry-run create)."""
+        """``obj`` (in ``rt``'s form or already in the stored form) encoded at revision ``rv``
+        (0: without a resourceVersion, a dry-run create)."""
+        obj = to_storage(rt, obj)
         meta = obj["metadata"]
         if rv:
             meta["resourceVersion"] = str(rv)
@@ -166,7 +180,9 @@ class Api:
         # interned, and "" left out (a missing field reads as ""): ~1 KB less per pod
         fields = {
             k: intern(v)
-            for k, v in object_fields(rt.plural, rt.group, obj, namespaced=rt.namespaced).items()
+            for k, v in object_fields(
+                rt.plural, rt.stored_group, obj, namespaced=rt.namespaced
+            ).items()
             if v
         }
         raw = self._encode(rt, obj)
@@ -177,15 +193,15 @@ class Api:
     def _require(self, rt: ResourceType, namespace: str | None, name: str) -> Stored:
         cur = self.store(rt).get(self.key(rt, namespace, name))
         if cur is None:
-            raise ApiError.not_found(rt.plural, rt.group, name)
+            raise ApiError.not_found(rt.plural, rt.stored_group, name)
         return cur
 
     def _invalid(self, rt: ResourceType, name: str, causes: list[Cause]) -> ApiError:
         return ApiError.invalid(
             rt.kind,
-            rt.group,
+            rt.stored_group,  # qualified by the storage's resource, as the registry does
             name,
-            invalid_message(rt.kind, name, causes, rt.group),
+            invalid_message(rt.kind, name, causes, rt.stored_group),
             [c.to_dict() for c in causes],
         )
 
@@ -306,7 +322,9 @@ class Api:
         obj["kind"] = rt.kind
         if rt.has_status and not keep_status:
             obj.pop("status", None)
-        causes = validate_create(rt, obj) + custom_causes(rt, obj)
+        causes = validate_event_create(rt, obj) or (
+            validate_create(rt, obj) + custom_causes(rt, obj)
+        )
         if rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
             causes = causes + validate_crd(obj)
         if causes:
@@ -315,7 +333,7 @@ class Api:
         name = meta["name"]
         check_creatable(self, rt, namespace, name)
         if (taken := ts.get(self.key(rt, namespace, name))) is not None:
-            err = ApiError.already_exists(rt.plural, rt.group, name)
+            err = ApiError.already_exists(rt.plural, rt.stored_group, name)
             if b'"deletionTimestamp"' in taken.raw:  # the registry says why the name is taken
                 err.body["message"] = f"object is being deleted: {err.body['message']}"
             raise err
@@ -371,7 +389,7 @@ class Api:
         rv = new_meta.get("resourceVersion")
         if rv:
             if str(rv) != str(cur.rv):
-                raise ApiError.conflict(rt.plural, rt.group, name)
+                raise ApiError.conflict(rt.plural, rt.stored_group, name)
         elif rt.custom:
             cause = Cause(
                 "FieldValueInvalid",
@@ -401,7 +419,7 @@ class Api:
         ):
             raise ApiError.unsupported_patch(rt.custom)
         cur = self._require(rt, namespace, name)
-        obj = cur.decode()
+        obj = self.view(rt, cur)
         obj.setdefault("apiVersion", rt.api_version)
         obj.setdefault("kind", rt.kind)
         try:
@@ -423,7 +441,7 @@ class Api:
             else None
         )
         if patch_rv and str(patch_rv) != str(cur.rv):
-            raise ApiError.conflict(rt.plural, rt.group, name)
+            raise ApiError.conflict(rt.plural, rt.stored_group, name)
         new = decode_patched(rt, new)
         # the merges copy their target, so ``obj`` is still the stored state: no decode again
         return self._write(rt, cur, new, subresource, manager, old=obj)
@@ -445,7 +463,7 @@ class Api:
         ``managed_fields`` replaces the Update tracking (apply; then a change of
         managedFields alone is a write)."""
         if old is None:
-            old = cur.decode()
+            old = self.view(rt, cur)
         old_meta = old["metadata"]
         name = old_meta["name"]
         requested: Any = None
@@ -488,7 +506,7 @@ class Api:
             new["kind"] = rt.kind
             causes = prepare_update(rt, old, new, subresource)
             apply_defaults(rt, new, creating=False)
-            causes += validate_update(rt, old, new)
+            causes += validate_update(rt, old, new) + validate_event_update(rt, old, new)
             if causes:
                 raise self._invalid(rt, name, causes)
         if rt.custom and (causes := custom_causes(rt, new)):
@@ -499,7 +517,7 @@ class Api:
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")
         if subresource != "status" and uses_generation(rt) and spec_changed(rt, old, new):
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        new = _reorder(new, rt)
+        new = _reorder(to_view(rt, to_storage(rt, new)), rt)  # as the Go types marshal it
         if managed_fields is None:
             if _same(old, new) and requested in (None, [], old_meta.get("managedFields")):
                 return cur
@@ -520,7 +538,7 @@ class Api:
             if not is_dry_run():
                 self.store(rt).commit(cur.key, None)
             new_meta["resourceVersion"] = str(cur.rv)
-            raw = self._encode(rt, new)
+            raw = self._encode(rt, to_storage(rt, new))
             return Stored(cur.key, cur.namespace, cur.rv, raw, cur.uid, cur.labels, cur.fields)
         if is_dry_run():
             return self._stored(rt, new, cur.rv)

@@ -30,6 +30,7 @@ from aioinformer.testing._kubesim.decoding import (
 )
 from aioinformer.testing._kubesim.deletion import DeleteOptions, read_delete_options
 from aioinformer.testing._kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
+from aioinformer.testing._kubesim.events import is_events_v1, storage_selector, view_json
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.limits import watch_timeout
@@ -522,7 +523,9 @@ class SimServer:
         try:
             lsel = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
             fsel = FieldSelector.parse(q["fieldSelector"]) if q.get("fieldSelector") else None
-            if fsel is not None:
+            if fsel is not None and is_events_v1(rt):
+                fsel = storage_selector(rt, fsel)
+            elif fsel is not None:
                 check_field_labels(
                     fsel,
                     supported_field_labels(rt.plural, rt.group, namespaced=rt.namespaced),
@@ -541,16 +544,7 @@ class SimServer:
             return orjson.dumps(
                 {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
             )
-        if rt.custom:
-            return obj.raw
-        return (
-            b'{"kind":"'
-            + rt.kind.encode()
-            + b'","apiVersion":"'
-            + rt.api_version.encode()
-            + b'",'
-            + obj.raw[1:]
-        )
+        return view_json(rt, obj, typed=True)
 
     def _object_response(
         self,
@@ -563,7 +557,7 @@ class SimServer:
         if media.startswith("table-"):
             maker = TableMaker(rt, media.removeprefix("table-"), include_object(query or {}))
             meta = {"resourceVersion": str(obj.rv)}
-            return _json_response(maker.table([obj.decode()], meta), status)
+            return _json_response(maker.table([self.api.view(rt, obj)], meta), status)
         data = self._object_bytes(rt, obj, media)
         if media == "yaml":
             return _yaml_response(orjson.loads(data), status)
@@ -626,7 +620,7 @@ class SimServer:
             tail = b"]}\n"
         elif media.startswith("table-"):
             maker = TableMaker(rt, media.removeprefix("table-"), include_object(request.query))
-            return _json_response(maker.table([o.decode() for o in page.items], meta))
+            return _json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
         elif rt.custom:
             meta.setdefault("continue", "")
             head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
@@ -661,7 +655,7 @@ class SimServer:
         if media in ("partial", "partial-list"):
             raws = [self._object_bytes(rt, o, media) for o in page.items]
         else:
-            raws = [o.raw for o in page.items]
+            raws = [view_json(rt, o, typed=False) for o in page.items]
         resp = web.StreamResponse(
             status=200,
             headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},

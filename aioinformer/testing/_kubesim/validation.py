@@ -220,9 +220,13 @@ NameRule = Literal["subdomain", "label", "dns1035", "path-segment"]
 
 def name_rule(rt: ResourceType) -> NameRule:
     """The name format of *rt*: RFC 1123 label for namespaces, DNS-1035 label for services (as
-    upstream, which is stricter than RFC 1123), RFC 1123 subdomain for all others served."""
+    upstream, which is stricter than RFC 1123), a path segment for Events (whose strategy
+    checks no name; events.k8s.io/v1's asks for a subdomain, :mod:`._event_validation`),
+    RFC 1123 subdomain for all others served."""
     if rt.group == "" and rt.plural in ("namespaces", "services"):
         return "label" if rt.plural == "namespaces" else "dns1035"
+    if rt.plural == "events" and rt.group in ("", "events.k8s.io") and not rt.custom:
+        return "path-segment"
     return "subdomain"
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim.events import is_events_v1, to_view, view_json
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import (
     ADDED,
@@ -86,6 +87,7 @@ class _Stream:
             + rt.api_version.encode()
             + b'",'
         )
+        self.converts = is_events_v1(rt)  # served from another type's storage, converted
         self.drop_generation = faults.drop_generation
         self.line_generation = faults.line_generation
         self.start_rv = spec.start_rv  # bookmarks only once the RV has moved past it
@@ -97,10 +99,12 @@ class _Stream:
 
     def object_bytes(self, obj: Stored) -> bytes:
         if self.spec.encode is not None:
-            return orjson.dumps(self.spec.encode(obj.decode()))
+            return orjson.dumps(self.spec.encode(to_view(self.spec.rt, obj.decode())))
         if self.spec.metadata_only:
             meta = orjson.loads(obj.raw)["metadata"]
             return _PARTIAL + orjson.dumps(meta) + b"}"
+        if self.converts:
+            return view_json(self.spec.rt, obj, typed=True)
         if self.prefix:
             return self.prefix + obj.raw[1:]
         return obj.raw
