@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aioinformer._cli.main import build_parser
 from tests.support import run_cli
 
 
@@ -37,3 +38,19 @@ async def test_a_missing_token_file_is_one_line(tmp_path: Path) -> None:
         f"python -m aioinformer sim: cannot read the token file: [Errno 2] No such file or "
         f"directory: '{missing}'\n"
     )
+
+
+def test_event_ttl_takes_seconds() -> None:
+    """``--event-ttl`` is kube-apiserver's default 3600 unless given; 0 is allowed (keep
+    Events), a negative or non-numeric value is a usage error."""
+    parser = build_parser()
+    assert parser.parse_args(["sim"]).event_ttl == 3600.0
+    assert parser.parse_args(["sim", "--event-ttl", "90.5"]).event_ttl == 90.5
+    assert parser.parse_args(["sim", "--event-ttl", "0"]).event_ttl == 0.0
+
+
+async def test_a_bad_event_ttl_is_a_usage_error() -> None:
+    for value, why in (("-1", "must be 0 or more seconds, not -1"), ("soon", "not a number")):
+        result = await run_cli("sim", "--port", "0", "--event-ttl", value)
+        assert result.code == 2 and result.out == ""
+        assert f"argument --event-ttl: {why}" in result.err
