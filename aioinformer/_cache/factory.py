@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer
+from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.store import STORE_KINDS, StoreKind
 from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.listwatch import ListWatch
@@ -94,6 +94,10 @@ class InformerFactory:
             limits, backoff).
         watcher_options: the same as a mapping (older form).
         clock: the informers' clock (``time.monotonic``): receive times and staleness.
+        pipeline: where each informer's watcher and writer run: "thread" (a thread of
+            their own per informer, so that readers keeping this loop busy cannot delay
+            them; the default for the snapshot store) or "loop" (this event loop; always
+            for the locked baseline).
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class InformerFactory:
         watch_options: WatchOptions | None = None,
         watcher_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pipeline: Pipeline | None = None,
     ) -> None:
         if store not in STORE_KINDS:
             raise ConfigError(f"store must be one of {STORE_KINDS}, not {store!r}")
@@ -125,6 +130,7 @@ class InformerFactory:
         self.staleness_bound = staleness_bound
         self.watch_options = watch_options_from(watch_options or watcher_options)
         self.clock = clock
+        self.pipeline = pipeline
         self._informers: dict[tuple[object, ...], Informer] = {}
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
         self._running = False
@@ -143,6 +149,7 @@ class InformerFactory:
         metadata_only: bool = False,
         store: StoreKind | None = None,
         streaming_list: bool = False,
+        pipeline: Pipeline | None = None,
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
         ``"apps/v1", "statefulsets"``) and these options; created on first use.
@@ -158,6 +165,8 @@ class InformerFactory:
             metadata_only: cache PartialObjectMetadata only.
             store: this informer's store kind (default: the factory's).
             streaming_list: sync with a streaming list (WatchList) instead of a list.
+            pipeline: where its watcher and writer run (default: the factory's; see
+                :class:`InformerFactory`).
         """
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
@@ -177,6 +186,7 @@ class InformerFactory:
             kind,
             transform,
             streaming_list,
+            pipeline or self.pipeline,
         )
         inf = self._informers.get(key)
         if inf is not None:
@@ -218,6 +228,7 @@ class InformerFactory:
             streaming_list=streaming_list,
             watch_options=options,
             clock=self.clock,
+            pipeline=pipeline or (self.pipeline if kind == "snapshot" else None),
         )
         self._informers[key] = inf
         if self._running:
