@@ -31,8 +31,10 @@ Contract:
   interval keeps it; the interval is put back when the last pipeline thread ends, unless
   the application changed it meanwhile. Threads only switch more often while both want
   the GIL: an idle pipeline costs nothing.
-* Nothing is left behind: the thread ends with ``main()``; it is a daemon, so an
-  interpreter exiting without stopping the informer does not hang on it.
+* Nothing is left behind: the thread ends with ``main()``, and cancels ``main()`` itself
+  once the caller's loop is closed (an informer never stopped: nobody is left to tell it,
+  checked every :data:`ORPHAN_CHECK` seconds); it is a daemon, so an interpreter exiting
+  without stopping the informer does not hang on it.
 """
 
 from __future__ import annotations
@@ -49,6 +51,9 @@ from typing import Any, TypeVar
 from aioinformer._core.errors import ClosedError
 
 __all__ = ["MAX_SKIPPED_POLLS", "SWITCH_INTERVAL", "THREAD_PREFIX", "PipelineThread"]
+
+ORPHAN_CHECK = 1.0
+"""Seconds between the pipeline thread's checks that the caller's loop still runs."""
 
 SWITCH_INTERVAL = 0.001
 """The switch interval (seconds) while pipeline threads run (see the module docstring)."""
@@ -199,6 +204,11 @@ class PipelineThread:
 
     # -- the thread -------------------------------------------------------------------------
 
+    async def _orphan_check(self) -> None:
+        while not self._caller.is_closed():  # noqa: ASYNC110  (no event tells it)
+            await asyncio.sleep(ORPHAN_CHECK)
+        self._cancel_main()
+
     def _cancel_main(self) -> None:
         if self._task is not None:
             self._task.cancel()
@@ -209,12 +219,15 @@ class PipelineThread:
         outcome: tuple[bool, Any]
         try:
             self._task = loop.create_task(main(), name=self.name)
+            orphaned = loop.create_task(self._orphan_check(), name=f"{self.name}-orphan-check")
             try:
                 outcome = (True, loop.run_until_complete(self._task))
             except BaseException as exc:  # handed to the caller's loop, raised there
                 outcome = (False, exc)
             finally:
                 self._task = None
+                orphaned.cancel()
+                _drain(loop, orphaned)
                 _drain(loop, loop.shutdown_asyncgens())
                 _drain(loop, loop.shutdown_default_executor())
         finally:
@@ -226,7 +239,7 @@ class PipelineThread:
 
 
 def _drain(loop: asyncio.AbstractEventLoop, aw: Awaitable[None]) -> None:
-    with contextlib.suppress(Exception):
+    with contextlib.suppress(BaseException):
         loop.run_until_complete(aw)
 
 

@@ -21,8 +21,8 @@ from aioinformer._cache.pipeline import (
 from aioinformer._core.errors import ClosedError
 
 
-def live_pipelines() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+def gone(pipe: PipelineThread) -> bool:
+    return pipe.thread is not None and not pipe.thread.is_alive()
 
 
 async def test_main_runs_on_its_own_thread_and_loop_and_its_result_comes_back() -> None:
@@ -38,7 +38,7 @@ async def test_main_runs_on_its_own_thread_and_loop_and_its_result_comes_back() 
     pipe.start(main)
     assert await pipe.wait() == "done"
     assert seen["thread"] == THREAD_PREFIX + "one" and seen["loop"] is not caller
-    assert pipe.loop.is_closed() and live_pipelines() == []
+    assert pipe.loop.is_closed() and gone(pipe)
 
 
 async def test_an_exception_of_main_is_raised_by_wait() -> None:
@@ -49,7 +49,7 @@ async def test_an_exception_of_main_is_raised_by_wait() -> None:
     pipe.start(main)
     with pytest.raises(ValueError, match="pipeline bug"):
         await pipe.wait()
-    assert live_pipelines() == []
+    assert gone(pipe)
 
 
 async def test_call_run_and_notify_cross_between_the_loops() -> None:
@@ -99,7 +99,7 @@ async def test_cancelling_the_waiter_cancels_main_and_waits_for_the_thread() -> 
     waiter.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiter
-    assert cleaned.is_set() and live_pipelines() == []  # cleaned up before wait() ended
+    assert cleaned.is_set() and gone(pipe)  # cleaned up before wait() ended
 
 
 async def test_the_switch_interval_is_lowered_while_pipelines_run() -> None:
@@ -121,6 +121,31 @@ async def test_the_switch_interval_is_lowered_while_pipelines_run() -> None:
     with pytest.raises(asyncio.CancelledError):
         await second.wait()
     assert sys.getswitchinterval() == before
+
+
+def test_a_pipeline_whose_caller_loop_closes_ends_by_itself() -> None:
+    """An informer never stopped: once its caller's loop is closed nobody can stop it,
+    so the thread cancels its coroutine itself and ends."""
+    cancelled = threading.Event()
+    holder: list[PipelineThread] = []
+
+    async def main() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def start() -> None:
+        pipe = PipelineThread("orphan")
+        pipe.start(main)
+        holder.append(pipe)
+
+    asyncio.run(start())  # (closes the loop without waiting for the pipeline)
+    thread = holder[0].thread
+    assert thread is not None
+    thread.join(timeout=30)
+    assert cancelled.is_set() and not thread.is_alive()
 
 
 def test_the_selector_skips_zero_timeout_polls_but_not_waiting_ones() -> None:
