@@ -1,5 +1,6 @@
 """Helpers shared by the tests: object factories, bounded polling, a fake clock, recorded
-transcripts, and the watcher harness (a model FIFO, a recording ListWatch).
+transcripts, the watcher harness (a model FIFO, a recording ListWatch), and running the
+command line in a child process.
 
 What more than one test module needs lives here, not in a test module (KubeSim's own
 wire-level readers stay with its tests in tests/kubesim). Factories come in two shapes:
@@ -9,9 +10,14 @@ the cache layers (``pod_object``: a ``KubeObject``).
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import dataclasses
+import itertools
 import json
+import os
+import sys
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
@@ -384,3 +390,67 @@ def watch_options() -> WatchOptions:
         backoff_maximum=10.0,
         backoff_jitter=0.0,
     )
+
+
+# -- docstrings -------------------------------------------------------------------------------
+
+
+def attribute_docstrings(body: Sequence[ast.stmt]) -> set[str]:
+    """The names assigned in ``body`` (a module's or a class's statements) right before a
+    string: the attribute docstrings griffe reads (how fields, type aliases and constants
+    are documented)."""
+    found: set[str] = set()
+    for stmt, after in itertools.pairwise(body):
+        is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+        if not is_doc or not isinstance(after.value.value, str):  # type: ignore[attr-defined]
+            continue
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            found.add(stmt.target.id)
+        elif isinstance(stmt, ast.Assign):
+            found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+    return found
+
+
+# -- the command line -------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class CliResult:
+    """How a command ended: its exit status and what it wrote."""
+
+    code: int
+    out: str
+    err: str
+
+
+async def run_python(
+    *argv: str, columns: int | None = None, env: dict[str, str] | None = None, timeout: float = 60
+) -> CliResult:
+    """Run ``python ARGV`` to its end (``COLUMNS=columns`` when given; killed, and the test
+    failed, after ``timeout`` seconds)."""
+    environ = {**os.environ, **(env or {})}
+    if columns is not None:
+        environ["COLUMNS"] = str(columns)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        *argv,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=environ,
+        cwd=REPO,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode is not None
+    return CliResult(proc.returncode, out.decode(), err.decode())
+
+
+async def run_cli(
+    *args: str, columns: int | None = None, env: dict[str, str] | None = None, timeout: float = 60
+) -> CliResult:
+    """Run ``python -m aioinformer ARGS`` to its end, as :func:`run_python` does."""
+    return await run_python("-m", "aioinformer", *args, columns=columns, env=env, timeout=timeout)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import itertools
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 import aioinformer
 import aioinformer.testing
+from tests.support import attribute_docstrings as assigned_docstrings
 
 PACKAGE = Path(aioinformer.__file__).parent
 
@@ -25,15 +25,7 @@ def attribute_docstrings() -> set[str]:
     aliases and constants are documented), anywhere in the package."""
     found: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
-        body = ast.parse(path.read_text()).body
-        for stmt, after in itertools.pairwise(body):
-            is_doc = isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
-            if not is_doc or not isinstance(after.value.value, str):  # type: ignore[attr-defined]
-                continue
-            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-                found.add(stmt.target.id)
-            elif isinstance(stmt, ast.Assign):
-                found.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        found |= assigned_docstrings(ast.parse(path.read_text()).body)
     return found
 
 

@@ -76,13 +76,12 @@ Item: TypeAlias = Delta | Replace | Bookmark
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """What one batch item did to the store.
-
-    ``old`` is what the store held before (None only for ADDED). For DELETED, ``obj`` is
-    the last known state: the object of the delete event, or for a relist tombstone the
-    object the store held (then ``obj is old``).
-    """
+    """What one batch item did to the store: what handlers and ``events()`` receive."""
 
     type: DeltaType
+    """ADDED, UPDATED or DELETED (:class:`~aioinformer.ChangeType`)."""
     obj: KubeObject
+    """The object now; for DELETED the last known state: the object of the delete event,
+    or for a relist tombstone the object the store held (then ``obj is old``)."""
     old: KubeObject | None
+    """What the store held before (None only for ADDED)."""

@@ -92,7 +92,8 @@ class InformerFactory:
         watch_options: how every informer lists, watches and recovers
             (:class:`~aioinformer.WatchOptions`: page size, watch timeouts, watchdog,
             limits, backoff).
-        watcher_options: the same as a mapping (older form).
+        watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
+            :class:`~aioinformer.WatchOptions` field names.
         clock: the informers' clock (``time.monotonic``): receive times and staleness.
         pipeline: where each informer's watcher and writer run: "thread" (a thread of
             their own per informer, so that readers keeping this loop busy cannot delay
@@ -161,7 +162,8 @@ class InformerFactory:
             indexers: extra indexes, name -> function (merged when the informer is shared).
             transform: applied to each object before it is stored (e.g.
                 :func:`~aioinformer.drop_managed_fields`); None drops the object.
-            label_selector, field_selector: server-side filters.
+            label_selector: a server-side label selector (``"app=web,tier!=db"``).
+            field_selector: a server-side field selector (``"spec.nodeName=node-1"``).
             metadata_only: cache PartialObjectMetadata only.
             store: this informer's store kind (default: the factory's).
             streaming_list: sync with a streaming list (WatchList) instead of a list.

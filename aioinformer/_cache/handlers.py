@@ -103,29 +103,36 @@ _SLOW, _OVERFLOW = 0, 1  # the two rate-limited warnings
 
 @dataclass(frozen=True, slots=True)
 class HandlerFailure:
-    """The last failure of a subscription's handler: the ``key`` of the object it was
-    handling, the ``change`` type and the ``error`` it raised."""
+    """The last failure of a subscription's handler (``Subscription.last_error``)."""
 
     key: str
+    """The key of the object the handler was handling."""
     change: DeltaType
+    """The type of the change it was handling."""
     error: Exception
+    """What it raised."""
 
 
 @dataclass(frozen=True, slots=True)
 class SubscriptionStatistics:
-    """A copy of one subscription's counters: ``depth`` (queued, not yet handed to the
-    consumer) and its ``peak_depth``; ``handled_total`` (including those whose handler
-    raised) and ``errors_total``; ``overflows`` (backlog exceeded ``max_queue``);
-    ``coalescing`` (merging per key now) and ``has_synced``."""
+    """A copy of one subscription's counters (``InformerStatistics.handlers``)."""
 
     name: str
+    """The subscriber's name (``add_handler(name=...)``, or one made from its handlers)."""
     depth: int
+    """Notifications queued, not yet handed to the consumer."""
     peak_depth: int
+    """The largest ``depth`` seen."""
     handled_total: int
+    """Notifications handled, including those whose handler raised."""
     errors_total: int
+    """Handler calls that raised."""
     overflows: int
+    """Times the backlog exceeded ``max_queue`` (and was merged per key)."""
     coalescing: bool
+    """Whether notifications are merged per key now."""
     has_synced: bool
+    """Whether every notification queued before the informer synced was handled."""
 
 
 @dataclass(slots=True)
@@ -151,9 +158,18 @@ class _Pending:
 class Subscription:
     """One subscriber: its queue, counters and sync state (see the module docstring).
 
-    Made by :meth:`Dispatcher.add_handler` or :meth:`Dispatcher.events`. The counters
+    Made by :meth:`Informer.add_handler <aioinformer.Informer.add_handler>` or
+    :meth:`Informer.events <aioinformer.Informer.events>`, not by users. The counters
     ``peak_depth``, ``handled_total``, ``errors_total``, ``overflows`` and ``last_error``
     are read-only for users.
+
+    Args:
+        dispatcher: the informer's fan-out this subscription belongs to.
+        name: the subscriber's name, in logs, statistics and metrics.
+        coalesce: keep at most one pending notification per key.
+        max_queue: an exact subscriber's backlog beyond which it is merged per key
+            (None: unbounded).
+        namespace: only changes of objects in this namespace are queued (None: all).
     """
 
     def __init__(
@@ -409,6 +425,9 @@ class EventStream:
     handled when the consumer asks for the next. Iteration ends when the stream or the
     dispatcher is closed; close it (``async with`` or :meth:`aclose`) when done, or its
     queue keeps filling. One consumer at a time.
+
+    Args:
+        subscription: the subscription to read (made by ``Informer.events()``).
     """
 
     def __init__(self, subscription: Subscription) -> None:

@@ -146,8 +146,12 @@ def _reads(fn: Callable[..., Any], attribute: str) -> None:
 def by_namespace(obj: KubeObject) -> tuple[str, ...]:
     """The object's namespace; cluster-scoped objects (empty namespace) get no value.
 
-    Unlike client-go, cluster-scoped objects are not filed under ``""``: that would put
-    every node of a node informer in one index entry for nothing.
+    The built-in index "namespace". Unlike client-go, cluster-scoped objects are not filed
+    under ``""``: that would put every node of a node informer in one index entry for
+    nothing.
+
+    Args:
+        obj: the object to index.
     """
     ns = obj.metadata.namespace
     return (ns,) if ns else _NONE
@@ -159,7 +163,11 @@ _reads(by_namespace, "namespace")
 def by_controller_uid(obj: KubeObject) -> tuple[str, ...]:
     """The uid of the owner reference with ``controller: true``, if any.
 
-    ``by_index("controller", statefulset_uid)`` lists the pods a StatefulSet controls.
+    The built-in index "controller": ``by_index("controller", statefulset_uid)`` lists the
+    pods a StatefulSet controls.
+
+    Args:
+        obj: the object to index.
     """
     for ref in obj.metadata.owner_references:
         if ref.controller:
@@ -175,6 +183,9 @@ def by_label(key: str) -> IndexFunc:
 
     Objects without the label get no value; a present label with an empty value is filed
     under ``""`` (``app=`` is a valid, selectable label).
+
+    Args:
+        key: the label's key (``"app"``, ``"app.kubernetes.io/name"``).
     """
 
     def index_by_label(obj: KubeObject) -> tuple[str, ...]:
@@ -193,6 +204,9 @@ def by_field(path: str) -> IndexFunc:
     Missing, ``None`` and ``""`` give no value. Strings are used as they are; numbers as
     ``str(n)``; booleans as ``"true"``/``"false"`` (their JSON spelling); a list gives one
     value per scalar element; a mapping gives no value.
+
+    Args:
+        path: dotted path into the object (``"spec.nodeName"``, ``"status.phase"``).
     """
 
     def index_by_field(obj: KubeObject) -> tuple[str, ...]:

@@ -188,10 +188,25 @@ class Informer:
     """A shared, indexed, freshness-aware cache of one resource.
 
     Create it through :meth:`aioinformer.InformerFactory.informer` (the factory runs it);
-    the parameters are the factory's. ``clock`` (default ``time.monotonic``) stamps every
-    delta's receive time and measures staleness and the rate of events. ``pipeline``: where
-    the watcher and the writer run (see the module docstring); None picks "thread" for
-    the snapshot store when ``list_watch`` has ``on_running_loop``, else "loop".
+    the parameters below are what the factory passes.
+
+    Args:
+        list_watch: lists and watches the resource (the factory's ``ListWatch``).
+        name: the informer's name in logs, statistics and metrics (``plural[.group]``,
+            plus ``[namespace]``).
+        store: "snapshot" (immutable snapshots) or "locked" (the lock-based baseline).
+        indexers: extra indexes, name to function, beside "namespace" and "controller".
+        transform: applied to each decoded object before it is stored.
+        staleness_bound: seconds; freshness-aware reads also wait while the store lags the
+            watcher by more than this (None: no bound).
+        batch_size: the most deltas the writer applies as one published state.
+        streaming_list: sync with a streaming list (WatchList) instead of a list.
+        watch_options: how the watcher lists, watches and recovers.
+        clock: stamps every delta's receive time and measures staleness and the rate of
+            events (default ``time.monotonic``).
+        pipeline: where the watcher and the writer run (see the module docstring); None
+            picks "thread" for the snapshot store when ``list_watch`` has
+            ``on_running_loop``, else "loop".
     """
 
     def __init__(

@@ -95,7 +95,15 @@ class Snapshot:
     """The store's state at one moment: immutable, so safe to hold across awaits.
 
     ``list()`` and ``by_index()`` return new lists (in no particular order); the objects
-    in them are immutable and shared with the store.
+    in them are immutable and shared with the store. Get one from
+    :meth:`Informer.snapshot <aioinformer.Informer.snapshot>`; the store's writer makes
+    them.
+
+    Args:
+        objects: the persistent map of key to object.
+        indexes: the persistent indexes, index name to (value to keys).
+        resource_version: the resourceVersion of the last item applied.
+        seq: the publish sequence number.
     """
 
     __slots__ = ("_indexes", "_objects", "_rv", "_seq")

@@ -1,11 +1,12 @@
-"""``python -m aioinformer dump|top``: an informer from the command line.
+"""``python -m aioinformer dump|top``: informers from the command line.
 
-``dump RESOURCE`` syncs one informer and prints one JSON line per cached object
-(``{"key": "ns/name", "resourceVersion": "..."}``) then a summary line with the count and
-the list RV. ``top RESOURCE...`` shows a live table (objects, RV, events/s, FIFO depth,
-staleness) until interrupted. RESOURCE is ``pods``, ``v1/pods``, ``apps/v1/statefulsets``
-or ``GROUP/VERSION/PLURAL``. Without ``--kubeconfig`` the usual kubeconfig / in-cluster
-resolution of kubernetes_asyncio applies.
+``dump RESOURCE`` syncs one informer and prints its cached objects as JSON lines, sorted
+by key: ``{"key": "ns/name", "resourceVersion": "..."}`` per object, or with ``--full``
+the whole object (``metadata.managedFields`` left out unless ``--show-managed-fields``),
+then one summary line ``{"count": N, "resourceVersion": "..."}`` (the RV the cache
+reflects). ``top RESOURCE...`` shows each informer's statistics until interrupted: a live
+table on a terminal, a table every ``--interval`` seconds otherwise (a log shows it is
+alive). RESOURCE is resolved as :mod:`aioinformer._cli.resources` describes.
 """
 
 from __future__ import annotations
@@ -15,149 +16,239 @@ import asyncio
 import contextlib
 import signal
 import sys
-from typing import Any
+import time
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from aioinformer._cache.factory import InformerFactory
+from aioinformer._cache.informer import Informer, InformerStatistics
+from aioinformer._cli.helpformat import PROG, add_command
+from aioinformer._cli.resources import resolve_resource
+from aioinformer._cli.tables import Column, fit_table
+from aioinformer._client.config import load_api_client
+from aioinformer._client.discovery import ApiResource
+from aioinformer._client.rest import RestClient
 from aioinformer._core.errors import AioinformerError, ConfigError
+from aioinformer._core.objects import KubeObject, drop_managed_fields
 
-__all__ = ["add_parsers", "parse_resource"]
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
-_WELL_KNOWN = {
-    "statefulsets": "apps/v1",
-    "deployments": "apps/v1",
-    "daemonsets": "apps/v1",
-    "replicasets": "apps/v1",
-    "controllerrevisions": "apps/v1",
-    "leases": "coordination.k8s.io/v1",
-    "customresourcedefinitions": "apiextensions.k8s.io/v1",
-}
+__all__ = ["TOP_COLUMNS", "add_parsers", "run", "top_table"]
 
+_RESOURCE_HELP = """
+RESOURCE is a name as kubectl takes it (pods, pod, po, statefulsets, sts,
+podsets.example.aioinformer.dev) or GROUP/VERSION/PLURAL (v1/pods,
+apps/v1/statefulsets). Without --kubeconfig the cluster is the pod's service
+account when in a pod, else $KUBECONFIG or ~/.kube/config.
+"""
 
-def parse_resource(text: str) -> tuple[str, str]:
-    """``pods`` -> ("v1", "pods"); ``apps/v1/statefulsets`` -> ("apps/v1", "statefulsets")."""
-    parts = [p for p in text.strip().split("/") if p]
-    if len(parts) == 1:
-        return _WELL_KNOWN.get(parts[0], "v1"), parts[0]
-    if len(parts) == 2:
-        return parts[0], parts[1]
-    if len(parts) == 3:
-        return f"{parts[0]}/{parts[1]}", parts[2]
-    raise ConfigError(f"bad resource {text!r}: use PLURAL, VERSION/PLURAL or GROUP/VERSION/PLURAL")
+_DUMP = """
+Sync an informer on RESOURCE and print its cached objects as JSON lines, sorted by
+key: {"key": "NAMESPACE/NAME", "resourceVersion": "RV"} per object, or the whole
+object with --full, then one summary line {"count": N, "resourceVersion": "RV"}
+(the resourceVersion the cache reflects).
+"""
+
+_DUMP_EXAMPLES = """
+examples:
+  python -m aioinformer dump pods
+  python -m aioinformer dump -n default -l app=web --full pods
+  python -m aioinformer dump --full apps/v1/statefulsets | head -n -1 | jq .spec
+"""
+
+_TOP = """
+Show the statistics of one informer per RESOURCE until interrupted (Ctrl-C): cached
+objects, resourceVersion, events per second, FIFO depth and peak, staleness, relists,
+watch restarts and decode errors. On a terminal the table updates in place; otherwise
+a table is printed every --interval seconds. Columns that do not fit the terminal's
+width are left out, the least important first.
+"""
+
+_TOP_EXAMPLES = """
+examples:
+  python -m aioinformer top pods
+  python -m aioinformer top -n default pods configmaps leases
+"""
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``dump`` and ``top``."""
-    for name, help_ in (
-        ("dump", "sync an informer and print one JSON line per cached object"),
-        ("top", "show live informer statistics until interrupted"),
-    ):
-        p = sub.add_parser(name, help=help_, description=help_)
-        p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: usual)")
+    dump = add_command(
+        sub,
+        "dump",
+        help="sync an informer and print its objects as JSON lines",
+        description=_DUMP + _RESOURCE_HELP,
+        epilog=_DUMP_EXAMPLES,
+    )
+    top = add_command(
+        sub,
+        "top",
+        help="show live informer statistics until interrupted",
+        description=_TOP + _RESOURCE_HELP,
+        epilog=_TOP_EXAMPLES,
+    )
+    for p in (dump, top):
+        p.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file")
+        p.add_argument("--context", help="kubeconfig context (default: its current one)")
         p.add_argument("-n", "--namespace", help="one namespace (default: all)")
-        p.add_argument("-l", "--selector", help="label selector")
-        p.add_argument("--timeout", type=float, default=60.0, help="sync timeout (seconds)")
-        if name == "dump":
-            p.add_argument("resource", help="pods, v1/pods, apps/v1/statefulsets, G/V/PLURAL")
-        else:
-            p.add_argument("resources", nargs="+", help="resources as for dump")
-            p.add_argument("--interval", type=float, default=1.0, help="refresh (seconds)")
+        p.add_argument("-l", "--selector", metavar="SELECTOR", help="label selector")
+    dump.add_argument("--full", action="store_true", help="print whole objects")
+    dump.add_argument(
+        "--show-managed-fields",
+        action="store_true",
+        help="with --full, keep metadata.managedFields",
+    )
+    dump.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="how long to wait for the sync",
+    )
+    dump.add_argument("resource", metavar="RESOURCE", help="what to dump")
+    top.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="time between updates"
+    )
+    top.add_argument("resources", nargs="+", metavar="RESOURCE", help="what to watch")
 
 
-async def _api_client(kubeconfig: str | None) -> Any:
-    from kubernetes_asyncio import client, config
-
-    if kubeconfig:
-        return await config.new_client_from_config(config_file=kubeconfig)
+def run(args: argparse.Namespace) -> int:
+    """Run ``dump`` or ``top``: exit status 0; 2 for a bad argument or configuration, 1
+    for a failure on the way (each said in one line)."""
+    if args.command == "top":
+        import rich  # noqa: F401 (fail before connecting when the extra is missing)
     try:
-        await config.load_kube_config()
-    except Exception:
-        config.load_incluster_config()  # type: ignore[no-untyped-call]
-    return client.ApiClient()
+        return asyncio.run(_dump(args) if args.command == "dump" else _top(args))
+    except ConfigError as exc:
+        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except AioinformerError as exc:
+        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _informer(
+    factory: InformerFactory, resource: ApiResource, args: argparse.Namespace, **options: Any
+) -> Informer:
+    return factory.informer(
+        resource.group_version,
+        resource.plural,
+        namespace=args.namespace if resource.namespaced else None,
+        label_selector=args.selector,
+        **options,
+    )
 
 
 async def _dump(args: argparse.Namespace) -> int:
-    group_version, plural = parse_resource(args.resource)
-    async with await _api_client(args.kubeconfig) as api:
-        async with InformerFactory(api, namespace=args.namespace) as factory:
-            inf = factory.informer(group_version, plural, label_selector=args.selector)
+    async with await load_api_client(args.kubeconfig, args.context) as api:
+        rest = RestClient(api)
+        resource = await resolve_resource(rest, args.resource)
+        transform = None if args.show_managed_fields else drop_managed_fields
+        async with InformerFactory(rest) as factory:
+            inf = _informer(factory, resource, args, transform=transform)
             await factory.wait_for_sync(timeout=args.timeout)
             snap = inf.snapshot()
             out = sys.stdout.buffer
             for obj in sorted(snap.list(), key=lambda o: o.key):
-                out.write(orjson.dumps({"key": obj.key, "resourceVersion": str(obj.rv)}) + b"\n")
-            out.write(
-                orjson.dumps({"count": len(snap), "resourceVersion": str(snap.resource_version)})
-                + b"\n"
-            )
+                line = _whole(obj, resource) if args.full else _brief(obj)
+                out.write(orjson.dumps(line) + b"\n")
+            summary = {"count": len(snap), "resourceVersion": str(snap.resource_version)}
+            out.write(orjson.dumps(summary) + b"\n")
             out.flush()
     return 0
 
 
-async def _top(args: argparse.Namespace) -> int:
-    from rich.live import Live
-    from rich.table import Table
+def _brief(obj: KubeObject) -> dict[str, Any]:
+    return {"key": obj.key, "resourceVersion": str(obj.rv)}
 
-    async with await _api_client(args.kubeconfig) as api:
-        async with InformerFactory(api, namespace=args.namespace) as factory:
-            informers = [
-                factory.informer(*parse_resource(r), label_selector=args.selector)
-                for r in args.resources
-            ]
+
+def _whole(obj: KubeObject, resource: ApiResource) -> dict[str, Any]:
+    """The object as ``kubectl get -o json`` shows it: apiVersion and kind first (a list's
+    items may come without them)."""
+    body = obj.to_dict()
+    return {
+        "apiVersion": body.pop("apiVersion", None) or resource.api_version,
+        "kind": body.pop("kind", None) or resource.kind,
+        **body,
+    }
+
+
+TOP_COLUMNS = (
+    Column("informer", justify="left"),
+    Column("synced"),
+    Column("objects"),
+    Column("RV", priority=3),
+    Column("events/s", priority=2, short="ev/s"),
+    Column("FIFO", priority=1),
+    Column("peak", priority=4),
+    Column("staleness", short="stale"),
+    Column("relists", priority=3),
+    Column("restarts", priority=4),
+    Column("decode errors", priority=5, short="errors"),
+)
+"""The columns of ``top``, most important at priority 0 (always shown)."""
+
+
+def top_table(
+    console: Console, stats: list[InformerStatistics], title: str = "aioinformer top"
+) -> Table:
+    """``top``'s table of ``stats``, fitted to the console's width."""
+    rows = [
+        [
+            s.name,
+            "yes" if s.has_synced else "no",
+            str(s.objects),
+            str(s.resource_version),
+            f"{s.events_per_second:.0f}",
+            str(s.fifo_depth),
+            str(s.fifo_peak),
+            f"{s.staleness * 1000:.0f} ms",
+            str(s.relists),
+            str(s.watch_restarts),
+            str(s.decode_errors),
+        ]
+        for s in stats
+    ]
+    return fit_table(console, TOP_COLUMNS, rows, title=title)
+
+
+async def _top(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.live import Live
+
+    console = Console()
+    async with await load_api_client(args.kubeconfig, args.context) as api:
+        rest = RestClient(api)
+        resources = [await resolve_resource(rest, r) for r in args.resources]
+        async with InformerFactory(rest) as factory:
+            informers = [_informer(factory, r, args) for r in resources]
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, stop.set)
 
-            def table() -> Table:
-                t = Table(title="aioinformer top")
-                for col in (
-                    "informer",
-                    "synced",
-                    "objects",
-                    "RV",
-                    "events/s",
-                    "FIFO",
-                    "peak",
-                    "staleness",
-                    "relists",
-                    "restarts",
-                    "decode errors",
-                ):
-                    t.add_column(col, justify="left" if col == "informer" else "right")
-                for inf in informers:
-                    s = inf.statistics()
-                    t.add_row(
-                        s.name,
-                        "yes" if s.has_synced else "no",
-                        str(s.objects),
-                        str(s.resource_version),
-                        f"{s.events_per_second:.0f}",
-                        str(s.fifo_depth),
-                        str(s.fifo_peak),
-                        f"{s.staleness * 1000:.0f} ms",
-                        str(s.relists),
-                        str(s.watch_restarts),
-                        str(s.decode_errors),
-                    )
-                return t
+            def table(title: str = "aioinformer top") -> Table:
+                return top_table(console, [inf.statistics() for inf in informers], title)
 
-            with Live(table(), refresh_per_second=4) as live:
-                while not stop.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(stop.wait(), args.interval)
-                    live.update(table())
+            async def tick() -> None:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), args.interval)
+
+            if console.is_terminal:
+                with Live(table(), console=console, refresh_per_second=4) as live:
+                    while not stop.is_set():
+                        await tick()
+                        live.update(table())
+            else:
+                while True:
+                    await tick()
+                    console.print(table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
+                    if stop.is_set():
+                        break
     return 0
-
-
-def run(args: argparse.Namespace) -> int:
-    """Run ``dump`` or ``top``; errors are printed clearly, exit code 1."""
-    try:
-        return asyncio.run(_dump(args) if args.command == "dump" else _top(args))
-    except AioinformerError as exc:
-        print(f"aioinformer {args.command}: {exc}", file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
-        return 130

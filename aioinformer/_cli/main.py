@@ -1,45 +1,61 @@
-"""Command line: ``python -m aioinformer COMMAND``.
+"""Command line: ``python -m aioinformer COMMAND`` (or the ``aioinformer`` script).
 
-Commands: ``run`` (run an operator), ``rbac`` (the RBAC rules an operator needs),
-``demo`` (the seed scenario on an embedded KubeSim), ``sim`` (serve KubeSim until
-interrupted), ``dump`` (sync an informer and print its objects), ``top`` (live informer
-statistics), ``soak`` (seeded fault mixes, a summary).
-
-A command whose optional dependencies are not installed says which extra to install, in
-one line, and exits with status 2.
+:func:`build_parser` registers every command; :func:`main` runs one. Building the parser
+imports no optional dependency, so ``--help`` works on a bare install; a command whose
+optional dependencies are missing says which extra to install, in one line, and exits with
+status 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import sys
 
-__all__ = ["main"]
+from aioinformer._cli import demo, inspect, rbac, run, sim, soak
+from aioinformer._cli.helpformat import PROG, HelpFormatter
+
+__all__ = ["build_parser", "main"]
 
 _EXTRA_OF = {"rich": "cli", "matplotlib": "demo", "cryptography": "kubesim", "yaml": "kubesim"}
 """The extra that brings each optional top-level module."""
 
+_DESCRIPTION = """
+Asyncio informers and controllers for Kubernetes, and KubeSim, an embedded Kubernetes API
+server to run them against.
 
-def main(argv: list[str] | None = None) -> int:
-    """Parse ``argv`` and run one command; returns the process exit code."""
+Run "python -m aioinformer COMMAND --help" for the options of one command.
+"""
+
+_EPILOG = """
+examples:
+  python -m aioinformer sim --port 0 --kubeconfig-out sim.kubeconfig
+  python -m aioinformer top --kubeconfig sim.kubeconfig pods configmaps
+  python -m aioinformer run examples/podset.py:build --kubeconfig sim.kubeconfig
+  python -m aioinformer rbac examples/podset.py:build --name podset-operator
+"""
+
+
+def version() -> str:
+    """``aioinformer X.Y.Z``: the installed distribution's version (the package's own
+    ``__version__`` when it runs from a source tree that is not installed)."""
     try:
-        return _main(argv)
-    except ModuleNotFoundError as exc:
-        extra = _EXTRA_OF.get((exc.name or "").partition(".")[0])
-        if extra is None:
-            raise
-        print(
-            f"python -m aioinformer: this command needs {exc.name!r}, which comes with the "
-            f"{extra!r} extra: pip install 'aioinformer[{extra}]'",
-            file=sys.stderr,
-        )
-        return 2
+        return f"aioinformer {importlib.metadata.version('aioinformer')}"
+    except importlib.metadata.PackageNotFoundError:
+        from aioinformer import __version__
+
+        return f"aioinformer {__version__}"
 
 
-def _main(argv: list[str] | None) -> int:
-    from aioinformer._cli import demo, inspect, rbac, run, sim, soak
-
-    parser = argparse.ArgumentParser(prog="python -m aioinformer", description=__doc__)
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command (see :func:`main`)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=_DESCRIPTION.strip("\n"),
+        epilog=_EPILOG.strip("\n"),
+        formatter_class=HelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=version())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     run.add_run_parser(sub)
     rbac.add_rbac_parser(sub)
@@ -47,7 +63,32 @@ def _main(argv: list[str] | None) -> int:
     sim.add_sim_parser(sub)
     inspect.add_parsers(sub)
     soak.add_soak_parser(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` and run one command; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ModuleNotFoundError as exc:
+        module = (exc.name or "").partition(".")[0]
+        extra = _EXTRA_OF.get(module)
+        if extra is None:
+            raise
+        print(missing_extra(args.command, module, extra), file=sys.stderr)
+        return 2
+
+
+def missing_extra(command: str, module: str, extra: str) -> str:
+    """The one line that says which extra brings ``module``."""
+    return (
+        f"{PROG} {command}: this command needs {module!r}, which comes with the {extra!r} "
+        f"extra: pip install 'aioinformer[{extra}]'"
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "run":
         return run.run_operator(args)
     if args.command == "rbac":

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 from collections import defaultdict
 from typing import Any
 
+from aioinformer._cli.helpformat import PROG, add_command
 from aioinformer._cli.run import _lease_prefix, add_manager_arguments, manager_from_args
+from aioinformer._core.errors import ConfigError
 from aioinformer._runtime.manager import Manager
 from aioinformer._runtime.target import build_manager, load_target
 
@@ -32,28 +35,59 @@ _READ = ("get", "list", "watch")
 _WRITE = ("create", "update", "patch", "delete")
 
 
+_DESCRIPTION = """
+Print, as YAML, the RBAC manifests an operator needs: a ServiceAccount, a ClusterRole
+(for its informers of all namespaces) and Roles (for informers of one namespace, and for
+the Leases), and their bindings to the ServiceAccount. TARGET is built as "run" builds it
+(the same cluster and coordination options), without contacting a cluster, and the
+rules are derived from what it registers, so the manifests cannot drift from the code:
+
+  every informer             get, list, watch on its resource
+  a controller's primary     update, patch on it (finalizers) and on its status
+  what a controller owns     create, update, patch, delete
+  an event recorder          create, patch on events
+  leader election            get, create, update on leases (sharding: also list)
+  Manager.require_permission what the operator declared
+
+TARGET is package.module:build or path/to/file.py:build, a function that receives a
+Manager and registers informers and controllers on it.
+"""
+
+_EXAMPLES = """
+examples:
+  python -m aioinformer rbac examples/podset.py:build --name podset-operator
+  python -m aioinformer rbac mypkg.operator:build --leader-election op \\
+      | kubectl apply -f -
+"""
+
+
 def add_rbac_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``rbac``."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "rbac",
         help="print the RBAC manifests an operator (MODULE:CALLABLE) needs",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
     )
     p.add_argument("target", metavar="TARGET", help="package.module:build or file.py:build")
     add_manager_arguments(p)
     p.add_argument("--name", help="name of the roles and bindings (default: the target's)")
-    p.add_argument("--service-account", help="its ServiceAccount (default: --name)")
-    p.add_argument("--service-account-namespace", default="default",
-                   help="the ServiceAccount's namespace (default: default)")  # fmt: skip
+    p.add_argument("--service-account", metavar="NAME",
+                   help="its ServiceAccount (default: --name)")  # fmt: skip
+    p.add_argument("--service-account-namespace", default="default", metavar="NAMESPACE",
+                   help="the ServiceAccount's namespace")  # fmt: skip
 
 
 def run_rbac(args: argparse.Namespace) -> int:
-    """Print the manifests; the exit status."""
+    """Print the manifests: exit status 0, or 2 for a bad TARGET or option (one line)."""
     import yaml
 
-    manager = manager_from_args(None, args)
-    asyncio.run(build_manager(load_target(args.target), manager))
+    try:
+        manager = asyncio.run(_build(args))
+    except ConfigError as exc:
+        print(f"{PROG} rbac: {exc}", file=sys.stderr)
+        return 2
     name = args.name or _lease_prefix(args.target)
     docs = rbac_manifests(
         manager,
@@ -63,6 +97,17 @@ def run_rbac(args: argparse.Namespace) -> int:
     )
     print(yaml.safe_dump_all(docs, sort_keys=False), end="")
     return 0
+
+
+async def _build(args: argparse.Namespace) -> Manager:
+    """The operator's Manager, built on an API client that is never connected (closed
+    again, so that what the operator made of it is cleaned up too)."""
+    from kubernetes_asyncio import client
+
+    async with client.ApiClient(client.Configuration()) as api:
+        manager = manager_from_args(api, args)
+        await build_manager(load_target(args.target), manager)
+    return manager
 
 
 Rules = dict[tuple[str, str], set[str]]

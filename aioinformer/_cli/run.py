@@ -27,6 +27,7 @@ import socket
 import sys
 from typing import Any
 
+from aioinformer._cli.helpformat import add_command
 from aioinformer._cli.logs import configure_logging
 from aioinformer._client.config import load_api_client
 from aioinformer._core.errors import ConfigError
@@ -39,39 +40,53 @@ log = logging.getLogger("aioinformer.run")
 _EXIT_GRACE = 1.0
 
 
+_DESCRIPTION = """
+Run an operator until SIGTERM or SIGINT. TARGET is package.module:build or
+path/to/file.py:build: a function that receives a Manager and registers informers and
+controllers on it.
+
+The cluster comes from --kubeconfig/--context, else the pod's service account, else
+$KUBECONFIG or ~/.kube/config. The metrics port serves /metrics, /healthz (the event
+loop answers) and /readyz (every informer synced, and the checks the operator added).
+With --leader-election NAME the controllers run only on the replica holding the Lease
+NAME; with --shards N each replica reconciles the keys of the shards it holds.
+
+SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get
+up to --shutdown-timeout seconds, then the Leases are released, then the informers
+stop, and it exits with status 0. A second signal exits at once (status 130). A
+configuration error is one line and exit status 2.
+"""
+
+_EXAMPLES = """
+examples:
+  python -m aioinformer run examples/podset.py:build --kubeconfig sim.kubeconfig
+  python -m aioinformer run mypkg.operator:build --leader-election my-operator
+  python -m aioinformer run mypkg.operator:build --shards 4 --log-format json
+"""
+
+
 def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``run``."""
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "run",
         help="run an operator (MODULE:CALLABLE) against a cluster",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
     )
     p.add_argument("target", metavar="TARGET", help="package.module:build or file.py:build")
     add_manager_arguments(p)
     g = p.add_argument_group("running")
-    g.add_argument(
-        "--metrics-port",
-        type=int,
-        default=8080,
-        help="port of /metrics, /healthz, /readyz (0: any free; default 8080)",
-    )
-    g.add_argument(
-        "--metrics-host", default="0.0.0.0", help="address the metrics port binds (default 0.0.0.0)"
-    )
-    g.add_argument(
-        "--shutdown-timeout",
-        type=float,
-        default=30.0,
-        help="seconds running reconciles get on SIGTERM (default 30)",
-    )
-    g.add_argument(
-        "--log-format",
-        choices=("text", "json"),
-        default="text",
-        help="log lines as text or JSON (default text)",
-    )
-    g.add_argument("--log-level", default="INFO", help="log level (default INFO)")
+    g.add_argument("--metrics-port", type=int, default=8080, metavar="PORT",
+                   help="port of /metrics, /healthz, /readyz; 0 for any free port")  # fmt: skip
+    g.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDRESS",
+                   help="address the metrics port binds")  # fmt: skip
+    g.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
+                   help="how long running reconciles may take to end on SIGTERM")  # fmt: skip
+    g.add_argument("--log-format", choices=("text", "json"), default="text",
+                   help="log lines as text or JSON")  # fmt: skip
+    g.add_argument("--log-level", default="INFO", metavar="LEVEL",
+                   help="DEBUG, INFO, WARNING or ERROR")  # fmt: skip
 
 
 def add_manager_arguments(p: argparse.ArgumentParser) -> None:
@@ -81,8 +96,8 @@ def add_manager_arguments(p: argparse.ArgumentParser) -> None:
                    "then $KUBECONFIG or ~/.kube/config)")  # fmt: skip
     g.add_argument("--context", help="kubeconfig context (default: its current one)")
     g.add_argument("-n", "--namespace", help="watch one namespace (default: all)")
-    g.add_argument("--field-manager", default="aioinformer",
-                   help="fieldManager of the writes (default aioinformer)")  # fmt: skip
+    g.add_argument("--field-manager", default="aioinformer", metavar="NAME",
+                   help="fieldManager of the writes")  # fmt: skip
     c = p.add_argument_group("coordination")
     c.add_argument("--leader-election", metavar="NAME",
                    help="run controllers only while holding the Lease NAME")  # fmt: skip
@@ -91,15 +106,19 @@ def add_manager_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--lease-name", metavar="NAME",
                    help="prefix of the shard Leases (default: the target's name)")  # fmt: skip
     c.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
-                   help="namespace of the Leases (default $POD_NAMESPACE or default)")  # fmt: skip
+                   metavar="NAMESPACE",
+                   help="namespace of the Leases, $POD_NAMESPACE when set")  # fmt: skip
     c.add_argument(
         "--identity",
         default=None,
         help="this replica's identity in the Leases (default: hostname + random)",
     )
-    c.add_argument("--lease-duration", type=float, default=15.0)
-    c.add_argument("--renew-deadline", type=float, default=10.0)
-    c.add_argument("--retry-period", type=float, default=2.0)
+    c.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
+                   help="how long a Lease holds without renewal")  # fmt: skip
+    c.add_argument("--renew-deadline", type=float, default=10.0, metavar="SECONDS",
+                   help="how long the holder keeps retrying a renewal before it stops")  # fmt: skip
+    c.add_argument("--retry-period", type=float, default=2.0, metavar="SECONDS",
+                   help="time between attempts to acquire or renew")  # fmt: skip
 
 
 def manager_from_args(api: Any, args: argparse.Namespace, **options: Any) -> Manager:

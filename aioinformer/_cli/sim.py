@@ -5,29 +5,49 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from aioinformer.testing._kubesim.kubesim import KubeSim
-from aioinformer.testing._kubesim.tls import TlsUnavailable
+from aioinformer._cli.helpformat import PROG, add_command
 
 __all__ = ["add_sim_parser", "run_sim"]
 
 
+_DESCRIPTION = """
+Serve KubeSim, an embedded Kubernetes API server, until interrupted (Ctrl-C or
+SIGTERM). It speaks the real wire protocol (list, watch, create, update, patch,
+apply, delete, discovery, CRDs, Leases), over https with a self-signed CA by default,
+so kubectl and any client work against it through the kubeconfig it writes.
+"""
+
+_EXAMPLES = """
+examples:
+  python -m aioinformer sim --port 0 --kubeconfig-out sim.kubeconfig
+  kubectl --kubeconfig sim.kubeconfig get pods -A
+  python -m aioinformer sim --nodes 3 --cluster --kubeconfig-out sim.kubeconfig
+  python -m aioinformer sim --plain-http --no-auth --latency 0.05
+"""
+
+
 def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser(
+    """Register ``sim``."""
+    p = add_command(
+        sub,
         "sim",
         help="serve an embedded Kubernetes API server (KubeSim) until interrupted",
-        description="Serve KubeSim, an embedded Kubernetes API server, until interrupted.",
+        description=_DESCRIPTION,
+        epilog=_EXAMPLES,
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8001, help="port (default 8001; 0 = any free)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind")
+    p.add_argument("--port", type=int, default=8001, help="port to bind; 0 for any free port")
     p.add_argument("--kubeconfig-out", metavar="PATH", help="write a kubeconfig for the sim here")
-    p.add_argument("--nodes", type=int, default=0, help="create N nodes")
+    p.add_argument("--nodes", type=int, default=0, metavar="N", help="create N nodes")
     p.add_argument("--cluster", action="store_true", help="run the scheduler/kubelet emulation")
-    p.add_argument("--start-delay", type=float, default=1.0, help="seconds Pending -> Running")
+    p.add_argument("--start-delay", type=float, default=1.0, metavar="SECONDS",
+                   help="with --cluster, how long a pod stays Pending")  # fmt: skip
     scheme = p.add_mutually_exclusive_group()
     scheme.add_argument(
         "--tls",
@@ -56,14 +76,20 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="read the admin bearer token from this file (keeps it out of the process list)",
     )
     p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
-    p.add_argument("--history-size", type=int, default=10_000, help="watch cache events per type")
+    p.add_argument("--history-size", type=int, default=10_000, metavar="N",
+                   help="watch history kept per resource, in events")  # fmt: skip
     g = p.add_argument_group("faults")
-    g.add_argument("--latency", type=float, default=0.0, help="delay every request (seconds)")
-    g.add_argument("--watch-delay", type=float, default=0.0, help="delay watch events (seconds)")
-    g.add_argument("--drop-watches-every", type=float, default=0.0, metavar="SECONDS")
-    g.add_argument("--restart-every", type=float, default=0.0, metavar="SECONDS")
+    g.add_argument("--latency", type=float, default=0.0, metavar="SECONDS",
+                   help="delay every request")  # fmt: skip
+    g.add_argument("--watch-delay", type=float, default=0.0, metavar="SECONDS",
+                   help="delay every watch event")  # fmt: skip
+    g.add_argument("--drop-watches-every", type=float, default=0.0, metavar="SECONDS",
+                   help="close every open watch this often; 0 for never")  # fmt: skip
+    g.add_argument("--restart-every", type=float, default=0.0, metavar="SECONDS",
+                   help="restart the server this often; 0 for never")  # fmt: skip
     g.add_argument("--fail-next", type=int, default=0, metavar="N", help="fail the next N requests")
-    g.add_argument("--fail-status", type=int, default=500, choices=(429, 500, 503, 504))
+    g.add_argument("--fail-status", type=int, default=500, choices=(429, 500, 503, 504),
+                   help="the status of those failures")  # fmt: skip
 
 
 def _token(args: argparse.Namespace) -> str | None:
@@ -73,6 +99,8 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 async def _serve(args: argparse.Namespace, token: str | None) -> None:
+    from aioinformer.testing._kubesim.kubesim import KubeSim
+
     sim = KubeSim(
         host=args.host,
         port=args.port,
@@ -121,17 +149,21 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
 
 
 def run_sim(args: argparse.Namespace) -> int:
+    """Serve until interrupted: exit status 0; 1 when it cannot start (in one line)."""
+    from aioinformer.testing._kubesim.tls import TlsUnavailable
+
     try:
         token = _token(args)
     except OSError as exc:
-        print(f"aioinformer sim: cannot read the token file: {exc}", file=sys.stderr)
+        print(f"{PROG} sim: cannot read the token file: {exc}", file=sys.stderr)
         return 1
     try:
         asyncio.run(_serve(args, token))
     except TlsUnavailable as exc:
-        print(f"aioinformer sim: {exc}", file=sys.stderr)
+        print(f"{PROG} sim: {exc}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"aioinformer sim: cannot serve on {args.host}:{args.port}: {exc}", file=sys.stderr)
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        print(f"{PROG} sim: cannot serve on {args.host}:{args.port}: {reason}", file=sys.stderr)
         return 1
     return 0

@@ -79,20 +79,25 @@ IN_FLIGHT_GRACE = 10.0
 
 @dataclass(frozen=True, slots=True)
 class WriteRequest:
-    """One write, as the hooks see it: ``verb`` ("create", "update", "patch", "apply",
-    "delete"), the ``resource``, the object's ``namespace`` and ``name`` (None for a create
-    by generateName), its ``body`` (the object, or the patch), the ``subresource`` (e.g.
-    "status"), the ``controller_refs`` of the object body, ``(apiVersion, kind, name)``
-    (who controls the object a create makes), and the object's ``uid`` when known."""
+    """One write, as the hooks (:class:`WriteHook`) see it."""
 
     verb: str
+    """"create", "update", "patch", "apply" or "delete"."""
     resource: ApiResource
+    """The resource written to."""
     namespace: str | None
+    """The object's namespace (None: cluster-scoped)."""
     name: str | None
+    """The object's name (None for a create by generateName)."""
     body: Any = None
+    """The object, or the patch."""
     subresource: str | None = None
+    """The subresource written (e.g. "status"), or None."""
     controller_refs: tuple[tuple[str, str, str], ...] = field(default=())
+    """The controller references of the object body as ``(apiVersion, kind, name)``: who
+    controls the object a create makes."""
     uid: str | None = None
+    """The object's uid, when known."""
 
 
 class WriteHook(Protocol):
@@ -150,8 +155,17 @@ def _controllers(body: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
 
 
 def merge_diff(old: Any, new: Any) -> Any:
-    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new`` (``{}`` when equal):
-    changed and added keys with their new values, removed keys as null; lists whole."""
+    """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``.
+
+    Changed and added keys with their new values, removed keys as null; lists whole.
+
+    Args:
+        old: the current body (or any JSON value).
+        new: the desired body.
+
+    Returns:
+        The patch: ``{}`` when they are equal; ``new`` itself when either is not a mapping.
+    """
     if not (isinstance(old, Mapping) and isinstance(new, Mapping)):
         return new
     patch: dict[str, Any] = {}

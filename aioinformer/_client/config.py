@@ -4,7 +4,8 @@ pod's service account, with one clear error when there is none.
 :func:`load_api_client` resolves, in order: an explicit ``kubeconfig`` (and ``context``);
 the in-cluster service account when running in a pod (``KUBERNETES_SERVICE_HOST`` set)
 and no kubeconfig was asked for; the default kubeconfig (``$KUBECONFIG`` or
-``~/.kube/config``). Every failure is a :class:`~aioinformer.ConfigError` whose message is
+``~/.kube/config``). Every failure (a missing file, a file that is not YAML or not a
+kubeconfig, an unknown context) is a :class:`~aioinformer.ConfigError` whose message is
 one line naming what was tried (never a credential), not kubernetes_asyncio's chained
 tracebacks.
 """
@@ -48,6 +49,8 @@ async def load_api_client(kubeconfig: str | None = None, context: str | None = N
         raise ConfigError(f"{where}: {_line(exc)}") from None
     except (OSError, ValueError) as exc:
         raise ConfigError(f"kubeconfig {first}: {type(exc).__name__}: {_line(exc)}") from None
+    except Exception as exc:  # not YAML, or YAML of another shape than a kubeconfig's
+        raise ConfigError(f"kubeconfig {first}: {_not_a_kubeconfig(exc)}") from None
     return client.ApiClient(configuration=cfg)
 
 
@@ -57,6 +60,16 @@ def _kubeconfig(kubeconfig: str | None) -> tuple[str, bool]:
     path = kubeconfig or os.environ.get("KUBECONFIG") or os.path.join("~", ".kube", "config")
     first = os.path.expanduser(path.split(os.pathsep)[0])
     return first, os.path.isfile(first)
+
+
+def _not_a_kubeconfig(exc: Exception) -> str:
+    """Why a file is no kubeconfig, without quoting it (a kubeconfig holds credentials: a
+    YAML error says where it stopped, nothing of what it read)."""
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None:
+        problem = getattr(exc, "problem", None) or "invalid"
+        return f"not valid YAML: {problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return f"not a kubeconfig ({type(exc).__name__} while reading it)"
 
 
 def _line(exc: BaseException) -> str:

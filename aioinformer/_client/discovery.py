@@ -56,7 +56,9 @@ class ApiResource:
     subresources: tuple[str, ...] = ()
     """Its subresources, e.g. ("status", "scale")."""
     singular: str = ""
+    """The singular name, e.g. "pod" ("" when the server does not say)."""
     short_names: tuple[str, ...] = ()
+    """Short names kubectl accepts, e.g. ("po",)."""
 
     @property
     def group_version(self) -> str:
@@ -85,7 +87,15 @@ class ApiResource:
 
 
 class Discovery:
-    """The served resources of one API server (see the module docstring)."""
+    """The served resources of one API server (see the module docstring).
+
+    Args:
+        rest: the client layer to send discovery requests through (``factory.rest``,
+            ``client.rest``).
+        wait: seconds :meth:`resolve` waits for a group/version or resource that is not
+            served yet (a CRD just created) before it gives up.
+        poll: seconds between two discovery requests while waiting.
+    """
 
     def __init__(self, rest: RestClient, *, wait: float = 10.0, poll: float = 0.2) -> None:
         self.rest = rest

@@ -145,6 +145,30 @@ class LeaderElector(BackgroundRunner):
     task for async work). ``on_new_leader(identity)`` is called whenever the observed
     holder changes to a non-empty identity (this one included). An exception in a
     callback is logged and does not disturb the election.
+
+    Args:
+        api_client: a kubernetes_asyncio ``ApiClient``.
+        name: the Lease's name, the same for every candidate.
+        namespace: the Lease's namespace.
+        identity: this candidate's ``holderIdentity``; unique among live candidates (the
+            pod's name).
+        lease_duration: seconds others wait, from when they last saw the Lease change,
+            before they may take it (written as ``ceil(lease_duration)``).
+        renew_deadline: seconds after the start of its last successful renewal that a
+            holder still counts as holding (must be below ``lease_duration``).
+        retry_period: seconds between two renewals (and two tries to acquire).
+        release_on_cancel: on cancellation, release the Lease (empty holder) so another
+            candidate takes over at once instead of after ``lease_duration``.
+        clock: the local clock every duration is measured by (``time.monotonic``).
+        on_started_leading: called when this candidate becomes the leader.
+        on_stopped_leading: called when it stops leading (lost, or released on
+            cancellation).
+        on_new_leader: called with the holder's identity whenever the observed holder
+            changes to a non-empty one (this candidate included).
+
+    Raises:
+        ConfigError: an empty name or identity, or timings that cannot hold
+            (``lease_duration > renew_deadline > 1.2 * retry_period > 0``).
     """
 
     def __init__(

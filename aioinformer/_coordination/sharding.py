@@ -99,6 +99,30 @@ class ShardManager(BackgroundRunner):
 
     ``async with ShardManager(api, name="ctl", namespace="ops", identity=pod) as shards:``
     runs it in a task; reconcile a key only ``if shards.owns(key)``.
+
+    Args:
+        api_client: a kubernetes_asyncio ``ApiClient``.
+        name: the prefix of the Lease names (``NAME-shard-I``, ``NAME-member-IDENTITY``),
+            the same for every replica.
+        namespace: the Leases' namespace, the same for every replica.
+        identity: this replica's ``holderIdentity``; unique among live replicas (a DNS-1123
+            name, e.g. the pod's).
+        shards: the number of shards keys are hashed into, the same for every replica.
+        lease_duration: seconds others wait, from when they last saw the Lease change,
+            before they may take it (written as ``ceil(lease_duration)``).
+        renew_deadline: seconds after the start of its last successful renewal that a
+            holder still counts as holding (must be below ``lease_duration``).
+        retry_period: seconds between two renewals (and two tries to acquire).
+        release_on_cancel: on cancellation, release the shard and member Leases (empty
+            holder) so other replicas take over at once instead of after
+            ``lease_duration``.
+        clock: the local clock every duration is measured by (``time.monotonic``).
+        on_change: callbacks called with the new owned set (a ``frozenset`` of shard
+            numbers) whenever it changes.
+
+    Raises:
+        ConfigError: timings that cannot hold, fewer than one shard, a name or identity
+            that is not a DNS-1123 name, or Lease names longer than 253 characters.
     """
 
     def __init__(

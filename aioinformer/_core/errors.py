@@ -97,7 +97,12 @@ class DecodeError(AioinformerError, ValueError):
 
 class NotOwner(AioinformerError):
     """This replica no longer holds ``key`` (its leader or shard Lease is lost or being
-    released): the toolkit refused to send a write on its behalf."""
+    released): the toolkit refused to send a write on its behalf.
+
+    Args:
+        message: what was refused and why.
+        key: the primary key (``namespace/name``) the write was made for.
+    """
 
     def __init__(self, message: str, key: str) -> None:
         super().__init__(message)
@@ -107,9 +112,17 @@ class NotOwner(AioinformerError):
 class ApiError(AioinformerError):
     """A request to the API server failed.
 
-    ``verb`` ("list", "watch", "create", "patch", ...), ``resource`` ("pods" or
-    "podsets.example.aioinformer.dev") and ``namespace`` (None: all namespaces or a
-    cluster-scoped resource) say which request.
+    The client layer raises it (as one of its subclasses) for every request the library
+    sends: informers' lists and watches, and writes through :class:`~aioinformer.Client`.
+    Not to be confused with :class:`aioinformer.testing.ApiError`, the error KubeSim's
+    in-process API raises (a Status to answer with, not a failed request).
+
+    Args:
+        message: the whole message, naming the request (secrets removed).
+        verb: "list", "watch", "get", "create", "update", "patch", "delete", ...
+        resource: "pods", or "podsets.example.aioinformer.dev" for a group's resource.
+        namespace: the request's namespace; None for all namespaces or a cluster-scoped
+            resource.
     """
 
     def __init__(self, message: str, *, verb: str, resource: str, namespace: str | None) -> None:
@@ -121,23 +134,35 @@ class ApiError(AioinformerError):
 
 @dataclass(frozen=True, slots=True)
 class Cause:
-    """One entry of a Status' ``details.causes``: what was wrong (``reason``, e.g.
-    "FieldValueInvalid" or "FieldManagerConflict"), where (``field``, e.g.
-    "spec.replicas") and the server's ``message``."""
+    """One entry of a Status' ``details.causes``: what was wrong, where, and the server's
+    message."""
 
     reason: str
+    """What was wrong, e.g. "FieldValueInvalid" or "FieldManagerConflict"."""
     message: str
+    """The server's message for this cause."""
     field: str
+    """Where, e.g. "spec.replicas" ("" when the server names no field)."""
 
 
 class StatusError(ApiError):
     """The API server answered with an error ``Status``.
 
-    ``code`` is the HTTP status (or a watch ERROR event's code), ``reason`` the Status
-    reason ("Conflict", "NotFound", ...), ``message`` the server's message (secrets removed),
-    ``name`` the object's name when the request named one (or ``details.name``),
-    ``causes`` the ``details.causes``, ``retry_after`` the server's Retry-After in seconds (or
-    None), ``source`` how it came ("HTTP" status, or a watch "ERROR event").
+    The attributes keep the arguments (``message`` as ``server_message``; ``str(error)``
+    is the whole message, with a hint for 401, 403 and a 404 on a list or watch). Raised
+    as the most specific subclass for the code and reason (see the tree above).
+
+    Args:
+        code: the HTTP status, or a watch ERROR event's code.
+        reason: the Status reason ("Conflict", "NotFound", ...).
+        message: the server's message (secrets removed).
+        verb: the request's verb, as for :class:`ApiError`.
+        resource: the request's resource, as for :class:`ApiError`.
+        namespace: the request's namespace, as for :class:`ApiError`.
+        name: the object's name when the request named one (or ``details.name``).
+        causes: the Status' ``details.causes``.
+        retry_after: the server's Retry-After in seconds, or None.
+        source: how it came: "HTTP" (a response status) or "ERROR event" (on a watch).
     """
 
     def __init__(

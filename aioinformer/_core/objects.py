@@ -298,7 +298,14 @@ Transform: TypeAlias = Callable[[KubeObject], KubeObject]
 
 
 def drop_managed_fields(obj: KubeObject) -> KubeObject:
-    """The built-in transform: ``obj`` without ``managed_fields`` (nothing is decoded)."""
+    """The built-in transform: ``obj`` without ``managed_fields`` (nothing is decoded).
+
+    Args:
+        obj: a decoded object.
+
+    Returns:
+        ``obj`` itself when it has no managedFields, else a copy without them.
+    """
     if not obj.managed_fields:
         return obj
     return _replace(obj, managed_fields=b"")
@@ -349,7 +356,18 @@ def _slow_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | N
 
 
 def decode_object(raw: bytes | str | Raw) -> KubeObject:
-    """Decode one API object (a GET response, a list item, a watch event's object)."""
+    """Decode one API object (a GET response, a list item, a watch event's object).
+
+    Args:
+        raw: the object's JSON.
+
+    Returns:
+        The immutable :class:`~aioinformer.KubeObject`.
+
+    Raises:
+        DecodeError: ``raw`` is not a JSON object with metadata, a name and an integer
+            resourceVersion.
+    """
     return _decode_item(raw, "", "")
 
 

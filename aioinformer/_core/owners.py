@@ -24,12 +24,22 @@ def owner_reference(
     controller: bool = True,
     block_owner_deletion: bool = True,
 ) -> dict[str, Any]:
-    """The ownerReference to ``owner`` (a cached object or an object body as the server
-    answered it: it must carry apiVersion, kind, name and uid).
+    """The ownerReference to ``owner``, as a ``metadata.ownerReferences`` entry.
 
-    ``controller``: the owner is the object's managing controller (events on the object
-    reconcile the owner). ``block_owner_deletion``: a foreground deletion of the owner
-    waits for this object to be gone first.
+    Args:
+        owner: a cached object or an object body as the server answered it: it must carry
+            apiVersion, kind, name and uid.
+        controller: the owner is the object's managing controller (events on the object
+            reconcile the owner).
+        block_owner_deletion: a foreground deletion of the owner waits for this object to
+            be gone first.
+
+    Returns:
+        ``{"apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"}``.
+
+    Raises:
+        ConfigError: ``owner`` lacks one of apiVersion, kind, name or uid (e.g. a body
+            that was never sent to the server).
     """
     if isinstance(owner, KubeObject):
         api_version, kind, name, uid = owner.api_version, owner.kind, owner.name, owner.uid
@@ -60,10 +70,25 @@ def set_owner(
     controller: bool = True,
     block_owner_deletion: bool = True,
 ) -> MutableMapping[str, Any]:
-    """Add ``owner``'s reference to ``body`` (in place; returned too). The same owner
-    (by uid) is replaced; with ``controller`` any other controller reference is dropped.
-    A namespaced object can only be owned by an object of its namespace or a
-    cluster-scoped one: a mismatch is a :class:`ConfigError`."""
+    """Add ``owner``'s reference to ``body`` (in place; returned too).
+
+    The same owner (by uid) is replaced; with ``controller`` any other controller reference
+    is dropped (an object has one controller at most).
+
+    Args:
+        body: the dependent's body, changed in place.
+        owner: the owner, as for :func:`owner_reference`.
+        controller: as for :func:`owner_reference`.
+        block_owner_deletion: as for :func:`owner_reference`.
+
+    Returns:
+        ``body``.
+
+    Raises:
+        ConfigError: ``owner`` lacks an identity field, or it is namespaced and ``body``
+            is in another namespace (an owner is in the dependent's namespace or
+            cluster-scoped).
+    """
     ref = owner_reference(owner, controller=controller, block_owner_deletion=block_owner_deletion)
     meta = body.setdefault("metadata", {})
     owner_ns = owner.namespace if isinstance(owner, KubeObject) else (

@@ -30,12 +30,15 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class Reconciling:
-    """One running reconcile: ``controller`` reconciles ``key``; ``reconcile_id`` is unique
-    in the process (``<controller>-<n>``)."""
+    """One running reconcile (what :func:`current_reconcile` returns inside one)."""
 
     controller: Controller
+    """The controller running it."""
     key: str
+    """The key being reconciled ("ns/name", or "name" for a cluster-scoped primary)."""
     reconcile_id: str
+    """Unique in the process: ``<controller>-<n>``; every log record of the reconcile
+    carries it."""
 
 
 current: contextvars.ContextVar[Reconciling | None] = contextvars.ContextVar(

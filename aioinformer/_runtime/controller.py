@@ -80,7 +80,9 @@ class Result:
     requeue (``requeue=True``), or a requeue after ``requeue_after`` seconds."""
 
     requeue: bool = False
+    """Reconcile the key again after the rate limiter's per-key backoff."""
     requeue_after: float | None = None
+    """Reconcile the key again after this many seconds (and reset its backoff)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,15 @@ class ControllerStatistics:
 
 
 def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
-    """Predicate: only spec changes (metadata.generation moved) trigger a reconcile."""
+    """Predicate: only spec changes (metadata.generation moved) trigger a reconcile.
+
+    Args:
+        old: the object as the controller last saw it (None: never seen).
+        new: the object now.
+
+    Returns:
+        Whether to reconcile: ``old`` is None or its generation differs from ``new``'s.
+    """
     return old is None or old.generation != new.generation
 
 
@@ -147,7 +157,7 @@ class Controller:
             ``Result(requeue_after=...)``.
         shutdown_timeout: seconds :meth:`stop` may take: running reconciles may finish
             until shortly before, then they are cancelled.
-        owns_key: the older name of ``may_act``.
+        owns_key: the same as ``may_act`` (accepted for existing callers; give one).
     """
 
     def __init__(

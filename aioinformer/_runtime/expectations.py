@@ -31,8 +31,10 @@ class _Pending:
 class Expectations:
     """Per-owner counts of creations and deletions not yet observed in the cache.
 
-    ``ttl``: seconds after which unmet expectations are treated as satisfied (client-go:
-    5 minutes), so a lost event delays a controller instead of stopping it.
+    Args:
+        ttl: seconds after which unmet expectations are treated as satisfied (client-go:
+            5 minutes), so a lost event delays a controller instead of stopping it.
+        clock: measures the ``ttl`` (default ``time.monotonic``).
     """
 
     def __init__(self, ttl: float = 300.0, clock: Callable[[], float] = time.monotonic) -> None:

@@ -34,7 +34,19 @@ async def finalizer(
     apply: Callable[[KubeObject], Awaitable[Result | None]],
     cleanup: Callable[[KubeObject], Awaitable[Result | None]],
 ) -> Result | None:
-    """Reconcile ``obj`` under finalizer ``name`` (see the module docstring)."""
+    """Reconcile ``obj`` under finalizer ``name`` (see the module docstring).
+
+    Args:
+        client: writes the finalizer (usually ``manager.client``).
+        obj: the primary object, as the reconcile read it from the cache.
+        name: the finalizer, e.g. ``"example.aioinformer.dev/cleanup"``.
+        apply: ``await apply(obj)`` while the object is not being deleted.
+        cleanup: ``await cleanup(obj)`` once it is being deleted; must be idempotent.
+
+    Returns:
+        What ``apply`` or ``cleanup`` returned; None when the call only added the
+        finalizer (the update reconciles the object again) or had nothing to do.
+    """
     if obj.deletion_timestamp is None:
         if name not in obj.finalizers:
             await client.ensure_finalizer(obj, name)

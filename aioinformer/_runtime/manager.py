@@ -61,27 +61,42 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class LeaderElection:
-    """Lease-based leader election settings (client-go's defaults)."""
+    """Lease-based leader election settings (client-go's defaults); see
+    :class:`~aioinformer.LeaderElector` for what each one means."""
 
     name: str
+    """The Lease's name, the same for every replica."""
     namespace: str
+    """The Lease's namespace."""
     identity: str
+    """This replica's identity, unique among live replicas (the pod's name)."""
     lease_duration: float = 15.0
+    """Seconds others wait, from the Lease's last change, before they may take it."""
     renew_deadline: float = 10.0
+    """Seconds after its last successful renewal's start that the leader still leads."""
     retry_period: float = 2.0
+    """Seconds between two renewals or tries to acquire."""
 
 
 @dataclass(frozen=True, slots=True)
 class Sharding:
-    """Key sharding across replicas through per-shard Leases."""
+    """Key sharding across replicas through per-shard Leases; see
+    :class:`~aioinformer.ShardManager` for what each setting means."""
 
     name: str
+    """The prefix of the Lease names, the same for every replica."""
     namespace: str
+    """The Leases' namespace, the same for every replica."""
     identity: str
+    """This replica's identity, unique among live replicas (a DNS-1123 name)."""
     shards: int = 32
+    """How many shards keys are hashed into, the same for every replica."""
     lease_duration: float = 15.0
+    """Seconds others wait, from a Lease's last change, before they may take it."""
     renew_deadline: float = 10.0
+    """Seconds after its last successful renewal's start that a shard is still owned."""
     retry_period: float = 2.0
+    """Seconds between two renewals or balancing rounds."""
 
 
 class Manager:
@@ -98,7 +113,8 @@ class Manager:
         leader_election: run the controllers only while this replica leads.
         sharding: split the keys across replicas by per-shard Leases.
         watch_options: how the informers list, watch and recover.
-        watcher_options: the same as a mapping (older form).
+        watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
+            :class:`~aioinformer.WatchOptions` field names.
         cache_sync_timeout: seconds :meth:`run` waits for every informer's initial sync
             before it gives up with :class:`~aioinformer.FreshnessTimeout` naming the
             informers still waiting and their last error (controller-runtime's
@@ -195,8 +211,14 @@ class Manager:
         store: StoreKind | None = None,
         streaming_list: bool = False,
     ) -> Informer:
-        """A shared informer from the manager's factory; the parameters are
-        :meth:`InformerFactory.informer`'s."""
+        """A shared informer from the manager's factory, started by :meth:`run`.
+
+        The parameters are :meth:`InformerFactory.informer
+        <aioinformer.InformerFactory.informer>`'s: ``group_version`` and ``plural`` name the
+        resource; ``namespace`` defaults to the manager's; ``indexers``, ``transform``,
+        ``label_selector``, ``field_selector``, ``metadata_only``, ``store`` and
+        ``streaming_list`` shape the cache.
+        """
         return self.factory.informer(
             group_version,
             plural,
@@ -230,9 +252,34 @@ class Manager:
         resync_period: float | None = None,
         shutdown_timeout: float = 30.0,
     ) -> Controller:
-        """Create a controller the manager will run; the parameters are
-        :class:`Controller`'s (the manager supplies its metrics and the check that this
-        replica holds a key: its leader Lease, or the key's shard)."""
+        """Create a controller the manager will run once every informer has synced.
+
+        The parameters are :class:`~aioinformer.Controller`'s, which documents each one;
+        the manager supplies ``metrics`` and ``may_act`` (the check that this replica holds
+        the key: its leader Lease, or the key's shard). In short:
+
+        Args:
+            name: the controller's name (logs, metrics, work queue).
+            reconcile: ``async def reconcile(key) -> Result | None``.
+            primary: the informer of the objects it reconciles.
+            primary_kind: their kind (default: from discovery).
+            owns: informers of objects the primary controls (by controller reference).
+            watches: ``(informer, mapper)`` pairs mapping other objects to primary keys.
+            predicates: ``predicate(old, new)`` filters on primary updates.
+            concurrency: keys reconciled at once (never one key twice).
+            rate_limiter: per-key retry delays (default: client-go's).
+            freshness: a reconcile waits until the informers have seen the controller's
+                own writes for its key (read-your-writes).
+            freshness_timeout: seconds that wait may take before the key is requeued.
+            expectations: a key waits while its recorded creations and deletions are
+                unobserved.
+            expectations_ttl: seconds after which an expectation is given up as lost.
+            reconcile_timeout: seconds one reconcile may run (None: no limit).
+            resync_period: seconds between two reconciles of every cached primary
+                (None: never).
+            shutdown_timeout: seconds the controller's stop may take before running
+                reconciles are cancelled.
+        """
         ctl = Controller(
             name,
             reconcile,
@@ -471,7 +518,14 @@ async def _first(waiting: Coroutine[Any, Any, Any], background: asyncio.Task[Any
 
 
 def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)``, on uvloop when installed (``pip install aioinformer[uvloop]``)."""
+    """``asyncio.run(main)``, on uvloop when installed (``pip install aioinformer[uvloop]``).
+
+    Args:
+        main: the coroutine to run, e.g. ``manager.run()``.
+
+    Returns:
+        What ``main`` returns.
+    """
     try:
         import uvloop  # an optional extra: typed as Any where it is not installed
     except ImportError:

@@ -23,6 +23,7 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -32,6 +33,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from aioinformer._cache.handlers import SubscriptionStatistics
 from aioinformer._cache.informer import InformerStatistics
+from aioinformer._core.errors import ConfigError
 
 __all__ = ["Metrics", "WorkQueueMetricsAdapter"]
 
@@ -173,7 +175,8 @@ class Metrics:
         routes: Callable[[web.Application], None] | None = None,
     ) -> tuple[web.AppRunner, int]:
         """Serve ``/metrics`` on ``host:port`` (and what ``routes`` adds to the app);
-        returns the runner (to clean up) and the bound port."""
+        returns the runner (to clean up) and the bound port. A port that cannot be bound
+        (in use, not allowed) is a :class:`~aioinformer.ConfigError` naming it."""
 
         async def handle(_request: web.Request) -> web.Response:
             return web.Response(
@@ -187,7 +190,12 @@ class Metrics:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await runner.cleanup()
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            raise ConfigError(f"cannot serve /metrics on {host}:{port}: {reason}") from None
         sockets: Any = getattr(site._server, "sockets", None)
         bound = int(sockets[0].getsockname()[1]) if sockets else port
         return runner, bound

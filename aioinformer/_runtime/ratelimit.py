@@ -69,6 +69,13 @@ class ItemExponentialFailureRateLimiter(Generic[K_contra]):
         [rl.when("ns/a") for _ in range(3)]   # [0.005, 0.01, 0.02]
         rl.when("ns/b")                       # 0.005: keys are independent
         rl.forget("ns/a"); rl.when("ns/a")    # 0.005 again
+
+    Args:
+        base_delay: the delay after the first failure, in seconds.
+        max_delay: the cap on any delay, in seconds.
+
+    Raises:
+        ConfigError: unless ``0 <= base_delay <= max_delay``.
     """
 
     __slots__ = ("_failures", "base_delay", "max_delay")
@@ -121,6 +128,14 @@ class BucketRateLimiter:
 
         rl = BucketRateLimiter(qps=10.0, burst=2, clock=fake_clock)
         rl.when("a"), rl.when("b"), rl.when("c"), rl.when("d")   # 0.0, 0.0, 0.1, 0.2
+
+    Args:
+        qps: tokens added per second.
+        burst: the bucket's capacity (and initial content).
+        clock: seconds on a monotonic scale (default ``time.monotonic``).
+
+    Raises:
+        ConfigError: unless ``qps > 0`` and ``burst >= 1``.
     """
 
     __slots__ = ("_clock", "_last", "_tokens", "burst", "qps")
@@ -168,6 +183,9 @@ class MaxOfRateLimiter(Generic[K_contra]):
 
     Every limiter sees every call (so each records the failure or spends its token);
     ``num_requeues`` is the largest count; ``forget`` forgets in all of them.
+
+    Args:
+        *limiters: the limiters to combine (at least one).
     """
 
     __slots__ = ("limiters",)
@@ -205,6 +223,12 @@ def default_controller_rate_limiter(
     """client-go's ``DefaultControllerRateLimiter``: per-key exponential backoff
     (``base_delay`` doubling to ``max_delay``) combined with an overall token bucket
     (``qps`` after a burst of ``burst``). Every part is configurable.
+
+    Args:
+        base_delay: a key's delay after its first failure, in seconds.
+        max_delay: the cap on a key's delay, in seconds.
+        qps: retries per second allowed overall, once the burst is spent.
+        burst: retries allowed at once.
     """
     return MaxOfRateLimiter[Hashable](
         ItemExponentialFailureRateLimiter(base_delay, max_delay),

@@ -114,8 +114,15 @@ class WorkQueueStatistics:
 class WorkQueue(Generic[K]):
     """A deduplicating, delaying, rate-limited async work queue of hashable keys.
 
-    ``rate_limiter`` defaults to :func:`default_controller_rate_limiter`. ``metrics``
-    receives the queue's events; ``clock`` (default ``time.monotonic``) timestamps them.
+    Args:
+        name: names the queue in metrics, logs and statistics.
+        rate_limiter: the delays of :meth:`add_rate_limited` (default:
+            :func:`~aioinformer.default_controller_rate_limiter`).
+        metrics: receives the queue's events (adds, gets, done, retries, the longest
+            running key); None: no metrics.
+        clock: timestamps the events (default ``time.monotonic``).
+        metrics_interval: seconds between two reports of the longest running key and the
+            unfinished work while keys are processed.
 
     Example::
 

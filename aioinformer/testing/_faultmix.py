@@ -94,32 +94,58 @@ class Operator(Protocol):
     """A controller the fault mix runs and checks (``examples/*.py``'s ``EXAMPLE`` objects
     conform): ``install(api)`` creates its CRD and sample objects, ``build(manager)`` its
     informers and controller, ``progress(api)`` reads the server and returns ``(line,
-    done)``: done when its objects have converged exactly."""
+    done)``: done when its objects have converged exactly.
+
+    This is how a user's own operator runs under the fault mix: give an object with these
+    four members in ``FaultMix(operators=[...])`` (or ``python -m aioinformer soak``), and
+    the mix checks that it converges whatever the network and the server do.
+    """
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The operator's name, in the result's ``operators`` and the soak table."""
+        ...
+
     @property
-    def install(self) -> Callable[[Any], Awaitable[None]]: ...
+    def install(self) -> Callable[[Any], Awaitable[None]]:
+        """``await install(api)``: create its CRD and sample objects through the
+        kubernetes_asyncio ``ApiClient`` ``api``."""
+        ...
+
     @property
-    def build(self) -> Callable[[Manager], object]: ...
+    def build(self) -> Callable[[Manager], object]:
+        """``build(manager)``: its informers and controller on the mix's manager
+        (``python -m aioinformer run``'s target function; may be a coroutine function)."""
+        ...
+
     @property
-    def progress(self) -> Callable[[Any], Awaitable[tuple[str, bool]]]: ...
+    def progress(self) -> Callable[[Any], Awaitable[tuple[str, bool]]]:
+        """``await progress(api)``: read the server, return ``(line, done)``; done once its
+        objects have converged exactly."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
 class FaultStep:
-    """One step of a plan: a write ``op`` on ``kind`` ``namespace/name`` (``value`` a label,
-    phase or number), then ``fault`` (None, or one of ``FaultMix.fault_kinds`` with its
-    ``fault_arg``: seconds or a request count), then a ``pause`` in seconds."""
+    """One step of a plan: a write, maybe a fault, then a pause."""
 
     op: str
+    """The write: create, update, status, relabel, delete; with operators also kill,
+    add_node, remove_node."""
     kind: str
+    """What it writes: "pods", "widgets" (a custom resource) or "nodes"."""
     namespace: str
+    """The object's namespace."""
     name: str
+    """The object's name."""
     value: str
+    """A label value, a phase, or a number (which pod or node)."""
     fault: str | None
+    """None, or one of ``FaultMix.fault_kinds``, injected after the write."""
     fault_arg: float
+    """The fault's argument: seconds, or a request count."""
     pause: float
+    """Seconds to wait before the next step."""
 
 
 @dataclass
@@ -127,7 +153,9 @@ class FaultMixResult:
     """What one seed did and whether everything converged."""
 
     seed: int
+    """The seed played."""
     steps: int
+    """Steps in its plan."""
     plan_digest: str
     """sha256 of the plan, first 12 hex digits: equal for equal seeds and settings."""
     faults: dict[str, int]
@@ -139,10 +167,13 @@ class FaultMixResult:
     watch_restarts: int
     """Watch restarts, summed over every informer."""
     converged: bool
+    """Whether every cache, handler view and operator converged exactly."""
     differences: list[str] = field(default_factory=list)
     """Why it did not converge (empty when it did)."""
     workload_seconds: float = 0.0
+    """Seconds the plan took to play."""
     converge_seconds: float = 0.0
+    """Seconds from the end of the plan until everything converged (or the timeout)."""
     operators: dict[str, str] = field(default_factory=dict)
     """Each operator's last progress line."""
 
@@ -156,11 +187,15 @@ class FaultMix:
     """Every fault kind a plan draws from (see the module docstring)."""
 
     seed: int
+    """Draws the plan: the same seed (and settings) gives the same plan."""
     steps: int = 150
+    """Writes in the plan (:meth:`lasting` sets it from a duration)."""
     fault_rate: float = 0.1
     """Probability that a step is followed by a fault."""
     operators: Sequence[Operator] = ()
+    """Operators (:class:`Operator`) to run on the mix's manager and check."""
     converge_timeout: float = 30.0
+    """Seconds to wait, after the plan, for everything to converge."""
 
     @classmethod
     def lasting(cls, seed: int, seconds: float, **options: Any) -> FaultMix:
@@ -519,7 +554,12 @@ def example_operators(
     """The example operators (``examples/NAME.py``'s ``EXAMPLE``) from ``directory``
     (default: the ``examples/`` directory next to the package, in a source checkout);
     an empty list when the directory does not exist. The directory is put on
-    ``sys.path`` (the examples import their ``_common`` module)."""
+    ``sys.path`` (the examples import their ``_common`` module).
+
+    Args:
+        directory: where the example files are.
+        names: which examples to load (file names without ``.py``).
+    """
     path = Path(directory) if directory is not None else Path(__file__).parents[2] / "examples"
     if not path.is_dir():
         return []

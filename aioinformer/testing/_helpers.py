@@ -29,8 +29,18 @@ async def eventually(
     timeout: float = 10.0,
     interval: float = 0.02,
 ) -> None:
-    """Return once ``condition()`` (sync or async) is true; ``AssertionError`` naming
-    ``what`` after ``timeout`` seconds."""
+    """Return once ``condition()`` (sync or async) is true.
+
+    Args:
+        condition: checked at once, then every ``interval`` seconds; a plain function or
+            one returning an awaitable.
+        what: names what is awaited in the failure message.
+        timeout: seconds until it fails.
+        interval: seconds between two checks.
+
+    Raises:
+        AssertionError: ``timed out after Ns waiting for <what>``.
+    """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
@@ -49,8 +59,18 @@ async def install_crd(
 ) -> ApiResource:
     """Create ``crd`` (unless it exists) and return its resource once it is served.
 
-    ``crd`` is a CustomResourceDefinition as a dict, as YAML text, or the path of a YAML
-    file. ``client`` is an :class:`~aioinformer.Client` (e.g. the ``kube_client`` fixture).
+    Args:
+        client: an :class:`~aioinformer.Client` (e.g. the ``kube_client`` fixture).
+        crd: a CustomResourceDefinition as a dict, as YAML text, or the path of a YAML
+            file (YAML needs the ``kubesim`` extra's PyYAML).
+        timeout: seconds to wait for discovery to serve the resource.
+
+    Returns:
+        The served resource (:class:`~aioinformer.ApiResource`) of the CRD's storage
+        version.
+
+    Raises:
+        ValueError: ``crd`` is not a CustomResourceDefinition.
     """
     body = _load(crd)
     try:

@@ -1,6 +1,7 @@
 """``python -m aioinformer run`` over real processes: an operator from a file against
 ``python -m aioinformer sim`` converges, answers /readyz once synced, and on SIGTERM stops
-gracefully, releases its Lease and exits 0; configuration errors are one line."""
+gracefully, releases its Lease and exits 0; configuration errors (a bad kubeconfig or
+TARGET, a metrics port in use) are one line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 import contextlib
 import re
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,7 +19,7 @@ import pytest
 
 from aioinformer import Client
 from aioinformer._client.config import load_api_client
-from aioinformer.testing import eventually, install_crd
+from aioinformer.testing import KubeSim, eventually, install_crd
 from tests.support import REPO
 
 PODSET = {
@@ -153,3 +155,22 @@ async def test_configuration_errors_are_one_line(args: list[str], message: str) 
         code = await asyncio.wait_for(child.proc.wait(), 60)
     assert code == 2
     assert child.lines[-1] == message and not child.find("Traceback")
+
+
+async def test_a_metrics_port_in_use_is_one_line(sim: KubeSim, tmp_path: Path) -> None:
+    kubeconfig = sim.write_kubeconfig(tmp_path / "kc")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        async with spawn(
+            "run", "examples/podset.py:build", "--kubeconfig", str(kubeconfig),
+            "--metrics-host", "127.0.0.1", "--metrics-port", str(port),
+        ) as child:  # fmt: skip
+            code = await asyncio.wait_for(child.proc.wait(), 60)
+    assert code == 2
+    assert child.lines[-1] == (
+        f"python -m aioinformer run: cannot serve /metrics on 127.0.0.1:{port}: "
+        "Address already in use"
+    )
+    assert not child.find("Traceback")

@@ -35,6 +35,17 @@ async def until(pred: Callable[[], bool], timeout: float = 8.0) -> None:
             await asyncio.sleep(0.01)
 
 
+async def renewals(sim: KubeSim, n: int, timeout: float = 8.0) -> None:
+    """Return once the Lease was written ``n`` more times (distinct resourceVersions seen)."""
+    seen: set[str] = set()
+
+    def written() -> bool:
+        seen.add(sim.get("leases", NAME, NS)["metadata"]["resourceVersion"])
+        return len(seen) > n
+
+    await until(written, timeout)
+
+
 class Sampler:
     """Checks, every few milliseconds, that at most one elector counts as leader and that a
     leader's own view agrees with the Lease on the server."""
@@ -178,7 +189,9 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
 
             worker = asyncio.create_task(work())
             async with b:
-                await asyncio.sleep(0.5)
+                # b sees a's valid Lease and stays a follower while a renews it twice
+                await until(lambda: b.leader == "a")
+                await renewals(sim, 2)
                 assert a.is_leader and not b.is_leader
                 thawed.clear()  # a's requests hang from now on
                 await b.wait_leader(timeout=10)
@@ -191,7 +204,7 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
                 thawed.set()
                 # a, thawed, sees b's valid lease and stays a follower
                 await until(lambda: a.leader == "b")
-                await asyncio.sleep(0.5)
+                await renewals(sim, 2)  # a had two rounds to grab it, and must not
                 assert b.is_leader and not a.is_leader
 
 

@@ -30,6 +30,7 @@ class Cluster:
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.changes: dict[str, list[frozenset[int]]] = {}
         self.apis: dict[str, Any] = {}
+        self._rvs: dict[int, set[str]] = {}
 
     async def start(self, identity: str, **options: Any) -> ShardManager:
         api = await self.stack.enter_async_context(self.sim.api_client())
@@ -79,6 +80,15 @@ class Cluster:
 
     def owners_per_key(self) -> list[int]:
         return [sum(r.owns(k) for r in self.replicas.values()) for k in KEYS]
+
+    def renewals(self) -> dict[int, int]:
+        """Shard -> how many distinct resourceVersions of its Lease the calls so far saw
+        (each renewal writes the Lease: a lower bound on its renewals)."""
+        for s in range(SHARDS):
+            rv = self.sim.get("leases", f"{NAME}-shard-{s}", NS)["metadata"]["resourceVersion"]
+            seen = self._rvs.setdefault(s, set())
+            seen.add(rv)
+        return {s: len(rvs) for s, rvs in self._rvs.items()}
 
     def holders(self) -> dict[int, str]:
         """Shard -> holderIdentity, as stored by the API server."""
@@ -158,10 +168,13 @@ async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> No
         holders = c.holders()
         for identity, replica in c.replicas.items():
             assert {s for s, h in holders.items() if h == identity} == replica.owned_shards()
-        # stable: no churn once balanced
+        # stable: no churn once balanced, over two renewals of every shard by its holder
+        # (each renewal round is also a round of balancing decisions)
         before = {i: r.owned_shards() for i, r in c.replicas.items()}
-        await asyncio.sleep(1.0)
+        renewed = c.renewals()
+        await c.until(lambda: all(n >= renewed[s] + 2 for s, n in c.renewals().items()), timeout=20)
         assert {i: r.owned_shards() for i, r in c.replicas.items()} == before
+        assert c.holders() == holders
 
 
 async def test_crashed_replica_shards_move_to_survivors(sim: KubeSim) -> None:

@@ -6,7 +6,7 @@ The informer under test talks to it through the library's real client: a kuberne
 ``ApiClient`` configured for it (:meth:`Hostile.api_client`). The helpers build wire bytes
 (:func:`pod`, :func:`list_body`, :func:`event`), measure the process's resident memory
 while a scenario runs (:class:`RssSampler`) and wait for conditions with a bounded poll
-(:func:`eventually`, never a sleep then an assert).
+(tests.support.eventually, never a sleep then an assert).
 """
 
 from __future__ import annotations
@@ -193,13 +193,3 @@ class RssSampler:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self.peak = max(self.peak, rss_bytes())
-
-
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    """Poll ``check`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.01)

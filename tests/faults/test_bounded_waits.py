@@ -19,13 +19,13 @@ from aiohttp import web
 from aioinformer import InformerFactory, WatchOptions
 from tests.faults.hostile import (
     event,
-    eventually,
     hang,
     hostile_server,
     json_response,
     list_body,
     pod,
 )
+from tests.support import eventually
 
 LIST = list_body([pod("a", 5)], 10)
 

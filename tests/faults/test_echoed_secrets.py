@@ -28,13 +28,13 @@ from tests.faults.hostile import (
     TOKEN,
     Hostile,
     event,
-    eventually,
     hostile_server,
     json_response,
     list_body,
     pod,
     status,
 )
+from tests.support import eventually
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
 CASES = ("status401", "html502", "errorevent", "headers", "redirect", "items")

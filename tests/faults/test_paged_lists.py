@@ -16,7 +16,10 @@ import pytest
 
 from aioinformer import InformerFactory, WatchOptions
 from aioinformer.testing import KubeSim
-from tests.faults.hostile import eventually, pod
+from tests.faults.hostile import (
+    pod,
+)
+from tests.support import eventually
 
 SPEC = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 

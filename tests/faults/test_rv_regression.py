@@ -20,13 +20,13 @@ from aioinformer import Informer, InformerFactory, WatchOptions
 from aioinformer.testing import KubeSim
 from tests.faults.hostile import (
     event,
-    eventually,
     hostile_server,
     json_response,
     list_body,
     pod,
     status,
 )
+from tests.support import eventually
 
 SPEC = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 

@@ -25,13 +25,13 @@ from tests.faults.hostile import (
     Handler,
     RssSampler,
     event,
-    eventually,
     hostile_server,
     json_response,
     list_body,
     pod,
     status,
 )
+from tests.support import eventually
 
 RATE, BURST = 20.0, 10
 MAX_LIST_BYTES = 8 << 20

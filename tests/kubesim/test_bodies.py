@@ -15,7 +15,13 @@ from aioinformer.testing import KubeSim
 from aioinformer.testing._kubesim import deepjson
 from aioinformer.testing._kubesim.bodies import parse, summarize
 from aioinformer.testing._kubesim.status import ApiError
-from tests.kubesim._replay import bad_input_namespace, exchange, exchanges, recorded_warnings, send
+from tests.kubesim.replay import (
+    bad_input_namespace,
+    exchange,
+    exchanges,
+    recorded_warnings,
+    send_exchange,
+)
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 
@@ -97,7 +103,7 @@ async def test_nesting_depth_as_recorded(http: aiohttp.ClientSession, sim: KubeS
     for ex, body in zip(cases, bodies, strict=True):
         raw = body.encode()
         assert str(len(raw)) == dict(ex["request"]["headers"])["Content-Length"]
-        got = await send(http, ex, raw)
+        got = await send_exchange(http, ex, raw)
         want = ex["response"]
         assert got.status == want["status"], ex.get("label")
         if want["body"] is not None and want["body"]["kind"] == "Status":
@@ -120,7 +126,7 @@ async def test_yaml_bodies_as_recorded(http: aiohttp.ClientSession) -> None:
     billion-laughs body refused before anything is expanded, a YAML answer; 25b's YAML
     body under Strict."""
     for ex in exchanges("25e-yaml-anchors"):
-        got = await send(http, ex)
+        got = await send_exchange(http, ex)
         want = ex["response"]
         assert got.status == want["status"], ex.get("label")
         assert got.warnings == recorded_warnings(ex), ex.get("label")
@@ -136,7 +142,7 @@ async def test_yaml_bodies_as_recorded(http: aiohttp.ClientSession) -> None:
             assert got.headers["Content-Type"].startswith("application/yaml")
             assert "kind: ConfigMap\n" in got.body and "  k: v\n" in got.body
     ex = exchange("25b-field-validation", "YAML body")
-    got = await send(http, ex)
+    got = await send_exchange(http, ex)
     assert (got.status, got.body) == (400, ex["response"]["body"])
 
 

@@ -12,7 +12,7 @@ import pytest_asyncio
 
 from aioinformer.testing import ApiError, KubeSim
 from aioinformer.testing._kubesim.crdschema import apply_defaults, prune, validate
-from tests.kubesim._replay import RECPODSETS, bad_input_namespace
+from tests.kubesim.replay import RECPODSETS, bad_input_namespace
 from tests.support import transcript
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")

@@ -15,8 +15,8 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from tests.kubesim._kubectl import Kubectl, kubectl_binary
-from tests.kubesim._replay import bad_input_namespace, exchanges, recorded_warnings, send
+from tests.kubesim.kubectl import Kubectl, kubectl_binary
+from tests.kubesim.replay import bad_input_namespace, exchanges, recorded_warnings, send_exchange
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -46,7 +46,7 @@ async def http(sim: KubeSim) -> AsyncIterator[aiohttp.ClientSession]:
 async def test_decode_errors_as_recorded(http: aiohttp.ClientSession) -> None:
     """25a: a string and a float for an int32, truncated JSON, the wrong kind."""
     for ex in exchanges("25a-bad-body-decode-errors"):
-        got = await send(http, ex)
+        got = await send_exchange(http, ex)
         assert (got.status, got.body) == (ex["response"]["status"], ex["response"]["body"]), ex.get(
             "label"
         )
@@ -69,7 +69,7 @@ async def test_field_validation_as_recorded(http: aiohttp.ClientSession, sim: Ku
     for ex in exchanges("25b-field-validation"):
         label = ex.get("label", "Strict")
         data = duplicated(ex) if label.startswith("duplicate field") else None
-        got = await send(http, ex, data)
+        got = await send_exchange(http, ex, data)
         want = ex["response"]
         assert got.status == want["status"], label
         assert got.warnings == recorded_warnings(ex), label

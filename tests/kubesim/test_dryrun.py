@@ -237,9 +237,9 @@ async def test_kubectl_apply_dry_run_and_diff_change_nothing(tmp_path: Path) -> 
             "configmap/settings configured (server dry run)",
         ]
         diff = await kubectl("diff", "-f", "-", stdin=changed)
-        assert diff.returncode == 1, diff.stderr
-        assert "-  replicas: 1" in diff.stdout and "+  replicas: 3" in diff.stdout
-        assert "-  mode: a" in diff.stdout and "+  mode: b" in diff.stdout
+        assert diff.code == 1, diff.err
+        assert "-  replicas: 1" in diff.out and "+  replicas: 3" in diff.out
+        assert "-  mode: a" in diff.out and "+  mode: b" in diff.out
         after = (
             sim.get("deployments", "web", "default"),
             sim.get("configmaps", "settings", "default"),

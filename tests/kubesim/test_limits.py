@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from aioinformer.testing import ApiError, KubeSim
 from aioinformer.testing._kubesim.limits import deep_recursion, parse_int64, watch_timeout
-from tests.kubesim._replay import bad_input_namespace, exchange, send
+from tests.kubesim.replay import bad_input_namespace, exchange, send_exchange
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
 NS = "rec-bad-a"
@@ -45,7 +45,7 @@ async def http(sim: KubeSim) -> AsyncIterator[aiohttp.ClientSession]:
 )
 async def test_object_size_limits_as_recorded(http: aiohttp.ClientSession, label: str) -> None:
     ex = exchange("25c-body-size-limits", "" if label == "25c" else label)
-    got = await send(http, ex)
+    got = await send_exchange(http, ex)
     want = ex["response"]
     assert got.status == want["status"]
     if want["body"]["kind"] == "Status":

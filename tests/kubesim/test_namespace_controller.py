@@ -10,10 +10,10 @@ from typing import Any
 
 from aioinformer.testing import KubeSim
 from tests.kubesim.kubectl import kubectl_sim
-from tests.kubesim.replay import eventually, recorder, send
+from tests.kubesim.replay import recorder, send
 from tests.kubesim.test_kubesim_list import pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
-from tests.support import transcript
+from tests.support import eventually, transcript
 
 PODSETS = "example.aioinformer.dev/v1/podsets"
 
@@ -140,6 +140,6 @@ async def test_kubectl_delete_namespace_waits_for_the_finalizer(tmp_path: Path) 
         assert phase == "Terminating" and not deleting.done()
         sim.patch("configmaps", "held", {"metadata": {"finalizers": None}}, "doomed")
         result = await deleting
-        assert result.returncode == 0, result.stderr
-        assert result.stdout.strip() == 'namespace "doomed" deleted'
+        assert result.code == 0, result.err
+        assert result.out.strip() == 'namespace "doomed" deleted'
         assert _gone(sim, "doomed")

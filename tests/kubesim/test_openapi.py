@@ -20,7 +20,7 @@ import pytest_asyncio
 import yaml
 
 from aioinformer.testing import KubeSim
-from tests.kubesim._kubectl import Kubectl, kubectl_binary
+from tests.kubesim.kubectl import Kubectl, kubectl_binary
 from tests.support import REPO, transcript
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -172,7 +172,7 @@ async def test_kubectl_scale(tmp_path: Path) -> None:
         out = await kubectl.ok("scale", "deployment/web", "--current-replicas=3", "--replicas=1")
         assert sim.get("deployments", "web", "default")["spec"]["replicas"] == 1
         failed = await kubectl("scale", "deployment/web", "--current-replicas=5", "--replicas=2")
-        assert failed.returncode != 0 and "Expected replicas to be 5, was 1" in failed.stderr
+        assert failed.code != 0 and "Expected replicas to be 5, was 1" in failed.err
 
 
 async def test_malformed_scale_bodies_are_400(sim: KubeSim) -> None:

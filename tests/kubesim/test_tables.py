@@ -18,7 +18,7 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from tests.kubesim._kubectl import Kubectl, kubectl_binary
+from tests.kubesim.kubectl import Kubectl, kubectl_binary
 from tests.support import transcript
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -21,7 +21,7 @@ from cryptography import x509
 
 from aioinformer.testing import KubeSim
 from aioinformer.testing._kubesim.tls import INSTALL_HINT, TlsUnavailable, self_signed
-from tests.kubesim._kubectl import Kubectl, kubectl_binary
+from tests.kubesim.kubectl import Kubectl, kubectl_binary
 
 
 async def start_cli(*args: str) -> tuple[asyncio.subprocess.Process, str]:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from aioinformer import AlreadyExists, KubeObject, Manager, NotOwner, Result, WatchOptions
 from aioinformer.testing import KubeSim
+from tests.support import eventually
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 
@@ -32,15 +33,6 @@ def cm_object(name: str) -> dict[str, Any]:
 
 def secret(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
-
-
-async def eventually(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 @contextlib.asynccontextmanager

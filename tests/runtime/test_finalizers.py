@@ -6,22 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
 
 from aioinformer import KubeObject, Manager, Result, WatchOptions, finalizer
 from aioinformer.testing import KubeSim
+from tests.support import eventually
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 NAME = "example.com/cleanup"
-
-
-async def eventually(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not cond():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def test_cleanup_runs_before_the_object_goes_and_again_after_a_failure(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -18,6 +17,7 @@ from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim
+from tests.support import eventually
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
@@ -67,14 +67,6 @@ async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def eventually(cond: Callable[[], bool], timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.05)
-
-
 async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
     for i in range(5):
         sim.create("configmaps", cm(f"c{i}"), "default")
@@ -83,7 +75,8 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
         m = build(api, activity, "solo", metrics_port=0)
         async with running(m):
             await eventually(
-                lambda: {k for _, k in activity.done} >= {f"default/c{i}" for i in range(5)}
+                lambda: {k for _, k in activity.done} >= {f"default/c{i}" for i in range(5)},
+                "c0-c4 reconciled",
             )
             assert m.bound_metrics_port
             url = f"http://127.0.0.1:{m.bound_metrics_port}/metrics"
@@ -91,7 +84,9 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
                 async with s.get(url) as r:
                     first = await r.text()
                 sim.create("configmaps", cm("later"), "default")
-                await eventually(lambda: ("solo", "default/later") in activity.done)
+                await eventually(
+                    lambda: ("solo", "default/later") in activity.done, "the later key reconciled"
+                )
                 async with s.get(url) as r:
                     second = await r.text()
     for series in (
@@ -137,9 +132,12 @@ async def test_controllers_run_on_the_lock_based_store(sim: KubeSim) -> None:
 
         m.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
         async with running(m):
-            await eventually(lambda: {k for k, _ in seen} >= {f"default/c{i}" for i in range(3)})
+            await eventually(
+                lambda: {k for k, _ in seen} >= {f"default/c{i}" for i in range(3)},
+                "c0-c2 reconciled",
+            )
             sim.patch("configmaps", "c1", {"metadata": {"labels": {"v": "2"}}}, "default")
-            await eventually(lambda: ("default/c1", "2") in seen)
+            await eventually(lambda: ("default/c1", "2") in seen, "c1's change reconciled")
     with pytest.raises(ConfigError, match="store='locked'"):
         cms.snapshot()
 
@@ -166,20 +164,32 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
                 owns=[secrets],
             )
         async with running(m):
-            await eventually(lambda: {("a", "a/owner"), ("b", "b/owner")} <= set(activity.done))
+            await eventually(
+                lambda: {("a", "a/owner"), ("b", "b/owner")} <= set(activity.done),
+                "both owners reconciled",
+            )
             ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "controller": True}
             ref["uid"] = sim.get("configmaps", "owner", "a")["metadata"]["uid"]
             secret = {"metadata": {"name": "s", "ownerReferences": [ref]}, "data": {}}
             before = len(activity.done)
             sim.create("secrets", secret, "a")
-            await eventually(lambda: activity.done[before:].count(("a", "a/owner")) >= 1)
-            await secrets.wait_for_rv(sim.resource_version, timeout=5)
-            await asyncio.sleep(0.2)  # time for a wrong enqueue to show (none may)
-            handled = {h.name: h.handled_total for h in secrets.statistics().handlers}
+            await eventually(
+                lambda: activity.done[before:].count(("a", "a/owner")) >= 1, "a's owner requeued"
+            )
+            # then one in "b": handlers see changes in order, so once cm-b's subscription has
+            # handled b's secret it would have handled a's before it, had it been sent there
+            ref["uid"] = sim.get("configmaps", "owner", "b")["metadata"]["uid"]
+            sim.create("secrets", secret, "b")
+
+            def handled() -> dict[str, int]:
+                return {h.name: h.handled_total for h in secrets.statistics().handlers}
+
+            await eventually(lambda: handled()["cm-b/owns:secrets"] >= 1, "b's secret handled")
+            counts = handled()
     assert all(replica == key.split("/")[0] for replica, key in activity.done)
     # the secret in "a" never even reached cm-b's queue: owned objects share their
     # owner's namespace, so a namespaced controller subscribes to its namespace only
-    assert handled["cm-a/owns:secrets"] >= 1 and handled["cm-b/owns:secrets"] == 0
+    assert counts["cm-a/owns:secrets"] == 1 and counts["cm-b/owns:secrets"] == 1, counts
 
 
 async def test_a_missing_crd_fails_the_start_with_what_is_served(sim: KubeSim) -> None:
@@ -233,7 +243,7 @@ async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:
         b = build(api_b, activity, "b", leader_election=LeaderElection(identity="b", **le))
         async with running(a) as task_a, running(b) as task_b:
             sim.create("configmaps", cm("x"), "default")
-            await eventually(lambda: bool(activity.done))
+            await eventually(lambda: bool(activity.done), "a first reconcile")
             leader = activity.done[0][0]
             other = "b" if leader == "a" else "a"
             assert {r for r, _ in activity.done} == {leader}
@@ -241,7 +251,9 @@ async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:
             stopped.cancel()  # a clean stop releases the lease: the other takes over at once
             await asyncio.gather(stopped, return_exceptions=True)
             sim.create("configmaps", cm("y"), "default")
-            await eventually(lambda: (other, "default/y") in activity.done)
+            await eventually(
+                lambda: (other, "default/y") in activity.done, "y reconciled by the other replica"
+            )
             assert (leader, "default/y") not in activity.done
     assert activity.overlaps == 0
 
@@ -257,7 +269,9 @@ async def test_frozen_leader_steps_down_and_no_reconcile_overlaps(sim: KubeSim) 
             b = build(api_b, activity, "b", leader_election=LeaderElection(identity="b", **le))
             async with running(b):
                 sim.create("configmaps", cm("before"), "default")
-                await eventually(lambda: ("a", "default/before") in activity.done)
+                await eventually(
+                    lambda: ("a", "default/before") in activity.done, "'before' reconciled by a"
+                )
                 # freeze a: its lease requests hang, as a paused process would look
                 frozen = asyncio.Event()
                 client = a.elector._client
@@ -272,7 +286,9 @@ async def test_frozen_leader_steps_down_and_no_reconcile_overlaps(sim: KubeSim) 
                 await b.elector.wait_leader(timeout=15)
                 assert not a.elector.is_leader
                 sim.create("configmaps", cm("after"), "default")
-                await eventually(lambda: ("b", "default/after") in activity.done)
+                await eventually(
+                    lambda: ("b", "default/after") in activity.done, "'after' reconciled by b"
+                )
                 frozen.set()
     assert activity.overlaps == 0
 
@@ -296,11 +312,16 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
                 m.shards.identity for m in managers if m.shards and m.shards.owns(f"default/{k}")
             ]
 
-        await eventually(lambda: all(len(owners(k)) == 1 for k in keys), timeout=20)
+        await eventually(
+            lambda: all(len(owners(k)) == 1 for k in keys), "one owner per key", timeout=20
+        )
         activity.done.clear()
         for k in keys:
             sim.patch("configmaps", k, {"data": {"v": "2"}}, "default")
-        await eventually(lambda: {k for _, k in activity.done} >= {f"default/{k}" for k in keys})
+        await eventually(
+            lambda: {k for _, k in activity.done} >= {f"default/{k}" for k in keys},
+            "every key reconciled",
+        )
         per_key = Counter(k for _, k in activity.done)
         by = {k: {r for r, kk in activity.done if kk == k} for k in per_key}
         assert all(len(rs) == 1 for rs in by.values()), "each key reconciled by exactly one replica"
@@ -317,13 +338,15 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
                 sum(1 for m in live if m.shards and m.shards.owns(f"default/{k}")) == 1
                 for k in keys
             ),
+            "one live owner per key after the victim died",
             timeout=20,
         )
         activity.done.clear()
         for k in victim_keys:
             sim.patch("configmaps", k, {"data": {"v": "3"}}, "default")
         await eventually(
-            lambda: {k for _, k in activity.done} >= {f"default/{k}" for k in victim_keys}
+            lambda: {k for _, k in activity.done} >= {f"default/{k}" for k in victim_keys},
+            "the victim's keys reconciled by the survivors",
         )
         movers = {k: {r for r, kk in activity.done if kk == f"default/{k}"} for k in victim_keys}
         assert all(len(rs) == 1 and rs <= {"a", "b"} for rs in movers.values()), movers

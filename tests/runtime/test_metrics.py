@@ -1,12 +1,13 @@
 """Metrics: informer and handler series read from ``statistics()`` at scrape time, the work
 queue's events through the adapter (on a fake clock: exact durations), a private registry
-per Metrics, and ``/metrics`` served over HTTP on 127.0.0.1."""
+per Metrics, and ``/metrics`` served over HTTP on 127.0.0.1 (a port in use: one clear error)."""
 
 from __future__ import annotations
 
 import aiohttp
+import pytest
 
-from aioinformer import InformerStatistics, Metrics, SubscriptionStatistics, WorkQueue
+from aioinformer import ConfigError, InformerStatistics, Metrics, SubscriptionStatistics, WorkQueue
 from aioinformer._runtime.metrics import WorkQueueMetricsAdapter
 from tests.support import FakeClock, FixedLimiter
 
@@ -78,5 +79,19 @@ async def test_metrics_are_served_on_loopback() -> None:
                 assert resp.status == 200
                 assert resp.headers["Content-Type"].startswith("text/plain")
                 assert 'aioinformer_informer_objects{informer="cms"} 1.0' in await resp.text()
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_port_that_cannot_be_bound_is_a_config_error() -> None:
+    taken = Metrics()
+    runner, port = await taken.serve()
+    try:
+        with pytest.raises(ConfigError) as caught:
+            await Metrics().serve("127.0.0.1", port)
+        assert (
+            str(caught.value)
+            == f"cannot serve /metrics on 127.0.0.1:{port}: Address already in use"
+        )
     finally:
         await runner.cleanup()

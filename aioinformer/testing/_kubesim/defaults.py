@@ -15,6 +15,8 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from aioinformer.testing._kubesim.batch_defaults import BATCH_DEFAULTERS
+
 if TYPE_CHECKING:
     from aioinformer.testing._kubesim.resources import ResourceType
 
@@ -300,7 +302,8 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
     admission, would: Pod container/spec defaults, the two NoExecute tolerations, priority 0 and
     ``status {phase: Pending, qosClass}`` as recorded; the Namespace name label, ``kubernetes``
     finalizer and Active phase; a Node status skeleton; the apps workloads' replicas, history,
-    progress deadline, update strategies and StatefulSet PVC retention policy; a PVC's
+    progress deadline, update strategies and StatefulSet PVC retention policy; Jobs,
+    CronJobs and ReplicationControllers (:mod:`._batch_defaults`); a PVC's
     volumeMode and Pending phase; a few Service/Secret/CRD defaults (a Service's addresses
     are allocated by ``_service_ips``). ``creating`` also resets status as PrepareForCreate
     does (custom resources with a status subresource lose ``status``); pass ``creating=False``
@@ -333,6 +336,8 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
         _order(spec, order.split())
         if creating:
             obj["status"] = dict(status)
+    elif (rt.group, rt.plural) in BATCH_DEFAULTERS:
+        BATCH_DEFAULTERS[rt.group, rt.plural](obj, creating, default_pod_spec)
     elif rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
         _default_crd(obj, creating)
     elif rt.group == "" and rt.plural in _DEFAULTERS:

@@ -52,22 +52,35 @@ class RequestFault:
 
 @dataclass
 class Faults:
-    """The fault state a running sim consults on every request and watch event."""
+    """The fault state a running sim consults on every request and watch event.
+
+    Every KubeSim has one, ``sim.faults``: call its methods (see the module docstring) to
+    inject faults; the fields are its state, set by those methods.
+    """
 
     request_faults: list[RequestFault] = field(default_factory=list)
+    """Pending "answer the next N requests with ..." faults, in order."""
     latency: float = 0.0
+    """Seconds every matching request waits (0: none)."""
     latency_path_contains: str | None = None
+    """Only requests whose path contains this wait (None: all)."""
     watch_delay: float = 0.0
+    """Seconds after its commit that each watch event is delivered at the earliest."""
     cut_remaining: int = 0
+    """Responses still to be cut in the middle of a line."""
     cut_path_contains: str | None = None
+    """Only responses to paths containing this are cut (None: all)."""
     stalled_until: float = 0.0  # monotonic deadline; inf = until unstalled
+    """``time.monotonic()`` until which watches send nothing (inf: until unstalled)."""
     injected: dict[str, int] = field(default_factory=dict)  # fault kind -> times injected
+    """Faults injected so far, by kind."""
     _unstall: asyncio.Event = field(default_factory=asyncio.Event)
     _drop_generation: int = 0
     _drops: list[str | None] = field(default_factory=list)
     _lines: list[tuple[bytes, str | None]] = field(default_factory=list)
     _line_generation: int = 0
     wake: Callable[[], None] = lambda: None  # set by the server: wakes every watch stream
+    """Wakes every open watch stream (set by the server) so it sees a new fault at once."""
 
     def _count(self, kind: str, n: int = 1) -> None:
         self.injected[kind] = self.injected.get(kind, 0) + n
@@ -126,6 +139,7 @@ class Faults:
         self.latency_path_contains = path_contains
 
     def latency_for(self, path: str) -> float:
+        """The seconds a request to ``path`` waits now (counted as injected when > 0)."""
         if self.latency and (
             self.latency_path_contains is None or self.latency_path_contains in path
         ):
@@ -139,6 +153,7 @@ class Faults:
         self.cut_path_contains = path_contains
 
     def take_cut(self, path: str) -> bool:
+        """Whether the response to ``path`` is to be cut (consumes one pending cut)."""
         if self.cut_remaining > 0 and (
             self.cut_path_contains is None or self.cut_path_contains in path
         ):
@@ -159,6 +174,7 @@ class Faults:
 
     @property
     def drop_generation(self) -> int:
+        """How many drops were requested so far (a watch remembers it when it starts)."""
         return self._drop_generation
 
     def dropped_since(self, generation: int, path: str) -> bool:
@@ -176,6 +192,7 @@ class Faults:
         self.wake()
 
     def unstall_watches(self) -> None:
+        """End the stall: stalled watches send again at once."""
         self.stalled_until = 0.0
         self._unstall.set()
         self.wake()
@@ -185,6 +202,7 @@ class Faults:
         return max(0.0, self.stalled_until - time.monotonic())
 
     async def wait_unstalled(self) -> None:
+        """Return once no stall is in force."""
         while (left := self.stall_remaining()) > 0:
             try:
                 await asyncio.wait_for(self._unstall.wait(), min(left, 3600.0))
@@ -214,4 +232,5 @@ class Faults:
 
     @property
     def line_generation(self) -> int:
+        """How many lines were injected so far (a watch remembers it when it starts)."""
         return self._line_generation

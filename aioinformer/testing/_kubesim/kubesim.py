@@ -42,21 +42,24 @@ class KubeSim:
     ``sim.api_client()`` gives a configured kubernetes_asyncio ``ApiClient``;
     ``sim.write_kubeconfig(path)`` writes a kubeconfig for anything else.
 
-    What it serves and how it behaves is documented in the README ("KubeSim") and follows
-    the transcripts of a real kube-apiserver v1.28 in ``tests/conformance``. Beyond the
-    HTTP API it offers what tests need: in-process writes (:meth:`create`, :meth:`create_many`
-    for bulk loads), :meth:`compact` and :meth:`restart`, fault injection (:attr:`faults`
-    and the shortcut methods), a scheduler/kubelet emulation (:meth:`start_cluster`), and the
-    namespace controller and garbage collector every cluster runs (:attr:`controllers`).
+    What it serves and how it behaves is documented in ``docs/kubesim.md`` (the KubeSim
+    reference) and follows the transcripts of a real kube-apiserver v1.28 in
+    ``tests/conformance``. Beyond the HTTP API it offers what tests need: in-process writes
+    (:meth:`create`, :meth:`create_many` for bulk loads), :meth:`compact` and
+    :meth:`restart`, fault injection (:attr:`faults` and the shortcut methods), a
+    scheduler/kubelet emulation (:meth:`start_cluster`), and the namespace controller and
+    garbage collector every cluster runs (:attr:`controllers`).
 
-    Options:
-        host, port: where to listen (127.0.0.1 and a free port by default).
-        auth: require a bearer token (default True); ``token`` fixes it instead of a
-            random one.
+    Args:
+        host: the address to listen on (127.0.0.1; ``::1`` for IPv6).
+        port: the port (0: a free one, see :attr:`url` once started).
+        auth: require a bearer token (default True).
+        token: the admin's bearer token (default: a random one per sim, ``sim.token``).
         tls: serve https with a self-signed certificate (``sim.ca_file``).
         watch_list: the WatchList feature gate (streaming lists); off as in v1.28.
-        history_size, history_max_age: the watch cache window per resource type (events,
-            seconds); a watch from an RV older than the window gets the recorded 410.
+        history_size: the watch cache window per resource type, in events; a watch from
+            an RV older than the window gets the recorded 410.
+        history_max_age: the same window in seconds (None: no age limit).
         bookmark_interval: seconds between periodic bookmarks on a watch.
         too_large_rv_wait: how long a list at a future RV waits before its 504.
         nodes: create that many Node objects at start.
@@ -429,6 +432,7 @@ class KubeSim:
         self.faults.stall_watches(seconds)
 
     def unstall_watches(self) -> None:
+        """End a :meth:`stall_watches` stall at once."""
         self.faults.unstall_watches()
 
     def fail_next(self, n: int, status: int = 500, **kwargs: Any) -> None:

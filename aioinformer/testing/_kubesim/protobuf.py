@@ -20,9 +20,16 @@ from __future__ import annotations
 
 import base64
 import datetime
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
+from aioinformer.testing._kubesim.protomessages import (
+    EXTRA_KINDS,
+    EXTRA_MESSAGES,
+    PTR,
+    REPEATED,
+    Message,
+)
 from aioinformer.testing._kubesim.status import ApiError, status_body
 
 __all__ = ["KINDS", "MAGIC", "PROTOBUF", "ProtobufUnsupported", "decode_object", "protobuf_body"]
@@ -37,10 +44,6 @@ class ProtobufUnsupported(Exception):
 
 # A field is (json name, kind, message, flags); kind: "str", "bytes", "int", "bool", "msg",
 # "map" (string -> the message or scalar named in ``message``), "time", "intstr", "quantity".
-REPEATED = 1
-PTR = 2
-Field = tuple[str, str, str, int]
-Message = Mapping[int, Field]
 
 _TYPE_META: Message = {1: ("apiVersion", "str", "", 0), 2: ("kind", "str", "", 0)}
 _UNKNOWN: Message = {
@@ -248,6 +251,7 @@ MESSAGES: dict[str, Message] = {
     },
 }
 #: (apiVersion, kind) -> the message of the kinds whose protobuf bodies are decoded.
+MESSAGES.update(EXTRA_MESSAGES)
 KINDS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
@@ -255,6 +259,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ServiceAccount"): "ServiceAccount",
     ("v1", "Service"): "Service",
     ("apps/v1", "Deployment"): "Deployment",
+    **EXTRA_KINDS,
 }
 
 
@@ -360,7 +365,9 @@ _ZERO: dict[str, Callable[[Any], bool]] = {
 
 def decode_message(buf: bytes, name: str) -> dict[str, Any]:
     """Message ``name`` (a key of :data:`MESSAGES`) as JSON, following the Go types."""
-    spec = MESSAGES[name]
+    spec = MESSAGES.get(name)
+    if spec is None:
+        raise ProtobufUnsupported(f"KubeSim does not decode protobuf {name} messages")
     out: dict[str, Any] = {}
     for num, v in _fields(buf):
         f = spec.get(num)

@@ -3,9 +3,11 @@
 Discovery documents are plain JSON-ready dicts whose keys and ordering match kube-apiserver
 v1.28 (see tests/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
 ``/apis/<group>``, ``/apis/<group>/<version>``, ``/version`` and aggregated discovery
-(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: ``*/status``,
-``pods/binding``, ``namespaces/finalize`` and ``*/scale`` (the apps workloads and custom
-resources that declare it), not ``*/log``, ``*/exec`` and the like.
+(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: the built-in
+kinds of :data:`BUILTIN_RESOURCES` (docs/kubesim.md has the table), the create-only review
+resources (``._reviews``), ``*/status``, ``pods/binding``, ``namespaces/finalize`` and
+``*/scale`` (the apps workloads, ReplicationControllers and custom resources that declare
+it), not ``*/log``, ``*/exec`` and the like.
 """
 
 from __future__ import annotations
@@ -132,6 +134,18 @@ def _rt(gv: str, plural: str, kind: str, *, ns: bool = True, **kw: Any) -> Resou
 
 
 _ALL = ("all",)
+_AUTHZ = "authorization.k8s.io/v1"
+#: The review resources (create only, see ``_reviews``).
+_REVIEWS = tuple(
+    _rt(gv, plural, kind, ns=ns, has_status=False, verbs=("create",))
+    for gv, plural, kind, ns in (
+        ("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", False),
+        (_AUTHZ, "localsubjectaccessreviews", "LocalSubjectAccessReview", True),
+        (_AUTHZ, "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
+        (_AUTHZ, "selfsubjectrulesreviews", "SelfSubjectRulesReview", False),
+        (_AUTHZ, "subjectaccessreviews", "SubjectAccessReview", False),
+    )
+)
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("v1", "configmaps", "ConfigMap", short_names=("cm",), has_status=False),
     _rt(
@@ -185,6 +199,77 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
         categories=_ALL,
         extra_subresources=(SCALE,),
     ),
+    _rt("v1", "limitranges", "LimitRange", short_names=("limits",), has_status=False),
+    _rt("v1", "persistentvolumes", "PersistentVolume", ns=False, short_names=("pv",)),
+    _rt("v1", "podtemplates", "PodTemplate", has_status=False),
+    _rt(
+        "v1",
+        "replicationcontrollers",
+        "ReplicationController",
+        short_names=("rc",),
+        categories=_ALL,
+        extra_subresources=(SCALE,),
+    ),
+    _rt("v1", "resourcequotas", "ResourceQuota", short_names=("quota",)),
+    _rt(
+        "admissionregistration.k8s.io/v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        ns=False,
+        categories=("api-extensions",),
+        has_status=False,
+    ),
+    _rt(
+        "admissionregistration.k8s.io/v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        ns=False,
+        categories=("api-extensions",),
+        has_status=False,
+    ),
+    *_REVIEWS,
+    _rt("batch/v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL),
+    _rt("batch/v1", "jobs", "Job", categories=_ALL),
+    _rt("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", has_status=False),
+    _rt("networking.k8s.io/v1", "ingressclasses", "IngressClass", ns=False, has_status=False),
+    _rt("networking.k8s.io/v1", "ingresses", "Ingress", short_names=("ing",)),
+    _rt(
+        "networking.k8s.io/v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        short_names=("netpol",),
+        has_status=False,
+    ),
+    _rt("node.k8s.io/v1", "runtimeclasses", "RuntimeClass", ns=False, has_status=False),
+    _rt("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",)),
+    *(
+        _rt("rbac.authorization.k8s.io/v1", plural, kind, ns=ns, has_status=False)
+        for plural, kind, ns in (
+            ("clusterrolebindings", "ClusterRoleBinding", False),
+            ("clusterroles", "ClusterRole", False),
+            ("rolebindings", "RoleBinding", True),
+            ("roles", "Role", True),
+        )
+    ),
+    _rt(
+        "scheduling.k8s.io/v1",
+        "priorityclasses",
+        "PriorityClass",
+        ns=False,
+        short_names=("pc",),
+        has_status=False,
+    ),
+    _rt("storage.k8s.io/v1", "csidrivers", "CSIDriver", ns=False, has_status=False),
+    _rt("storage.k8s.io/v1", "csinodes", "CSINode", ns=False, has_status=False),
+    _rt(
+        "storage.k8s.io/v1",
+        "storageclasses",
+        "StorageClass",
+        ns=False,
+        short_names=("sc",),
+        has_status=False,
+    ),
+    _rt("storage.k8s.io/v1", "volumeattachments", "VolumeAttachment", ns=False),
     _rt("coordination.k8s.io/v1", "leases", "Lease", has_status=False),
     _rt(
         "apiextensions.k8s.io/v1",

@@ -320,6 +320,7 @@ class Api:
                 err.body["message"] = f"object is being deleted: {err.body['message']}"
             raise err
         status = obj.get("status") if keep_status else None
+        meta["uid"] = str(uuid.uuid4())  # before the strategy: a Job's selector names it
         apply_defaults(rt, obj)
         if causes := prepare_create(rt, obj, lambda: (o.decode() for o in ts.objects.values())):
             raise self._invalid(rt, name, causes)
@@ -327,7 +328,6 @@ class Api:
             obj["status"] = status
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
-        meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         if uses_generation(rt):
             meta["generation"] = 1

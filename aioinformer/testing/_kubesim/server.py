@@ -39,6 +39,7 @@ from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from aioinformer.testing._kubesim.reviews import is_review, open_to_everyone, review
 from aioinformer.testing._kubesim.scale import get_scale, patch_scale, update_scale
 from aioinformer.testing._kubesim.selectors import (
     FieldSelector,
@@ -68,13 +69,15 @@ _LIST_CHUNK = 1 << 20
 class User:
     """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
 
-    ``rules`` holds (verb, group, resource) triples where any part may be ``"*"``; a
-    resource names a subresource as ``pods/status`` (see :mod:`._rbac`: a rule for
-    ``pods`` does not grant ``pods/status``). The admin user has ``("*", "*", "*")``.
+    Made by :meth:`KubeSim.add_user <aioinformer.testing.KubeSim.add_user>`, which returns
+    the user's token. The admin user (``sim.token``) has ``("*", "*", "*")``.
     """
 
     name: str
+    """The user name requests are authorized (and 403s worded) as."""
     rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
+    """(verb, group, resource) triples where any part may be ``"*"``; a resource names a
+    subresource as ``pods/status`` (a rule for ``pods`` does not grant ``pods/status``)."""
 
     def allows(self, verb: str, group: str, resource: str) -> bool:
         """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
@@ -174,7 +177,9 @@ class SimServer:
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
-            if not user.allows(verb, route.rt.group, resource):
+            if not user.allows(verb, route.rt.group, resource) and not open_to_everyone(
+                route.rt.group, route.rt.plural, user.name
+            ):
                 raise ApiError.forbidden(
                     user.name,
                     verb,
@@ -324,6 +329,8 @@ class SimServer:
         self, request: web.Request, route: _Route, verb: str, user: User
     ) -> web.StreamResponse:
         media = self._negotiate(request.headers.get("Accept", ""))
+        if is_review(route.rt.group, route.rt.plural):
+            return await self._review(request, route, verb, user)
         if route.subresource is not None:
             _check_subresource(route, verb)
         dry = False
@@ -331,6 +338,25 @@ class SimServer:
             dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
         with dry_run(dry):
             return await self._verb(request, route, verb, media)
+
+    async def _review(
+        self, request: web.Request, route: _Route, verb: str, user: User
+    ) -> web.StreamResponse:
+        if verb != "create" or route.name is not None:
+            raise ApiError.method_not_allowed()
+        body = await _json_body(request)
+        self._check_kind(route.rt, body)
+
+        def rules_of(name: str) -> tuple[rbac.Rule, ...] | None:
+            found = next((u for u in self.options.tokens.values() if u.name == name), None)
+            return None if found is None else found.rules
+
+        rt = route.rt
+        doc = review(
+            rt.plural, rt.api_version, rt.kind, body, user.name, user.rules, rules_of,
+            route.namespace,
+        )  # fmt: skip
+        return _json_response(doc, 201)
 
     async def _verb(
         self, request: web.Request, route: _Route, verb: str, media: str

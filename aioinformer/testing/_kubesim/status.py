@@ -63,10 +63,23 @@ def _qualified(plural: str, group: str) -> str:
 
 
 class ApiError(Exception):
-    """An error answer: HTTP ``code``, a ``Status`` ``body`` and extra ``headers``.
+    """KubeSim's error answer: HTTP ``code``, a ``Status`` ``body`` and extra ``headers``.
 
-    Raised anywhere below the HTTP layer; the server turns it into the response. The
-    constructors are named after the ``reason`` they produce.
+    Raised anywhere below KubeSim's HTTP layer, and by its in-process API
+    (:meth:`KubeSim.create <aioinformer.testing.KubeSim.create>`, ``get``, ``patch``,
+    ``delete``): ``except aioinformer.testing.ApiError as e: e.code, e.reason``. Over HTTP
+    the server turns it into the response, which a client sees as the Status; through
+    :class:`aioinformer.Client` or an informer that is an :class:`aioinformer.ApiError`
+    (a subclass per code), the library's error for a failed request. This one is the
+    server side of the same answer: it is not an ``aioinformer.AioinformerError``.
+
+    The constructors (class methods) are named after the ``reason`` they produce and write
+    the bodies a kube-apiserver v1.28 writes.
+
+    Args:
+        code: the HTTP status.
+        body: the ``Status`` object to answer with.
+        headers: extra response headers (e.g. ``Retry-After``).
     """
 
     def __init__(
@@ -84,16 +97,19 @@ class ApiError(Exception):
 
     @classmethod
     def not_found(cls, plural: str, group: str, name: str) -> ApiError:
+        """404 NotFound: ``plural.group "name" not found``."""
         msg = f'{_qualified(plural, group)} "{name}" not found'
         return cls(404, status_body(404, msg, "NotFound", _details(name, group, plural)))
 
     @classmethod
     def already_exists(cls, plural: str, group: str, name: str) -> ApiError:
+        """409 AlreadyExists: a create of a name that is taken."""
         msg = f'{_qualified(plural, group)} "{name}" already exists'
         return cls(409, status_body(409, msg, "AlreadyExists", _details(name, group, plural)))
 
     @classmethod
     def conflict(cls, plural: str, group: str, name: str) -> ApiError:
+        """409 Conflict: a write with a stale resourceVersion."""
         msg = (
             f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": the object '
             "has been modified; please apply your changes to the latest version and try again"
@@ -121,6 +137,7 @@ class ApiError(Exception):
     def invalid(
         cls, kind: str, group: str, name: str, message: str, causes: Sequence[Mapping[str, str]]
     ) -> ApiError:
+        """422 Invalid, with ``details.causes`` (reason, message, field)."""
         details = _details(name, group, kind)
         details["causes"] = [dict(c) for c in causes]
         return cls(422, status_body(422, message, "Invalid", details))
@@ -138,10 +155,12 @@ class ApiError(Exception):
 
     @classmethod
     def bad_request(cls, message: str) -> ApiError:
+        """400 BadRequest with ``message``."""
         return cls(400, status_body(400, message, "BadRequest"))
 
     @classmethod
     def unauthorized(cls) -> ApiError:
+        """401 Unauthorized: a wrong bearer token."""
         return cls(401, status_body(401, "Unauthorized", "Unauthorized"))
 
     @classmethod
@@ -174,6 +193,8 @@ class ApiError(Exception):
 
     @classmethod
     def unsupported_patch(cls, custom: bool) -> ApiError:
+        """415 UnsupportedMediaType for a patch content type the resource does not take
+        (``custom``: a custom resource, which takes no strategic merge patch)."""
         if custom:
             msg = (
                 "the body of the request was in an unknown format - accepted media types "
@@ -185,11 +206,13 @@ class ApiError(Exception):
 
     @classmethod
     def not_acceptable(cls, accepted: str) -> ApiError:
+        """406 NotAcceptable: the ``Accept`` header asks for nothing served."""
         msg = f"only the following media types are accepted: {accepted}"
         return cls(406, status_body(406, msg, "NotAcceptable"))
 
     @classmethod
     def method_not_allowed(cls) -> ApiError:
+        """405 MethodNotAllowed: a verb the resource does not support."""
         msg = "the server does not allow this method on the requested resource"
         return cls(405, status_body(405, msg, "MethodNotAllowed", {}))
 
@@ -203,11 +226,14 @@ class ApiError(Exception):
 
     @classmethod
     def expired(cls, message: str, continue_token: str | None = None) -> ApiError:
+        """410 Expired: a resourceVersion or continue token too old."""
         meta = {"continue": continue_token} if continue_token is not None else None
         return cls(410, status_body(410, message, "Expired", metadata=meta))
 
     @classmethod
     def too_large_rv(cls, requested: int, current: int) -> ApiError:
+        """504 Timeout, cause ResourceVersionTooLarge, ``Retry-After: 1``: a list at a
+        resourceVersion the server has not reached."""
         msg = f"Timeout: Too large resource version: {requested}, current: {current}"
         details = {
             "causes": [
@@ -219,10 +245,12 @@ class ApiError(Exception):
 
     @classmethod
     def internal(cls, message: str) -> ApiError:
+        """500 with ``message`` and no reason."""
         return cls(500, status_body(500, message))
 
     @classmethod
     def too_many_requests(cls, retry_after: int) -> ApiError:
+        """429 TooManyRequests with ``Retry-After``."""
         msg = "Too many requests, please try again later."
         details = {"causes": [{"reason": "", "message": ""}], "retryAfterSeconds": retry_after}
         return cls(
@@ -235,4 +263,5 @@ class ApiError(Exception):
     def timeout(
         cls, message: str = "Timeout: request did not complete within the allotted timeout"
     ) -> ApiError:
+        """504 Timeout: the request did not complete in time."""
         return cls(504, status_body(504, message, "Timeout", {}), {})

@@ -2,7 +2,7 @@
 ``PrepareForUpdate`` and the generic store's ``ShouldDeleteDuringUpdate`` decide.
 
 * :func:`prepare_create` allocates what the registry allocates on create: a Service's
-  addresses and node ports (:mod:`._service_ips`).
+  addresses and node ports (:mod:`._service_ips`), a Job's selector from its uid.
 * :func:`prepare_update` keeps, on a write of the main resource, what only another path may
   change or what was allocated: a Namespace's ``spec.finalizers`` (only ``/finalize``
   changes them), a Service's addresses and node ports.
@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from aioinformer.testing._kubesim.batch_defaults import generate_job_selector
 from aioinformer.testing._kubesim.namespace_lifecycle import spec_finalizers
 from aioinformer.testing._kubesim.service_ips import allocate, keep_allocated
 from aioinformer.testing._kubesim.validation import Cause
@@ -50,6 +51,8 @@ def prepare_create(
     Returns the causes of a 422 (nothing is allocated then)."""
     if _is_service(rt):
         return allocate(obj, stored())
+    if rt.group == "batch" and rt.plural == "jobs":
+        generate_job_selector(obj)
     return []
 
 

@@ -573,13 +573,29 @@ def validate_update(
 
 def uses_generation(rt: ResourceType) -> bool:
     """Whether the apiserver keeps ``metadata.generation`` for *rt* (1 on create, +1 when
-    :func:`spec_changed`): custom resources, CRDs and the apps workloads. Pods, Nodes,
-    Namespaces, Services, ConfigMaps, Secrets, Leases and Events do not (v1.28)."""
+    :func:`spec_changed`): custom resources, CRDs, the apps workloads and the other kinds
+    whose strategies keep it (Jobs, CronJobs, ReplicationControllers, PodDisruptionBudgets,
+    Ingresses, NetworkPolicies, EndpointSlices). Pods, Nodes, Namespaces, Services,
+    ConfigMaps, Secrets, Leases, Events and RBAC objects do not (v1.28)."""
     return (
         rt.custom
         or rt.group == "apiextensions.k8s.io"
         or (rt.group == "apps" and rt.plural in WORKLOAD_PLURALS)
+        or (rt.group, rt.plural) in _GENERATION_KINDS
     )
+
+
+_GENERATION_KINDS = frozenset(
+    {
+        ("batch", "jobs"),
+        ("batch", "cronjobs"),
+        ("", "replicationcontrollers"),
+        ("policy", "poddisruptionbudgets"),
+        ("networking.k8s.io", "ingresses"),
+        ("networking.k8s.io", "networkpolicies"),
+        ("discovery.k8s.io", "endpointslices"),
+    }
+)
 
 
 def spec_changed(rt: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
