@@ -170,6 +170,8 @@ class Subscription:
         max_queue: an exact subscriber's backlog beyond which it is merged per key
             (None: unbounded).
         namespace: only changes of objects in this namespace are queued (None: all).
+        after: the number (seq) of the store state its initial notifications came from:
+            changes of that state or older are skipped, the initial ones hold them.
     """
 
     def __init__(

@@ -101,6 +101,8 @@ class InformerProcess:
     def __init__(self, api: Any, cfg: dict[str, Any]) -> None:
         self.api, self.cfg = api, cfg
         self.manager = Manager(api, store=cfg["store"])
+        if cfg["store"] == "locked":  # (see SeedOptions.locked_batch)
+            self.manager.factory.batch_size = cfg.get("locked_batch", 1)
         self.pods = self.manager.informer("v1", "pods")
         self.ops: SeedOperators | None = None
         if cfg.get("examples_dir"):
