@@ -102,6 +102,8 @@ class InformerFactory:
             their own per informer, so that readers keeping this loop busy cannot delay
             them; the default for the snapshot store) or "loop" (this event loop; always
             for the locked baseline).
+        compact: the informers' default for ``compact`` (see :meth:`informer`): bodies
+            kept compressed with a dictionary per resource, for huge caches.
     """
 
     def __init__(
@@ -116,6 +118,7 @@ class InformerFactory:
         clock: Callable[[], float] = time.monotonic,
         pipeline: Pipeline | None = None,
         batch_size: int = 1000,
+        compact: bool = False,
     ) -> None:
         if store not in STORE_KINDS:
             raise ConfigError(f"store must be one of {STORE_KINDS}, not {store!r}")
@@ -138,6 +141,8 @@ class InformerFactory:
         self.pipeline = pipeline
         self.batch_size = batch_size
         """Used for the informers created from now on."""
+        self.compact = compact
+        """The informers' default for ``compact`` (see :meth:`informer`)."""
         self._informers: dict[tuple[object, ...], Informer] = {}
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
         self._running = False
@@ -157,6 +162,7 @@ class InformerFactory:
         store: StoreKind | None = None,
         streaming_list: bool = False,
         pipeline: Pipeline | None = None,
+        compact: bool | None = None,
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
         ``"apps/v1", "statefulsets"``) and these options; created on first use.
@@ -175,6 +181,9 @@ class InformerFactory:
             streaming_list: sync with a streaming list (WatchList) instead of a list.
             pipeline: where its watcher and writer run (default: the factory's; see
                 :class:`InformerFactory`).
+            compact: keep the objects' bodies compressed with a dictionary trained on the
+                first objects (for huge caches: a fraction of the memory, a decompression
+                per body access; default: the factory's).
         """
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
@@ -195,6 +204,7 @@ class InformerFactory:
             transform,
             streaming_list,
             pipeline or self.pipeline,
+            self.compact if compact is None else compact,
         )
         inf = self._informers.get(key)
         if inf is not None:
@@ -238,6 +248,7 @@ class InformerFactory:
             clock=self.clock,
             batch_size=self.batch_size,
             pipeline=pipeline or (self.pipeline if kind == "snapshot" else None),
+            compact=self.compact if compact is None else compact,
         )
         self._informers[key] = inf
         if self._running:

@@ -25,6 +25,9 @@ Contracts:
   logged with its key, once a harmless probe (a bookmark at the current RV) shows the store
   itself still works; a store that fails even that is broken, and the informer stops
   (the factory logs it).
+* After each sync or relist is published, the heap's free memory is returned to the
+  operating system (:mod:`~aioinformer._cache.trim`): RSS follows the cache's size, not
+  the peak of decoding the list.
 * ``staleness`` is how long the oldest delta the watcher has received but the store has not
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, the reads that await freshness (``wait_for_rv``, ``wait_fresh``
@@ -77,6 +80,7 @@ from aioinformer._cache.index import IndexFunc
 from aioinformer._cache.pipeline import PipelineThread
 from aioinformer._cache.snapshot_store import Snapshot
 from aioinformer._cache.store import StoreKind, StoreReader, StoreView, open_store
+from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
@@ -207,6 +211,9 @@ class Informer:
         pipeline: where the watcher and the writer run (see the module docstring); None
             picks "thread" for the snapshot store when ``list_watch`` has
             ``on_running_loop``, else "loop".
+        compact: keep every object's body compressed with a dictionary trained on the
+            first objects of the resource (:mod:`~aioinformer._core.compact`): a fraction
+            of the memory, an extra decompression per body access.
     """
 
     def __init__(
@@ -223,6 +230,7 @@ class Informer:
         watch_options: WatchOptions | None = None,
         clock: Callable[[], float] = time.monotonic,
         pipeline: Pipeline | None = None,
+        compact: bool = False,
     ) -> None:
         self.pipeline: Pipeline = _pipeline_for(list_watch, store, pipeline)
         """Where the watcher and the writer run: "thread" or "loop"."""
@@ -252,10 +260,12 @@ class Informer:
         self._reader, self._writer = open_store(store, indexers, threaded=threaded)
         self._list_watch = list_watch
         self._dispatcher = Dispatcher(name)
+        self.compact = compact
+        """Whether bodies are kept compressed (see ``compact`` above)."""
         self._watcher = Watcher(
             list_watch,
             self._fifo,
-            transform=transform,
+            transform=_compacting(transform) if compact else transform,
             streaming_list=streaming_list,
             options=watch_options,
             clock=clock,
@@ -409,8 +419,11 @@ class Informer:
     def _published(self, batch: Sequence[Item], changes: list[Change]) -> None:
         """After each published batch, on the writer's loop: count, tell the publish
         listeners, then deliver (see :meth:`_deliver`)."""
-        synced = not self._replaced and any(type(item) is Replace for item in batch)
+        replaced = any(type(item) is Replace for item in batch)
+        synced = not self._replaced and replaced
         self._replaced = self._replaced or synced
+        if replaced:  # a sync or relist: the list's transient memory back to the OS
+            release_free_memory()
         self._applied_total += len(batch)
         self._rate.add(len(batch), self._clock())
         seq, rv = self._reader.seq, self._reader.resource_version
@@ -762,6 +775,27 @@ class Informer:
             handlers=tuple(self._dispatcher.statistics()),
             pipeline=self.pipeline,
         )
+
+
+def _compacting(transform: Transform | None) -> Transform:
+    """``transform`` (if any), then a :class:`~aioinformer._core.compact.Compactor` of
+    this informer's own; an object the user's transform drops stays dropped.
+    :class:`ConfigError` without zstandard (the ``compact`` extra)."""
+    try:
+        from aioinformer._core.compact import Compactor
+    except ImportError as exc:
+        raise ConfigError(
+            f"compact=True needs zstandard: pip install 'aioinformer[compact]' ({exc})"
+        ) from None
+    compactor = Compactor()
+    if transform is None:
+        return compactor
+
+    def transform_then_compact(obj: KubeObject) -> KubeObject:
+        result = transform(obj)
+        return compactor(result) if isinstance(result, KubeObject) else result
+
+    return transform_then_compact
 
 
 def _pipeline_for(list_watch: object, store: StoreKind, pipeline: Pipeline | None) -> Pipeline:

@@ -34,7 +34,8 @@ Contract:
 * Nothing is left behind: the thread ends with ``main()``, and cancels ``main()`` itself
   once the caller's loop is closed (an informer never stopped: nobody is left to tell it,
   checked every :data:`ORPHAN_CHECK` seconds); it is a daemon, so an interpreter exiting
-  without stopping the informer does not hang on it.
+  without stopping the informer does not hang on it. Connections still open on the
+  thread's loop when ``main()`` has ended are aborted before the loop closes.
 """
 
 from __future__ import annotations
@@ -230,12 +231,28 @@ class PipelineThread:
                 _drain(loop, orphaned)
                 _drain(loop, loop.shutdown_asyncgens())
                 _drain(loop, loop.shutdown_default_executor())
+                _abort_transports(loop)
         finally:
             self._ended = True
             loop.close()
             asyncio.set_event_loop(None)
             _SWITCH.leave()
         self.notify(lambda: _settle(self.done, outcome))
+
+
+def _abort_transports(loop: asyncio.AbstractEventLoop) -> None:
+    """Abort the socket transports still open on the thread's loop, and let their
+    connection_lost callbacks run: a transport closed with unsent bytes waits for them to
+    be written, and would outlive the loop (an unclosed-transport warning) if the peer is
+    slow to read. (The selector loop's table of its transports is private: without it,
+    nothing is done.)"""
+    transports = getattr(loop, "_transports", None)
+    if not transports:
+        return
+    for transport in list(transports.values()):
+        with contextlib.suppress(Exception):
+            transport.abort()
+    _drain(loop, asyncio.sleep(0))
 
 
 def _drain(loop: asyncio.AbstractEventLoop, aw: Awaitable[None]) -> None:
