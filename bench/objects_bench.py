@@ -66,10 +66,11 @@ def make_lines(n: int) -> list[bytes]:
 
 
 def per_call_us(
-    fns: dict[str, Callable[[bytes], Any]], lines: list[bytes], repeat: int
+    fns: dict[str, Callable[[Any], Any]], lines: list[Any], repeat: int
 ) -> dict[str, float]:
-    """Best-of-``repeat`` mean time per call in microseconds. The candidates take turns in
-    each round, so a load change on a shared machine hits them all alike."""
+    """Best-of-``repeat`` mean time per call (one per item of ``lines``: event lines, or
+    objects) in microseconds. The candidates take turns in each round, so a load change on
+    a shared machine hits them all alike."""
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -77,20 +78,6 @@ def per_call_us(
             for line in lines:
                 fn(line)
             best[name] = min(best[name], (time.process_time() - t0) / len(lines))
-    return {name: t * 1e6 for name, t in best.items()}
-
-
-def per_object_us(
-    fns: dict[str, Callable[[Any], Any]], objs: list[Any], repeat: int
-) -> dict[str, float]:
-    """Best-of-``repeat`` mean time per object in microseconds (taking turns)."""
-    best = dict.fromkeys(fns, float("inf"))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            t0 = time.process_time()
-            for obj in objs:
-                fn(obj)
-            best[name] = min(best[name], (time.process_time() - t0) / len(objs))
     return {name: t * 1e6 for name, t in best.items()}
 
 
@@ -186,7 +173,7 @@ def main() -> None:
     compact = [compactor(o) for o in plain]
     access = {}
     for label, objs in (("plain", plain), ("compact", compact)):
-        access |= per_object_us(
+        access |= per_call_us(
             {
                 f"{label} field('status.phase')": lambda o: o.field("status.phase"),
                 f"{label} field('spec.containers.0.image')": lambda o: o.field(
