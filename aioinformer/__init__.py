@@ -52,6 +52,7 @@ from aioinformer._client.discovery import Discovery as Discovery
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
+from aioinformer._core.conditions import is_condition_true as is_condition_true
 from aioinformer._core.errors import AioinformerError as AioinformerError
 from aioinformer._core.errors import AlreadyExists as AlreadyExists
 from aioinformer._core.errors import ApiError as ApiError
@@ -110,6 +111,7 @@ from aioinformer._runtime.ratelimit import RateLimiter as RateLimiter
 from aioinformer._runtime.ratelimit import (
     default_controller_rate_limiter as default_controller_rate_limiter,
 )
+from aioinformer._runtime.target import BuildFunction as BuildFunction
 from aioinformer._runtime.workqueue import WorkQueue as WorkQueue
 from aioinformer._runtime.workqueue import WorkQueueStatistics as WorkQueueStatistics
 
@@ -122,6 +124,7 @@ __all__ = [
     "ApiResource",
     "BadRequest",
     "BucketRateLimiter",
+    "BuildFunction",
     "Cause",
     "Change",
     "ChangeType",
@@ -200,6 +203,7 @@ __all__ = [
     "finalizer",
     "generation_changed",
     "install_log_context",
+    "is_condition_true",
     "merge_diff",
     "owner_reference",
     "run",

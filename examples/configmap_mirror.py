@@ -7,45 +7,46 @@ match the target selector (``mirror.aioinformer.dev/target=true`` by default):
 * copies are kept in sync: a change of the source's data is written to every copy, and a
   copy edited by hand is put back;
 * a namespace that stops matching loses its copy, one that starts matching gets one;
-* the source carries the finalizer ``mirror.aioinformer.dev/cleanup``: deleting it (or
-  removing its label) deletes every copy first, then removes the finalizer, so no copy
-  outlives its source.
+* the source carries the finalizer ``mirror.aioinformer.dev/cleanup`` (the ``finalizer``
+  helper adds it): deleting it deletes every copy first, then the finalizer goes, so no
+  copy outlives its source; removing its label deletes the copies and the finalizer too.
 
-Copies live in other namespaces, where an ownerReference to the source is not allowed;
-they carry the label ``mirror.aioinformer.dev/copy=true`` and the annotation
-``mirror.aioinformer.dev/source: NAMESPACE/NAME`` instead, and an index on that annotation
-maps them back to their source. Every write is recorded with ``record_write``, so the next
-reconcile of a source reads caches that have seen it (``build(..., protect=False)`` turns
-that off); updates carry the cached resourceVersion, so a stale one gets 409, not a lost
+Copies live in other namespaces, where an ownerReference to the source is not allowed (so
+the garbage collector cannot clean them up: the finalizer does); they carry the label
+``mirror.aioinformer.dev/copy=true`` and the annotation ``mirror.aioinformer.dev/source:
+NAMESPACE/NAME`` instead, and an index on that annotation maps them back to their source.
+Every write goes through ``manager.client``, so the next reconcile of a source reads
+caches that have seen it (``build(..., protect=False)`` turns that off); updates carry the
+cached resourceVersion, so a stale one gets 409 (``counters["conflicts"]``), not a lost
 update.
 
 Run it: ``python examples/configmap_mirror.py`` (embedded KubeSim; a source ConfigMap
 ``default/shared-settings`` and namespaces ``team-a``, ``team-b`` (matching) and ``team-c``
 (not); Ctrl-C to stop), ``--once`` to exit once converged, ``--kubeconfig PATH`` for a real
-cluster (it creates those namespaces there too).
+cluster (it creates those namespaces there too); in production ``python -m aioinformer run
+examples/configmap_mirror.py:build``.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections import Counter
 from collections.abc import Iterable
+from contextlib import suppress
 from typing import Any
 
-from _common import (
-    MERGE_PATCH,
-    Counters,
-    Example,
-    Progress,
-    create_ignoring_conflict,
-    is_terminating,
-    list_objects,
-    log,
-    main,
+from aioinformer import (
+    AlreadyExists,
+    Client,
+    Conflict,
+    KubeObject,
+    Manager,
+    NotFound,
+    Result,
+    finalizer,
 )
-from kubernetes_asyncio import client
-from kubernetes_asyncio.client.exceptions import ApiException
-
-from aioinformer import Controller, KubeObject, Manager, Result
+from aioinformer.testing import Example
 
 ENABLED_LABEL = "mirror.aioinformer.dev/enabled"
 TARGET_SELECTOR = "mirror.aioinformer.dev/target=true"
@@ -56,7 +57,8 @@ SOURCE_INDEX = "source"
 MIRRORED = ("data", "binaryData")
 SAMPLE_NAMESPACE, SAMPLE_NAME = "default", "shared-settings"
 SAMPLE_TARGETS = {"team-a": True, "team-b": True, "team-c": False}
-RETRY = Result(requeue=True)
+
+log = logging.getLogger("examples.configmap_mirror")
 
 
 def source_of(obj: KubeObject) -> tuple[str, ...]:
@@ -77,6 +79,7 @@ class MirrorOperator:
         protect: bool = True,
         concurrency: int = 4,
     ) -> None:
+        self.client = manager.client
         # every ConfigMap of the source namespace: one that loses the label is cleaned up
         self.sources = manager.informer("v1", "configmaps", namespace=source_namespace)
         self.copies = manager.informer(
@@ -87,17 +90,18 @@ class MirrorOperator:
             indexers={SOURCE_INDEX: source_of},
         )
         self.targets = manager.informer("v1", "namespaces", label_selector=target_selector)
-        self.counters = Counters()
-        self.controller: Controller = manager.controller(
+        self.counters: Counter[str] = Counter()
+        """``creates``, ``deletes`` and ``conflicts`` (409: an update on a stale cache)."""
+        self.controller = manager.controller(
             "configmap-mirror",
             self.reconcile,
             primary=self.sources,
-            primary_kind="ConfigMap",
             watches=[(self.copies, source_of), (self.targets, self._every_source)],
             concurrency=concurrency,
-            freshness=protect,  # expectations need owns= (ownerReferences): not here
+            freshness=protect,  # (expectations need owns=, ownerReferences: not here)
         )
-        self._core = client.CoreV1Api(manager.api_client)
+        # the copies are written in other namespaces than the sources' informer watches
+        manager.require_permission("", "configmaps", ["create", "update", "delete"])
 
     def _every_source(self, _namespace: KubeObject) -> Iterable[str]:
         """A target namespace came, changed or went: every source may have to act."""
@@ -105,79 +109,56 @@ class MirrorOperator:
 
     async def reconcile(self, key: str) -> Result | None:
         source = self.sources.snapshot().get(key)
-        copies = self.copies.snapshot().by_index(SOURCE_INDEX, key)
-        if source is None or not is_source(source) or is_terminating(source):
-            await self._delete(copies)  # first the copies, then the finalizer
-            if source is not None and FINALIZER in source.finalizers:
-                return None if await self._finalizer(source, present=False) else RETRY
+        if source is None or not (is_source(source) or terminating(source)):
+            await self.cleanup_copies(key)  # gone, or no longer labelled
+            if source is not None:
+                await self.client.remove_finalizer(source, FINALIZER)
             return None
-        if FINALIZER not in source.finalizers and not await self._finalizer(source, present=True):
-            return RETRY
+        return await finalizer(
+            self.client, source, FINALIZER, apply=self.mirror, cleanup=self.cleanup
+        )
+
+    async def mirror(self, source: KubeObject) -> Result | None:
+        """Make the copies match the matching namespaces."""
+        copies = self.copies.snapshot().by_index(SOURCE_INDEX, source.key)
         wanted = {
             ns.name
             for ns in self.targets.snapshot().list()
-            if ns.name != source.namespace and not is_terminating(ns)
+            if ns.name != source.namespace and not terminating(ns)
         }
         have = {c.namespace: c for c in copies}
-        await self._delete([c for c in copies if c.namespace not in wanted])
+        await self.delete([c for c in copies if c.namespace not in wanted])
         for namespace in sorted(wanted):
-            await self._sync(source, namespace, have.get(namespace))
+            await self.sync(source, namespace, have.get(namespace))
         return None
 
-    async def _finalizer(self, source: KubeObject, *, present: bool) -> bool:
-        """Add or remove our finalizer, with the cached resourceVersion; False on 409 (the
-        cache was stale: a conflict)."""
-        others = [f for f in source.finalizers if f != FINALIZER]
-        finalizers = [*others, FINALIZER] if present else others
-        patch = {"metadata": {"finalizers": finalizers, "resourceVersion": str(source.rv)}}
-        try:
-            patched = await self._core.patch_namespaced_config_map(
-                source.name, source.namespace, patch, _content_type=MERGE_PATCH
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                return True
-            if exc.status != 409:
-                raise
-            self.counters.conflicts += 1
-            return False
-        self.controller.record_write(source.key, self.sources, patched.metadata.resource_version)
-        return True
+    async def cleanup(self, source: KubeObject) -> Result | None:
+        """The source goes: its copies first (the finalizer goes after)."""
+        await self.cleanup_copies(source.key)
+        return None
 
-    async def _sync(self, source: KubeObject, namespace: str, copy: KubeObject | None) -> None:
+    async def cleanup_copies(self, key: str) -> None:
+        await self.delete(self.copies.snapshot().by_index(SOURCE_INDEX, key))
+
+    async def sync(self, source: KubeObject, namespace: str, copy: KubeObject | None) -> None:
         """Create or update the copy of ``source`` in ``namespace``."""
         body = copy_body(source, namespace)
         try:
             if copy is None:
-                written = await self._core.create_namespaced_config_map(namespace, body)
-                self.counters.creates += 1
+                await self.client.create(body)
+                self.counters["creates"] += 1
             elif not same_data(source, copy):
                 body["metadata"]["resourceVersion"] = str(copy.rv)  # no lost update
-                written = await self._core.replace_namespaced_config_map(
-                    source.name, namespace, body
-                )
-            else:
-                return
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            self.counters.conflicts += 1
-            log.warning("%s in %s: %s (409)", source.key, namespace, exc.reason)
-            return
-        rv = written.metadata.resource_version
-        self.controller.record_write(source.key, self.copies, rv)
+                await self.client.update(body)
+        except (AlreadyExists, Conflict) as exc:  # a write on a stale cache
+            self.counters["conflicts"] += 1
+            log.warning("%s in %s: %s (409)", source.key, namespace, exc)
 
-    async def _delete(self, copies: Iterable[KubeObject]) -> None:
+    async def delete(self, copies: Iterable[KubeObject]) -> None:
         for copy in copies:
-            options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=copy.uid))
-            try:
-                await self._core.delete_namespaced_config_map(
-                    copy.name, copy.namespace, body=options
-                )
-                self.counters.deletes += 1
-            except ApiException as exc:
-                if exc.status not in (404, 409):  # gone already, or replaced by another
-                    raise
+            with suppress(NotFound, Conflict):  # gone already, or replaced by another
+                await self.client.delete(copy)
+                self.counters["deletes"] += 1
 
 
 def build(
@@ -200,6 +181,10 @@ def build(
 
 
 # -- the decisions, as pure functions -------------------------------------------------------------
+
+
+def terminating(obj: KubeObject) -> bool:
+    return obj.deletion_timestamp is not None
 
 
 def is_source(cm: KubeObject) -> bool:
@@ -249,45 +234,36 @@ def source_body(
     }
 
 
-async def install(api: client.ApiClient) -> None:
-    """The sample namespaces and source ConfigMap (each if missing)."""
-    core = client.CoreV1Api(api)
+def samples() -> list[dict[str, Any]]:
+    """The sample namespaces (``team-a``, ``team-b`` matching, ``team-c`` not) and source."""
+    namespaces = []
     for name, matching in SAMPLE_TARGETS.items():
         meta = {"name": name, "labels": target_label() if matching else {}}
-        await create_ignoring_conflict(core.create_namespace({"metadata": meta}))
-    body = source_body(SAMPLE_NAME, {"log-level": "info", "region": "eu-west"})
-    await create_ignoring_conflict(core.create_namespaced_config_map(SAMPLE_NAMESPACE, body))
+        namespaces.append({"apiVersion": "v1", "kind": "Namespace", "metadata": meta})
+    source = source_body(SAMPLE_NAME, {"log-level": "info", "region": "eu-west"})
+    return [*namespaces, source]
 
 
 async def progress(
-    api: client.ApiClient,
+    client: Client,
     namespace: str = SAMPLE_NAMESPACE,
     name: str = SAMPLE_NAME,
     target_selector: str = TARGET_SELECTOR,
-) -> Progress:
+) -> tuple[str, bool]:
     """Where source ``namespace/name`` stands, read from the API server. Converged: the
     source carries the finalizer and an identical copy is in every matching namespace and
     in no other; a source that is gone has no copy left."""
-    core = client.CoreV1Api(api)
-    matching = await list_objects(
-        core.list_namespace(label_selector=target_selector, _preload_content=False)
-    )
+    matching = await client.list("v1", "Namespace", label_selector=target_selector)
     wanted = sorted(ns.name for ns in matching if ns.name != namespace)
-    copies = await list_objects(
-        core.list_config_map_for_all_namespaces(
-            label_selector=f"{COPY_LABEL}=true", _preload_content=False
-        )
-    )
+    copies = await client.list("v1", "ConfigMap", label_selector=f"{COPY_LABEL}=true")
     mine = [c for c in copies if source_of(c) == (f"{namespace}/{name}",)]
-    sources = await list_objects(
-        core.list_namespaced_config_map(
-            namespace, field_selector=f"metadata.name={name}", _preload_content=False
-        )
+    sources = await client.list(
+        "v1", "ConfigMap", namespace, field_selector=f"metadata.name={name}"
     )
-    if not sources or is_terminating(sources[0]):
+    if not sources or terminating(sources[0]):
         state = "deleting" if sources else "gone"
         line = f"configmap {namespace}/{name}: {state}, {len(mine)} copies left"
-        return Progress(line, not sources and not mine)
+        return line, not sources and not mine
     source = sources[0]
     in_sync = sorted(c.namespace for c in mine if same_data(source, c))
     done = FINALIZER in source.finalizers and in_sync == wanted and len(mine) == len(wanted)
@@ -295,10 +271,10 @@ async def progress(
         f"configmap {namespace}/{name}: {len(wanted)} matching namespaces, {len(mine)} copies, "
         f"{len(in_sync)} in sync"
     )
-    return Progress(line, done)
+    return line, done
 
 
-EXAMPLE = Example(name="configmap_mirror", install=install, build=build, progress=progress)
+EXAMPLE = Example("configmap_mirror", build, progress, samples=samples())
 
 if __name__ == "__main__":
-    sys.exit(main(EXAMPLE))
+    sys.exit(EXAMPLE.main())

@@ -3,7 +3,8 @@
 A NodeAgent (``example.aioinformer.dev/v1``, ``examples/crds/nodeagent.yaml``) runs one pod
 made from ``spec.template`` on every Ready node:
 
-* a node that joins (or becomes Ready) gets a pod: ``metadata.generateName`` NAME-,
+* a node that joins (or becomes Ready) gets a pod, once no pod of the NodeAgent is still
+  terminating there: ``metadata.generateName`` NAME-,
   ``spec.nodeName`` set to the node (no scheduler involved), a controller ownerReference
   to the NodeAgent;
 * the pods of nodes that vanished or are no longer Ready are deleted, and so is any
@@ -11,53 +12,35 @@ made from ``spec.template`` on every Ready node:
 * ``status.desiredNumberScheduled`` (Ready nodes), ``status.currentNumberScheduled``
   (Ready nodes with a pod) and ``status.numberReady`` (of those pods, the Running and
   Ready ones) are patched on the status subresource when they change;
-* the pods of a deleted NodeAgent are deleted.
+* every pod created or deleted is an Event on the NodeAgent;
+* the pods of a deleted NodeAgent go with it: the garbage collector follows their
+  ownerReferences.
 
 Generated names make the seed's bug silent: a reconcile that reads a cache which has not
 seen the pod it just created creates a second pod on the node, and nothing answers 409.
-The controller's expectations and freshness gate prevent it; ``build(manager,
-protect=False)`` turns both off to show it (``counters.surplus``: second pods found).
+Every write goes through ``manager.client``, which keeps the controller's expectations and
+read-your-writes by itself; ``build(manager, protect=False)`` builds the controller
+without them to show the bug (``counters["surplus"]``: second pods found).
 
 Run it: ``python examples/nodeagent.py`` (embedded KubeSim, three nodes, a NodeAgent
 ``agent``; Ctrl-C to stop), ``--once`` to exit once converged, ``--kubeconfig PATH`` for a
-real cluster.
+real cluster; in production ``python -m aioinformer run examples/nodeagent.py:build``.
 """
 
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
+from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
-from _common import (
-    GROUP,
-    GROUP_VERSION,
-    VERSION,
-    Counters,
-    Example,
-    OwnedPods,
-    Progress,
-    StatusWriter,
-    as_object,
-    controlled_by,
-    create_ignoring_conflict,
-    has_ready_condition,
-    install_crd,
-    is_terminating,
-    list_objects,
-    load_crd,
-    main,
-    pod_from_template,
-    pod_ready,
-    pods_informer,
-)
-from kubernetes_asyncio import client
+from aioinformer import Client, Conflict, KubeObject, Manager, NotFound, Result, is_condition_true
+from aioinformer.testing import Example
 
-from aioinformer import Controller, KubeObject, Manager, Result
-
-KIND = "NodeAgent"
-PLURAL = "nodeagents"
+GROUP_VERSION = "example.aioinformer.dev/v1"
+CRD = Path(__file__).resolve().parent / "crds" / "nodeagent.yaml"
 SAMPLE_NAMESPACE, SAMPLE_NAME = "default", "agent"
 
 
@@ -72,26 +55,28 @@ class NodeAgentOperator:
         concurrency: int = 4,
         namespace: str | None = None,
     ) -> None:
+        name = "nodeagent" if namespace is None else f"nodeagent-{namespace}"
+        self.client = manager.client
+        self.events = manager.event_recorder(name)
         # NodeAgents and nodes are read from snapshots whatever the manager's default store
-        self.agents = manager.informer(GROUP_VERSION, PLURAL, namespace=namespace, store="snapshot")
-        self.pods = pods_informer(manager, KIND)
+        self.agents = manager.informer(
+            GROUP_VERSION, "nodeagents", namespace=namespace, store="snapshot"
+        )
+        self.pods = manager.informer("v1", "pods")
         self.nodes = manager.informer("v1", "nodes", store="snapshot")
-        self.counters = Counters()
+        self.counters: Counter[str] = Counter()
+        """``creates`` and ``surplus`` (second pods found on a node: creates on a stale cache)."""
         self._surplus_seen: set[str] = set()
-        self.controller: Controller = manager.controller(
-            "nodeagent" if namespace is None else f"nodeagent-{namespace}",
+        self.controller = manager.controller(
+            name,
             self.reconcile,
             primary=self.agents,
-            primary_kind=KIND,
             owns=[self.pods],
             watches=[(self.nodes, self._every_agent)],
             concurrency=concurrency,
             freshness=protect,
             expectations=protect,
         )
-        api = manager.api_client
-        self.owned = OwnedPods(api, self.controller, self.pods, self.counters)
-        self.status = StatusWriter(api, PLURAL, self.controller, self.agents, self.counters)
 
     def _every_agent(self, _node: KubeObject) -> Iterable[str]:
         """A node changed: every NodeAgent may have to act."""
@@ -99,40 +84,50 @@ class NodeAgentOperator:
 
     async def reconcile(self, key: str) -> Result | None:
         agent = self.agents.snapshot().get(key)
-        pods = [p for p in await self.owned.owned(key) if not is_terminating(p)]
-        if agent is None:
-            # KubeSim has no garbage collector (a real cluster's would also do this)
-            await self.owned.apply(key, delete=pods)
-            return None
-        nodes = sorted(n.name for n in self.nodes.snapshot().list() if has_ready_condition(n))
-        mine = [p for p in pods if controlled_by(p, agent.uid)]
-        placed, extra, elsewhere = place(mine, nodes)
-        self._count_surplus(extra)
-        strays = [p for p in pods if not controlled_by(p, agent.uid)]  # a deleted namesake's
-        missing = [n for n in nodes if n not in placed]
-        await self.owned.apply(
-            key, delete=extra + elsewhere + strays, create=[pod_for(agent, n) for n in missing]
+        if agent is None or terminating(agent):
+            return None  # its pods are garbage collected
+        async with self.pods.read() as view:  # (read(): the pods may be in a lock-based store)
+            pods = view.by_index("controller", agent.uid)
+        nodes = sorted(
+            n.name for n in self.nodes.snapshot().list() if is_condition_true(n, "Ready")
         )
+        placed, extra, elsewhere, busy = place(pods, nodes)
+        self._count_surplus(extra)
+        for pod in extra + elsewhere:
+            # the uid precondition (Conflict): never delete a newer pod that took the name
+            with suppress(NotFound, Conflict):
+                await self.client.delete(pod)
+                self.events.record(agent, "Normal", "SuccessfulDelete", f"Deleted pod {pod.name}")
+        for node in nodes:
+            if node not in placed and node not in busy:
+                pod = await self.client.create(pod_for(agent, node), owner=agent)
+                self.counters["creates"] += 1
+                self.events.record(
+                    agent, "Normal", "SuccessfulCreate", f"Created pod {pod.name} on {node}"
+                )
         status = {
             "desiredNumberScheduled": len(nodes),
             "currentNumberScheduled": len(placed),
             "numberReady": sum(map(pod_ready, placed.values())),
         }
-        await self.status.update(agent, status)
+        current = agent.field("status", {}, type=dict[str, Any])
+        if any(current.get(k) != v for k, v in status.items()):
+            with suppress(NotFound):  # deleted meanwhile: its delete event follows
+                await self.client.patch_status(agent, {"status": status})
         return None
 
     def _count_surplus(self, extra: list[KubeObject]) -> None:
         for pod in extra:
             if pod.uid not in self._surplus_seen:
                 self._surplus_seen.add(pod.uid)
-                self.counters.surplus += 1
+                self.counters["surplus"] += 1
 
 
 def build(
     manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
 ) -> NodeAgentOperator:
     """The NodeAgent operator on ``manager``; ``protect=False`` turns off the controller's
-    freshness gate and expectations (the seed's buggy controller); ``namespace`` limits it
+    read-your-writes and expectations (the seed's buggy controller); ``namespace`` limits it
     to the NodeAgents of one namespace (several operators can then share one manager)."""
     return NodeAgentOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
@@ -140,85 +135,84 @@ def build(
 # -- the decisions, as pure functions -------------------------------------------------------------
 
 
+def terminating(obj: KubeObject) -> bool:
+    return obj.deletion_timestamp is not None
+
+
+def pod_ready(pod: KubeObject) -> bool:
+    """A pod that is Running with Ready=True, and not terminating."""
+    return (
+        pod.field("status.phase") == "Running"
+        and is_condition_true(pod, "Ready")
+        and not terminating(pod)
+    )
+
+
 def by_node(pods: Iterable[KubeObject]) -> dict[str, list[KubeObject]]:
     """Pods grouped by ``spec.nodeName``, oldest first in each group."""
     groups: dict[str, list[KubeObject]] = defaultdict(list)
     for pod in sorted(pods, key=lambda p: (p.metadata.creation_timestamp or "", p.rv)):
-        groups[pod.field("spec.nodeName") or ""].append(pod)
+        groups[pod.field("spec.nodeName", "", type=str)].append(pod)
     return groups
 
 
 def place(
     pods: list[KubeObject], nodes: list[str]
-) -> tuple[dict[str, KubeObject], list[KubeObject], list[KubeObject]]:
-    """The pod kept on each Ready node (the oldest), the extra pods on those nodes, and the
-    pods on nodes that are gone or not Ready."""
+) -> tuple[dict[str, KubeObject], list[KubeObject], list[KubeObject], set[str]]:
+    """The pod kept on each Ready node (the oldest live one), the extra live pods on those
+    nodes, the live pods on nodes that are gone or not Ready, and the nodes where a pod is
+    still terminating (as a DaemonSet does, no new pod goes there until it is gone)."""
     kept: dict[str, KubeObject] = {}
     extra: list[KubeObject] = []
     elsewhere: list[KubeObject] = []
     wanted = set(nodes)
-    for node, on_node in by_node(pods).items():
+    busy = {p.field("spec.nodeName", "", type=str) for p in pods if terminating(p)}
+    for node, on_node in by_node(p for p in pods if not terminating(p)).items():
         if node in wanted:
             kept[node] = on_node[0]
             extra += on_node[1:]
         else:
             elsewhere += on_node
-    return kept, extra, elsewhere
+    return kept, extra, elsewhere, busy
 
 
 def pod_for(agent: KubeObject, node: str) -> dict[str, Any]:
-    pod = pod_from_template(agent, {"generateName": f"{agent.name}-", "namespace": agent.namespace})
-    pod["spec"]["nodeName"] = node
-    return pod
+    """A pod from the NodeAgent's template, on ``node`` (the client adds the owner)."""
+    template = agent.field("spec.template", {}, type=dict[str, Any])
+    metadata = {**(template.get("metadata") or {}), "generateName": f"{agent.name}-"}
+    spec = {**(template.get("spec") or {}), "nodeName": node}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 # -- the program ----------------------------------------------------------------------------------
 
 
-def load_nodeagent_crd() -> dict[str, Any]:
-    """The NodeAgent CustomResourceDefinition (``examples/crds/nodeagent.yaml``)."""
-    return load_crd("nodeagent")
-
-
-def nodeagent_body(name: str, namespace: str = "default") -> dict[str, Any]:
+def nodeagent_body(name: str, namespace: str = SAMPLE_NAMESPACE) -> dict[str, Any]:
     """A NodeAgent running a pause container labelled ``app=NAME``."""
     container = {"name": "agent", "image": "registry.k8s.io/pause:3.9"}
     template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}
     return {
         "apiVersion": GROUP_VERSION,
-        "kind": KIND,
+        "kind": "NodeAgent",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {"template": template},
     }
 
 
-async def install(api: client.ApiClient) -> None:
-    """The CRD (if missing) and the sample NodeAgent (if missing)."""
-    await install_crd(api, load_nodeagent_crd())
-    custom = client.CustomObjectsApi(api)
-    body = nodeagent_body(SAMPLE_NAME, SAMPLE_NAMESPACE)
-    await create_ignoring_conflict(
-        custom.create_namespaced_custom_object(GROUP, VERSION, SAMPLE_NAMESPACE, PLURAL, body)
-    )
-
-
 async def progress(
-    api: client.ApiClient, namespace: str = SAMPLE_NAMESPACE, name: str = SAMPLE_NAME
-) -> Progress:
+    client: Client, namespace: str = SAMPLE_NAMESPACE, name: str = SAMPLE_NAME
+) -> tuple[str, bool]:
     """Where NodeAgent ``namespace/name`` stands, read from the API server. Converged:
     exactly one pod on every Ready node and none elsewhere, all Running and Ready, and the
     status says so."""
-    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-    agent = as_object(
-        await custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-    )
-    nodes = await list_objects(core.list_node(_preload_content=False))
-    ready_nodes = sorted(n.name for n in nodes if has_ready_condition(n))
-    listed = await list_objects(core.list_namespaced_pod(namespace, _preload_content=False))
-    pods = [p for p in listed if controlled_by(p, agent.uid)]
-    placed = sorted(p.field("spec.nodeName") for p in pods)
+    agent = await client.get(GROUP_VERSION, "NodeAgent", name, namespace)
+    nodes = await client.list("v1", "Node")
+    ready_nodes = sorted(n.name for n in nodes if is_condition_true(n, "Ready"))
+    listed = await client.list("v1", "Pod", namespace)
+    pods = [p for p in listed if p.controller_ref and p.controller_ref.uid == agent.uid]
+    placed = sorted(p.field("spec.nodeName", "", type=str) for p in pods)
     ready = sum(map(pod_ready, pods))
-    status = agent.field("status") or {}
+    status = agent.field("status", {}, type=dict[str, Any])
     done = (
         placed == ready_nodes
         and ready == len(ready_nodes)
@@ -230,10 +224,10 @@ async def progress(
         f"{ready} ready; status {status.get('numberReady', 0)}/"
         f"{status.get('desiredNumberScheduled', 0)}"
     )
-    return Progress(line, done)
+    return line, done
 
 
-EXAMPLE = Example(name="nodeagent", install=install, build=build, progress=progress)
+EXAMPLE = Example("nodeagent", build, progress, crds=[CRD], samples=[nodeagent_body(SAMPLE_NAME)])
 
 if __name__ == "__main__":
-    sys.exit(main(EXAMPLE))
+    sys.exit(EXAMPLE.main())

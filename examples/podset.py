@@ -10,51 +10,48 @@ PodSet's namespace and controlled by it (a controller ownerReference). Like a St
 * scaling down deletes the highest ordinals first;
 * ``status.replicas`` (pods) and ``status.readyReplicas`` (Running, Ready=True) are patched
   on the status subresource when they change;
-* the pods of a deleted PodSet are deleted.
+* every pod created or deleted is an Event on the PodSet (``kubectl describe podset``);
+* the pods of a deleted PodSet go with it: the garbage collector follows their
+  ownerReferences (a pod left by a deleted PodSet of the same name holds its name until
+  then, and is waited for).
 
 Fixed pod names make the seed's bug visible: a reconcile that reads a cache which has not
-seen the pod it just created creates it again and gets 409 AlreadyExists. The controller's
-freshness gate (``record_write``) and expectations prevent it; ``build(manager,
-protect=False)`` turns both off to show the bug (``counters.conflicts``).
+seen the pod it just created creates it again and gets 409 AlreadyExists. Every write goes
+through ``manager.client``, which keeps the controller's read-your-writes and expectations
+by itself; ``build(manager, protect=False)`` builds the controller without them (the seed's
+buggy controller) to show the bug: ``counters["conflicts"]`` counts the 409s.
 
-Run it: ``python examples/podset.py`` (embedded KubeSim, three nodes, a PodSet ``web``
-with 3 replicas; Ctrl-C to stop), ``--once`` to exit once converged, ``--kubeconfig PATH``
-for a real cluster.
+Run it: ``python examples/podset.py`` (embedded KubeSim, three nodes, a PodSet ``web`` with
+3 replicas; Ctrl-C to stop), ``--once`` to exit once converged, ``--kubeconfig PATH`` for a
+real cluster; in production ``python -m aioinformer run examples/podset.py:build``.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
+from collections import Counter
+from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
-from _common import (
-    GROUP,
-    GROUP_VERSION,
-    VERSION,
-    Counters,
-    Example,
-    OwnedPods,
-    Progress,
-    StatusWriter,
-    as_object,
-    controlled_by,
-    create_ignoring_conflict,
-    install_crd,
-    is_terminating,
-    list_objects,
-    load_crd,
-    main,
-    pod_from_template,
-    pod_ready,
-    pods_informer,
+from aioinformer import (
+    AlreadyExists,
+    Client,
+    Conflict,
+    KubeObject,
+    Manager,
+    NotFound,
+    Result,
+    is_condition_true,
 )
-from kubernetes_asyncio import client
+from aioinformer.testing import Example
 
-from aioinformer import Controller, KubeObject, Manager, Result
-
-KIND = "PodSet"
-PLURAL = "podsets"
+GROUP_VERSION = "example.aioinformer.dev/v1"
+CRD = Path(__file__).resolve().parent / "crds" / "podset.yaml"
 SAMPLE_NAMESPACE, SAMPLE_NAME = "default", "web"
+
+log = logging.getLogger("examples.podset")
 
 
 class PodSetOperator:
@@ -68,51 +65,72 @@ class PodSetOperator:
         concurrency: int = 4,
         namespace: str | None = None,
     ) -> None:
+        name = "podset" if namespace is None else f"podset-{namespace}"
+        self.client = manager.client
+        self.events = manager.event_recorder(name)
         # the PodSets are read from snapshots whatever the manager's default store
         self.podsets = manager.informer(
-            GROUP_VERSION, PLURAL, namespace=namespace, store="snapshot"
+            GROUP_VERSION, "podsets", namespace=namespace, store="snapshot"
         )
-        self.pods = pods_informer(manager, KIND)
-        self.counters = Counters()
-        self.controller: Controller = manager.controller(
-            "podset" if namespace is None else f"podset-{namespace}",
+        self.pods = manager.informer("v1", "pods")
+        self.counters: Counter[str] = Counter()
+        """``creates`` and ``conflicts`` (409 AlreadyExists: a create on a stale cache)."""
+        self.controller = manager.controller(
+            name,
             self.reconcile,
             primary=self.podsets,
-            primary_kind=KIND,
             owns=[self.pods],
             concurrency=concurrency,
             freshness=protect,
             expectations=protect,
         )
-        api = manager.api_client
-        self.owned = OwnedPods(api, self.controller, self.pods, self.counters)
-        self.status = StatusWriter(api, PLURAL, self.controller, self.podsets, self.counters)
 
     async def reconcile(self, key: str) -> Result | None:
         podset = self.podsets.snapshot().get(key)
-        pods = await self.owned.owned(key)
-        if podset is None:
-            # KubeSim has no garbage collector (a real cluster's would also do this)
-            await self.owned.apply(key, delete=[p for p in pods if not is_terminating(p)])
-            return None
-        replicas = int(podset.field("spec.replicas", 0))
-        by_ordinal = {ordinal(p, podset.name): p for p in pods if owns(podset, p)}
-        doomed = strays(podset, pods) + excess(by_ordinal, replicas)
-        if doomed:
-            await self.owned.apply(key, delete=doomed)
-        elif (missing := first_missing(by_ordinal, replicas)) is not None:
-            await self.owned.apply(key, create=[pod_for(podset, missing)])
-        live = [p for o, p in by_ordinal.items() if o < replicas and not is_terminating(p)]
+        if podset is None or terminating(podset):
+            return None  # its pods are garbage collected
+        replicas = podset.field("spec.replicas", 0, type=int)
+        async with self.pods.read() as view:  # (read(): the pods may be in a lock-based store)
+            owned = view.by_index("controller", podset.uid)
+            by_ordinal = {ordinal(p, podset.name): p for p in owned}
+            missing = first_missing(by_ordinal, replicas)
+            name_taken = missing is not None and f"{key}-{missing}" in view
+        misnamed = [p for p in owned if ordinal(p, podset.name) < 0 and not terminating(p)]
+        doomed = misnamed + excess(by_ordinal, replicas)
+        for pod in doomed:
+            await self.delete(podset, pod)
+        if not doomed and missing is not None and not name_taken:
+            await self.create(podset, missing)
+        live = [p for o, p in by_ordinal.items() if 0 <= o < replicas and not terminating(p)]
         status = {"replicas": len(live), "readyReplicas": sum(map(pod_ready, live))}
-        await self.status.update(podset, status)
+        current = podset.field("status", {}, type=dict[str, Any])
+        if any(current.get(k) != v for k, v in status.items()):
+            with suppress(NotFound):  # deleted meanwhile: its delete event follows
+                await self.client.patch_status(podset, {"status": status})
         return None
+
+    async def create(self, podset: KubeObject, number: int) -> None:
+        try:
+            pod = await self.client.create(pod_for(podset, number), owner=podset)
+        except AlreadyExists:
+            self.counters["conflicts"] += 1
+            log.warning("%s: pod %s-%d exists already (409)", podset.key, podset.name, number)
+            return
+        self.counters["creates"] += 1
+        self.events.record(podset, "Normal", "SuccessfulCreate", f"Created pod {pod.name}")
+
+    async def delete(self, podset: KubeObject, pod: KubeObject) -> None:
+        # the uid precondition (Conflict): never delete a newer pod that took the name
+        with suppress(NotFound, Conflict):
+            await self.client.delete(pod)
+            self.events.record(podset, "Normal", "SuccessfulDelete", f"Deleted pod {pod.name}")
 
 
 def build(
     manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
 ) -> PodSetOperator:
     """The PodSet operator on ``manager``; ``protect=False`` turns off the controller's
-    freshness gate and expectations (the seed's buggy controller); ``namespace`` limits it
+    read-your-writes and expectations (the seed's buggy controller); ``namespace`` limits it
     to the PodSets of one namespace (several operators can then share one manager)."""
     return PodSetOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
@@ -120,10 +138,14 @@ def build(
 # -- the decisions, as pure functions -------------------------------------------------------------
 
 
-def owns(podset: KubeObject, pod: KubeObject) -> bool:
-    """Whether ``pod`` belongs to this incarnation of the PodSet (not to a deleted one
-    of the same name) and has one of its names."""
-    return controlled_by(pod, podset.uid) and ordinal(pod, podset.name) >= 0
+def terminating(obj: KubeObject) -> bool:
+    return obj.deletion_timestamp is not None
+
+
+def pod_ready(pod: KubeObject) -> bool:
+    """A pod that is Running with Ready=True, and not terminating."""
+    running = pod.field("status.phase") == "Running" and not terminating(pod)
+    return running and is_condition_true(pod, "Ready")
 
 
 def ordinal(pod: KubeObject, podset_name: str) -> int:
@@ -133,16 +155,10 @@ def ordinal(pod: KubeObject, podset_name: str) -> int:
     return int(number) if prefix == podset_name and canonical else -1
 
 
-def strays(podset: KubeObject, pods: list[KubeObject]) -> list[KubeObject]:
-    """Pods in the index that this PodSet does not own (a deleted PodSet of the same name
-    left them, or their name is not one of ours), not yet terminating."""
-    return [p for p in pods if not owns(podset, p) and not is_terminating(p)]
-
-
 def excess(by_ordinal: dict[int, KubeObject], replicas: int) -> list[KubeObject]:
     """Pods at ordinals >= ``replicas``, highest first, not yet terminating."""
     doomed = sorted((o for o in by_ordinal if o >= replicas), reverse=True)
-    return [by_ordinal[o] for o in doomed if not is_terminating(by_ordinal[o])]
+    return [by_ordinal[o] for o in doomed if not terminating(by_ordinal[o])]
 
 
 def first_missing(by_ordinal: dict[int, KubeObject], replicas: int) -> int | None:
@@ -151,57 +167,39 @@ def first_missing(by_ordinal: dict[int, KubeObject], replicas: int) -> int | Non
 
 
 def pod_for(podset: KubeObject, number: int) -> dict[str, Any]:
-    return pod_from_template(
-        podset, {"name": f"{podset.name}-{number}", "namespace": podset.namespace}
-    )
+    """Pod NAME-``number`` from the PodSet's template (the client adds the owner)."""
+    template = podset.field("spec.template", {}, type=dict[str, Any])
+    metadata = {**(template.get("metadata") or {}), "name": f"{podset.name}-{number}"}
+    spec = template.get("spec") or {}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 # -- the program ----------------------------------------------------------------------------------
 
 
-def load_podset_crd() -> dict[str, Any]:
-    """The PodSet CustomResourceDefinition (``examples/crds/podset.yaml``)."""
-    return load_crd("podset")
-
-
-def podset_body(name: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
+def podset_body(name: str, replicas: int, namespace: str = SAMPLE_NAMESPACE) -> dict[str, Any]:
     """A PodSet of ``replicas`` pause containers labelled ``app=NAME``."""
     container = {"name": "main", "image": "registry.k8s.io/pause:3.9"}
     template = {"metadata": {"labels": {"app": name}}, "spec": {"containers": [container]}}
     return {
         "apiVersion": GROUP_VERSION,
-        "kind": KIND,
+        "kind": "PodSet",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "replicas": replicas,
-            "template": template,
-        },
+        "spec": {"replicas": replicas, "template": template},
     }
 
 
-async def install(api: client.ApiClient) -> None:
-    """The CRD (if missing) and the sample PodSet (if missing)."""
-    await install_crd(api, load_podset_crd())
-    custom = client.CustomObjectsApi(api)
-    body = podset_body(SAMPLE_NAME, 3, SAMPLE_NAMESPACE)
-    await create_ignoring_conflict(
-        custom.create_namespaced_custom_object(GROUP, VERSION, SAMPLE_NAMESPACE, PLURAL, body)
-    )
-
-
 async def progress(
-    api: client.ApiClient, namespace: str = SAMPLE_NAMESPACE, name: str = SAMPLE_NAME
-) -> Progress:
+    client: Client, namespace: str = SAMPLE_NAMESPACE, name: str = SAMPLE_NAME
+) -> tuple[str, bool]:
     """Where PodSet ``namespace/name`` stands, read from the API server. Converged: exactly
     pods NAME-0 .. NAME-(replicas-1), all Running and Ready, and the status says so."""
-    custom = client.CustomObjectsApi(api)
-    podset = as_object(
-        await custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-    )
-    replicas = podset.field("spec.replicas")
-    ready, total = podset.field("status.readyReplicas", 0), podset.field("status.replicas", 0)
-    listed = client.CoreV1Api(api).list_namespaced_pod(namespace, _preload_content=False)
-    pods = [p for p in await list_objects(listed) if controlled_by(p, podset.uid)]
+    podset = await client.get(GROUP_VERSION, "PodSet", name, namespace)
+    replicas = podset.field("spec.replicas", 0, type=int)
+    ready = podset.field("status.readyReplicas", 0, type=int)
+    total = podset.field("status.replicas", 0, type=int)
+    listed = await client.list("v1", "Pod", namespace)
+    pods = [p for p in listed if p.controller_ref and p.controller_ref.uid == podset.uid]
     want = sorted(f"{name}-{i}" for i in range(replicas))
     done = (
         sorted(p.name for p in pods if pod_ready(p)) == want
@@ -212,10 +210,12 @@ async def progress(
         f"podset {namespace}/{name}: {replicas} wanted, {len(pods)} pods, "
         f"{sum(map(pod_ready, pods))} ready; status {ready}/{total}"
     )
-    return Progress(line, done)
+    return line, done
 
 
-EXAMPLE = Example(name="podset", install=install, build=build, progress=progress)
+EXAMPLE = Example(
+    "podset", build, progress, crds=[CRD], samples=[podset_body(SAMPLE_NAME, replicas=3)]
+)
 
 if __name__ == "__main__":
-    sys.exit(main(EXAMPLE))
+    sys.exit(EXAMPLE.main())

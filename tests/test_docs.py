@@ -5,8 +5,8 @@ reference every metric, the API reference every exported name; every exported na
 docstring and every public constructor and function documents each of its parameters
 (Google style, the style the site renders); the README stays short.
 
-A block that includes a file by snippet (``--8<-- "examples/x.py"``) is not run here: the
-file has its own test.
+A block that includes a file by snippet (``--8<-- "examples/x.py"``) or quotes a part of
+one of examples/ verbatim is not run here: the file has its own test.
 """
 
 from __future__ import annotations
@@ -82,7 +82,14 @@ def blocks(path: Path) -> Iterator[Block]:
 
 
 ALL_BLOCKS = [b for page in PAGES for b in blocks(page)]
-PYTHON = [b for b in ALL_BLOCKS if b.lang in ("python", "py") and "--8<--" not in b.code]
+EXAMPLE_SOURCES = [path.read_text() for path in sorted((REPO / "examples").glob("*.py"))]
+PYTHON = [
+    b
+    for b in ALL_BLOCKS
+    if b.lang in ("python", "py")
+    and "--8<--" not in b.code
+    and not any(b.code in source for source in EXAMPLE_SOURCES)
+]
 SHELL = [b for b in ALL_BLOCKS if b.lang in ("sh", "bash", "shell", "console")]
 
 

@@ -1,34 +1,36 @@
-"""The example operators (examples/*.py) against KubeSim over HTTP.
+"""The example operators (examples/*.py, loaded from their files) against KubeSim over HTTP.
 
-Each converges from scratch, after changes and after an apiserver restart; and the seed's
-bug is reproduced on purpose (watch events delivered 0.3 s late: stale informers, and a
-burst of triggers): without the controller's protection the PodSet gets 409 AlreadyExists
-answers and the NodeAgent puts second pods on nodes; with it, neither happens.
+Each converges from scratch, after changes and after an apiserver restart, and leaves
+nothing behind when its object goes (the garbage collector follows the ownerReferences);
+and the seed's bug is reproduced on purpose (watch events delivered 0.3 s late: stale
+informers, and a burst of triggers): without the controller's protection the PodSet gets
+409 AlreadyExists answers and the NodeAgent puts second pods on nodes; with it, neither
+happens.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
+import msgspec
 import pytest
 
-from aioinformer import Manager
-from aioinformer.testing import KubeSim
-from tests.support import REPO, pod_object
+from aioinformer import Client, Manager
+from aioinformer._runtime.target import module_from_file
+from aioinformer.testing import KubeSim, install_crd
+from tests.support import REPO, pod_object, run_python
 
 EXAMPLES = REPO / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-import configmap_mirror  # noqa: E402
-import nodeagent  # noqa: E402
-import podset  # noqa: E402
-from _common import GROUP_VERSION, Progress, cancel_and_wait, install_crd  # noqa: E402
+podset = module_from_file(EXAMPLES / "podset.py")
+nodeagent = module_from_file(EXAMPLES / "nodeagent.py")
+configmap_mirror = module_from_file(EXAMPLES / "configmap_mirror.py")
+GROUP_VERSION = "example.aioinformer.dev/v1"
+Progress = tuple[str, bool]
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,21 +47,27 @@ async def sim() -> AsyncIterator[KubeSim]:
         yield sim
 
 
+async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait([task])
+
+
 @asynccontextmanager
 async def operator(
-    sim: KubeSim, build: Callable[..., Op], crd: dict[str, Any] | None = None, **options: Any
-) -> AsyncIterator[tuple[Op, Any]]:
+    sim: KubeSim, build: Callable[..., Op], crd: Path | None = None, **options: Any
+) -> AsyncIterator[tuple[Op, Client]]:
     """Install ``crd``, then run ``build(manager, **options)`` on its own manager until the
-    block ends; yields the operator and the API client (for progress checks)."""
+    block ends; yields the operator and a client (for progress checks)."""
     async with sim.api_client() as api:
+        client = Client(api, field_manager="tests")
         if crd is not None:
-            await install_crd(api, crd)
+            await install_crd(client, crd)
         manager = Manager(api)
         op = build(manager, **options)
         running = asyncio.create_task(manager.run())
         try:
             await manager.factory.wait_for_sync(timeout=10)
-            yield op, api
+            yield op, client
         finally:
             await cancel_and_wait(running)
 
@@ -118,11 +126,11 @@ def scale(sim: KubeSim, name: str, replicas: int) -> None:
 
 
 async def test_podset_converges_scales_and_survives_a_restart(sim: KubeSim) -> None:
-    async with operator(sim, podset.build, podset.load_podset_crd()) as (op, api):
+    async with operator(sim, podset.build, podset.CRD) as (op, client):
         uid = create_podset(sim, "web", 3)
 
         def check() -> Awaitable[Progress]:
-            return podset.progress(api, NS, "web")
+            return podset.progress(client, NS, "web")
 
         await converged(check)
         for replicas in (5, 1):
@@ -134,7 +142,7 @@ async def test_podset_converges_scales_and_survives_a_restart(sim: KubeSim) -> N
         await converged(check)
         sim.delete(f"{GROUP_VERSION}/podsets", "web", NS)
         await gone(sim, uid)
-        assert op.counters.conflicts == 0
+        assert op.counters["conflicts"] == 0
 
 
 async def settle(sim: KubeSim, protect: bool, check: Callable[[], Awaitable[Progress]]) -> None:
@@ -152,20 +160,20 @@ async def test_podset_on_a_stale_cache(sim: KubeSim, protect: bool) -> None:
     """Scale 0 -> 10 while the PodSet is touched every 50 ms and every watch event comes
     0.3 s late: unprotected, reconciles recreate pods their cache does not show yet (409
     AlreadyExists: the names are fixed); protected, never."""
-    crd = podset.load_podset_crd()
-    async with operator(sim, podset.build, crd, protect=protect) as (op, api):
+    crd = podset.CRD
+    async with operator(sim, podset.build, crd, protect=protect) as (op, client):
         uid = create_podset(sim, "burst", 0)
         sim.faults.delay_watch_events(STALE)
         scale(sim, "burst", 10)
         await touch_many(sim, "podsets", "burst", 40)
-        await settle(sim, protect, lambda: podset.progress(api, NS, "burst"))
+        await settle(sim, protect, lambda: podset.progress(client, NS, "burst"))
         pods = owned_pods(sim, uid)
-        print(f"podset protect={protect}: {op.counters.as_dict()}, {len(pods)} pods")
+        print(f"podset protect={protect}: {dict(op.counters)}, {len(pods)} pods")
         assert len(pods) == 10  # fixed names: never an extra pod, only 409s
         if protect:
-            assert op.counters.conflicts == 0
+            assert op.counters["conflicts"] == 0
         else:
-            assert op.counters.conflicts > 0
+            assert op.counters["conflicts"] > 0
 
 
 def test_podset_decisions() -> None:
@@ -187,11 +195,11 @@ def create_nodeagent(sim: KubeSim, name: str) -> str:
 
 
 async def test_nodeagent_follows_node_churn_and_survives_a_restart(sim: KubeSim) -> None:
-    async with operator(sim, nodeagent.build, nodeagent.load_nodeagent_crd()) as (op, api):
+    async with operator(sim, nodeagent.build, nodeagent.CRD) as (op, client):
         uid = create_nodeagent(sim, "agent")
 
         def check() -> Awaitable[Progress]:
-            return nodeagent.progress(api, NS, "agent")
+            return nodeagent.progress(client, NS, "agent")
 
         await converged(check)
         sim.add_nodes(2)
@@ -205,7 +213,7 @@ async def test_nodeagent_follows_node_churn_and_survives_a_restart(sim: KubeSim)
         assert nodes == ["node-1", "node-2", "node-3", "node-4", "node-5"]
         sim.delete(f"{GROUP_VERSION}/nodeagents", "agent", NS)
         await gone(sim, uid)
-        assert op.counters.surplus == 0
+        assert op.counters["surplus"] == 0
 
 
 @pytest.mark.parametrize("protect", [True, False], ids=["protected", "unprotected"])
@@ -214,10 +222,10 @@ async def test_nodeagent_on_a_stale_cache(sim: KubeSim, protect: bool) -> None:
     comes 0.3 s late: unprotected, reconciles put second pods on nodes whose pod their
     cache does not show yet (generated names: no 409, silent duplicates); protected, never.
     An observer polling the API server records the most agent pods seen on one node."""
-    crd = nodeagent.load_nodeagent_crd()
-    async with operator(sim, nodeagent.build, crd, protect=protect) as (op, api):
+    crd = nodeagent.CRD
+    async with operator(sim, nodeagent.build, crd, protect=protect) as (op, client):
         uid = create_nodeagent(sim, "agent")
-        await converged(lambda: nodeagent.progress(api, NS, "agent"))
+        await converged(lambda: nodeagent.progress(client, NS, "agent"))
         sim.faults.delay_watch_events(STALE)
         most = 0
 
@@ -233,24 +241,27 @@ async def test_nodeagent_on_a_stale_cache(sim: KubeSim, protect: bool) -> None:
         try:
             sim.add_nodes(2)
             await touch_many(sim, "nodeagents", "agent", 30)
-            await settle(sim, protect, lambda: nodeagent.progress(api, NS, "agent"))
+            await settle(sim, protect, lambda: nodeagent.progress(client, NS, "agent"))
         finally:
             await cancel_and_wait(observer)
-        extra = op.counters.creates - 5
-        print(f"nodeagent protect={protect}: {op.counters.as_dict()}, most on a node {most}")
+        extra = op.counters["creates"] - 5
+        print(f"nodeagent protect={protect}: {dict(op.counters)}, most on a node {most}")
         assert len(owned_pods(sim, uid)) == 5  # converged: the extras were deleted
         if protect:
-            assert (most, extra, op.counters.surplus) == (1, 0, 0)
+            assert (most, extra, op.counters["surplus"]) == (1, 0, 0)
         else:
-            assert most > 1 and extra > 0 and op.counters.surplus > 0
+            assert most > 1 and extra > 0 and op.counters["surplus"] > 0
 
 
 def test_nodeagent_decisions() -> None:
     a1, a2 = _pod("a-1", node="n1", created="t1"), _pod("a-2", node="n1", created="t2")
     b, c = _pod("a-3", node="n2"), _pod("a-4", node="gone")
-    kept, extra, elsewhere = nodeagent.place([a2, b, c, a1], ["n1", "n2", "n3"])
+    kept, extra, elsewhere, busy = nodeagent.place([a2, b, c, a1], ["n1", "n2", "n3"])
     assert kept == {"n1": a1, "n2": b}
-    assert extra == [a2] and elsewhere == [c]
+    assert extra == [a2] and elsewhere == [c] and busy == set()
+    going = _pod("a-5", node="n3", deleting=True)
+    kept, extra, elsewhere, busy = nodeagent.place([a1, going], ["n1", "n3"])
+    assert kept == {"n1": a1} and extra == elsewhere == [] and busy == {"n3"}
 
 
 # -- ConfigMap mirror ----------------------------------------------------------------------------
@@ -263,11 +274,11 @@ def label_namespace(sim: KubeSim, name: str, matching: bool) -> None:
 
 async def test_configmap_mirror(sim: KubeSim) -> None:
     name = configmap_mirror.SAMPLE_NAME
-    async with operator(sim, configmap_mirror.build) as (op, api):
-        await configmap_mirror.install(api)
+    async with operator(sim, configmap_mirror.build) as (op, client):
+        await configmap_mirror.EXAMPLE.install(client)
 
         def check() -> Awaitable[Progress]:
-            return configmap_mirror.progress(api, NS, name)
+            return configmap_mirror.progress(client, NS, name)
 
         await converged(check)
         assert sim.get("configmaps", name, NS)["metadata"]["finalizers"] == [
@@ -286,32 +297,21 @@ async def test_configmap_mirror(sim: KubeSim) -> None:
         sim.delete("configmaps", name, NS)
         await converged(check)  # the copies are gone, then the finalizer, then the source
         assert not sim.list("configmaps", NS, field_selector=f"metadata.name={name}")
-        assert op.counters.conflicts == 0
+        assert op.counters["conflicts"] == 0
 
 
 # -- as a program --------------------------------------------------------------------------------
 
 
 async def test_podset_once_as_a_program() -> None:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(EXAMPLES / "podset.py"),
-        "--once",
-        "--timeout",
-        "30",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 45)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode == 0, out.decode()
-    assert b"podset: converged" in out
+    result = await run_python(str(EXAMPLES / "podset.py"), "--once", "--timeout", "30")
+    assert result.code == 0, result.out + result.err
+    assert "podset: converged" in result.out
 
 
-def _pod(name: str, *, node: str = "", created: str = "") -> Any:
-    return pod_object(name, "ns", node=node, created=created)
+def _pod(name: str, *, node: str = "", created: str = "", deleting: bool = False) -> Any:
+    pod = pod_object(name, "ns", node=node, created=created)
+    if deleting:
+        meta = msgspec.structs.replace(pod.metadata, deletion_timestamp="2024-01-01T00:00:00Z")
+        pod = msgspec.structs.replace(pod, metadata=meta)
+    return pod

@@ -84,6 +84,7 @@ from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
 
 __all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
@@ -246,11 +247,13 @@ class Informer:
         """The API version of the resource ("v1")."""
         self.plural: str = getattr(list_watch, "plural", "") or list_watch.resource
         """The resource's plural name ("pods")."""
-        self.selective: bool = bool(
-            getattr(list_watch, "label_selector", None)
-            or getattr(list_watch, "field_selector", None)
-        )
+        self.label_selector: str | None = getattr(list_watch, "label_selector", None) or None
+        """The server-side label selector of its list and watch (None: none)."""
+        self.field_selector: str | None = getattr(list_watch, "field_selector", None) or None
+        """The server-side field selector of its list and watch (None: none)."""
+        self.selective: bool = bool(self.label_selector or self.field_selector)
         """Whether a label or field selector leaves some of the resource's objects out."""
+        self._labels_match = label_matcher(self.label_selector or "")
         self.api_resource: ApiResource | None = None
         """What discovery says the resource is (set when a manager or factory resolved it)."""
         self.store_kind: StoreKind = store
@@ -298,6 +301,20 @@ class Informer:
         """The namespace this informer watches; None when it watches all namespaces (or
         a cluster-scoped resource)."""
         return self._namespace
+
+    def follows(self, namespace: str, labels: Mapping[str, str] | None) -> bool:
+        """Whether an object of this informer's resource in ``namespace`` (``""``:
+        cluster-scoped) with ``labels`` is one this informer caches and is told about: the
+        informer watches that namespace (or all of them) and its label selector, if any,
+        matches ``labels``. Unknown labels (None) satisfy no label selector; an informer
+        with a field selector follows nothing (that cannot be told from here)."""
+        if self._namespace is not None and self._namespace != namespace:
+            return False
+        if self.field_selector:
+            return False
+        if self.label_selector:
+            return labels is not None and self._labels_match(labels)
+        return True
 
     @property
     def kind(self) -> str | None:

@@ -6,8 +6,9 @@ resourceVersion), patch (JSON merge, JSON, strategic merge), **server-side apply
 (``application/apply-patch+yaml`` with a field manager, ``force``), the ``status``
 subresource, delete (uid/resourceVersion preconditions, propagation policy, grace period),
 ``create_or_update`` / ``create_or_patch`` (controller-runtime's ``controllerutil``) and
-finalizers (``ensure_finalizer`` / ``remove_finalizer``, conflict-safe). The resource of an
-object is found from its apiVersion and kind through discovery.
+finalizers (``ensure_finalizer`` / ``remove_finalizer``, conflict-safe); it reads from the
+server too (``get``, ``list``), for what no informer caches. The resource of an object is
+found from its apiVersion and kind through discovery.
 
 Contract:
 
@@ -34,7 +35,9 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
@@ -42,6 +45,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 import orjson
 
 from aioinformer._client.discovery import ApiResource, Discovery
+from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import Request, RestClient
 from aioinformer._core.errors import ConfigError, Conflict, DecodeError, NotFound
 from aioinformer._core.objects import KubeObject, decode_object
@@ -73,8 +77,11 @@ _CONTENT_TYPES: Mapping[str, str] = {
     "apply": "application/apply-patch+yaml",
 }
 _FINALIZER_ATTEMPTS = 5
+_LIST_PAGE = 500
 IN_FLIGHT_GRACE = 10.0
 """Seconds a cancelled write waits for the answer of a request that may be on its way."""
+
+log = logging.getLogger("aioinformer.client")
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +161,17 @@ def _controllers(body: Mapping[str, Any]) -> tuple[tuple[str, str, str], ...]:
     )
 
 
+def _own(body: dict[str, Any], owner: KubeObject | Mapping[str, Any]) -> None:
+    """Make ``body`` controlled by ``owner`` (in the owner's namespace unless it names one)."""
+    meta = body.setdefault("metadata", {})
+    owner_ns = owner.namespace if isinstance(owner, KubeObject) else (
+        (owner.get("metadata") or {}).get("namespace") or ""
+    )  # fmt: skip
+    if owner_ns:
+        meta.setdefault("namespace", owner_ns)
+    set_owner(body, owner)
+
+
 def merge_diff(old: Any, new: Any) -> Any:
     """The JSON merge patch (RFC 7386) that turns ``old`` into ``new``.
 
@@ -207,7 +225,7 @@ class Client:
         self.rest = api_client if isinstance(api_client, RestClient) else RestClient(api_client)
         self.discovery = discovery or Discovery(self.rest)
         self.field_manager = field_manager
-        self.hooks: list[WriteHook] = list(hooks)
+        self.hooks: builtins.list[WriteHook] = list(hooks)
 
     def __repr__(self) -> str:
         return f"<Client {self.rest!r} field_manager={self.field_manager!r}>"
@@ -229,7 +247,7 @@ class Client:
 
     def _query(
         self, *, dry_run: bool, field_manager: str | None = None, force: bool = False
-    ) -> list[tuple[str, str]]:
+    ) -> builtins.list[tuple[str, str]]:
         query = [("fieldManager", field_manager or self.field_manager)]
         if force:
             query.append(("force", "true"))
@@ -242,7 +260,7 @@ class Client:
         request: WriteRequest,
         method: str,
         *,
-        query: list[tuple[str, str]],
+        query: builtins.list[tuple[str, str]],
         content_type: str | None = None,
         dry_run: bool = False,
         missing_ok: bool = False,
@@ -332,6 +350,38 @@ class Client:
         api_version, kind, namespace, name, _, _ = _identity(obj)
         return await self.get(api_version, kind, name, namespace or None)
 
+    async def list(
+        self,
+        api_version: str,
+        kind: str,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> builtins.list[KubeObject]:
+        """The ``kind`` objects from the server (not a cache): of ``namespace``, or of every
+        namespace when None (a cluster-scoped kind ignores it), matching the selectors.
+        Read as one consistent list, page by page; an item that cannot be decoded is left
+        out and logged."""
+        res = await self.resource_of(api_version, kind)
+        lister = ListWatch(
+            self.rest,
+            res.group_version,
+            res.plural,
+            namespace=namespace if res.namespaced else None,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        items: builtins.list[KubeObject] = []
+        token: str | None = None
+        while True:
+            page, _, token = await lister.list_page("", _LIST_PAGE, token)
+            for bad in page.bad:
+                log.warning("list %s: left out %s: %s", res.qualified, bad.key, bad.reason)
+            items.extend(page)
+            if not token:
+                return items
+
     # -- writes ---------------------------------------------------------------------------------
 
     async def create(
@@ -346,12 +396,7 @@ class Client:
         body = _body(obj)
         body.setdefault("metadata", {})
         if owner is not None:
-            owner_ns = owner.namespace if isinstance(owner, KubeObject) else (
-                (owner.get("metadata") or {}).get("namespace") or ""
-            )  # fmt: skip
-            if owner_ns:
-                body["metadata"].setdefault("namespace", owner_ns)
-            set_owner(body, owner)
+            _own(body, owner)
         body["metadata"].pop("resourceVersion", None)
         api_version, kind, namespace, name, _, _ = _identity(body)
         res = await self.resource_of(api_version, kind)
@@ -431,6 +476,7 @@ class Client:
         self,
         obj: Mapping[str, Any],
         *,
+        owner: KubeObject | Mapping[str, Any] | None = None,
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
@@ -438,10 +484,17 @@ class Client:
     ) -> KubeObject:
         """Server-side apply of ``obj`` (the fields this manager wants to own, with
         apiVersion, kind and metadata.name): :class:`~aioinformer.Conflict` when another
-        manager owns one of them, unless ``force``."""
+        manager owns one of them, unless ``force``. With ``owner``, as :meth:`create`:
+        controlled by it (and in its namespace when ``obj`` names none). Fields this
+        manager applied before and leaves out now are removed (unless another manager
+        owns them too): each manager owns its part of a shared object."""
+        body = obj
+        if owner is not None:
+            body = _body(obj)
+            _own(body, owner)
         return await self.patch(
-            obj,
-            dict(obj),
+            body,
+            dict(body),
             type="apply",
             subresource=subresource,
             field_manager=field_manager,

@@ -1,9 +1,10 @@
 """The example operators inside the seed scenario's informer process (see :mod:`._seed`).
 
 The PodSet (StatefulSet-like, fixed pod names) and NodeAgent (DaemonSet-like, generated
-names) operators from a checkout's ``examples/`` run on the informer process's manager, so
-they read the same shared pods informer as the readers, under the same load. Each runs
-twice, with its freshness protection (namespace ``TAG-on``) and without (``TAG-off``).
+names) operators from a checkout's ``examples/`` (loaded from their files) run on the
+informer process's manager, so they read the same shared pods informer as the readers,
+under the same load. Each runs twice, with its freshness protection (namespace ``TAG-on``)
+and without (``TAG-off``).
 
 Their workload during the load phase: ``podsets`` PodSets of ``replicas`` pods and one
 NodeAgent per namespace are created at the start; every object is touched (an annotation
@@ -12,7 +13,7 @@ halfway, the PodSets scale to twice their replicas and the NodeAgents are delete
 re-created (a new uid: every agent pod is replaced). Counted:
 
 * ``conflicts_409``: 409 AlreadyExists answers to the operator's creates (a PodSet
-  recreating a pod its stale cache had not seen);
+  recreating a pod its stale cache had not seen): the operator's ``counters["conflicts"]``;
 * ``extra_pods``: pods that existed beyond what the owner asked for: for a NodeAgent, a
   second live (not terminating) pod of the same agent on one node (seen on the shared
   informer's event stream, so even short-lived duplicates count; a replacement made while
@@ -24,17 +25,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from aioinformer._cache.informer import Informer
+from aioinformer._client.client import Client
+from aioinformer._core.errors import AlreadyExists, NotFound
 from aioinformer._core.objects import KubeObject
 from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.target import module_from_file
+from aioinformer.testing._helpers import install_crd
 
 __all__ = ["SeedOperators"]
 
 TOUCH_INTERVAL = 0.2
+GROUP_VERSION = "example.aioinformer.dev/v1"
 
 
 class SeedOperators:
@@ -44,13 +50,9 @@ class SeedOperators:
     def __init__(
         self, manager: Manager, examples_dir: str, tag: str, podsets: int, replicas: int
     ) -> None:
-        if examples_dir not in sys.path:
-            sys.path.insert(0, examples_dir)
-        import _common  # type: ignore[import-not-found]
-        import nodeagent  # type: ignore[import-not-found]
-        import podset  # type: ignore[import-not-found]
-
-        self._common, self._podset, self._nodeagent = _common, podset, nodeagent
+        podset = module_from_file(Path(examples_dir) / "podset.py")
+        nodeagent = module_from_file(Path(examples_dir) / "nodeagent.py")
+        self._podset, self._nodeagent = podset, nodeagent
         self.manager, self.tag = manager, tag
         self.podsets, self.replicas = podsets, replicas
         self.ops: dict[str, Any] = {}
@@ -105,30 +107,23 @@ class SeedOperators:
 
     async def install(self, api: Any) -> None:
         """The CRDs and the two namespaces (before the manager starts its informers)."""
-        from kubernetes_asyncio import client
-
-        common = self._common
-        await common.install_crd(api, common.load_crd("podset"))
-        await common.install_crd(api, common.load_crd("nodeagent"))
-        core = client.CoreV1Api(api)
+        client = Client(api, field_manager="seed")
+        await install_crd(client, self._podset.CRD)
+        await install_crd(client, self._nodeagent.CRD)
         for protect in (True, False):
-            body = client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace(protect)))
-            await common.create_ignoring_conflict(core.create_namespace(body))
+            namespace = {"apiVersion": "v1", "kind": "Namespace"}
+            with contextlib.suppress(AlreadyExists):
+                await client.create({**namespace, "metadata": {"name": self.namespace(protect)}})
 
     async def drive(self, api: Any, seconds: float) -> None:
         """Create, touch, scale and re-create the operators' objects for ``seconds``."""
-        from kubernetes_asyncio import client
-
-        custom = client.CustomObjectsApi(api)
-        group, version = self._common.GROUP, self._common.VERSION
+        client = Client(api, field_manager="seed")
         podset_names = [f"ps-{i}" for i in range(self.podsets)]
         namespaces = [self.namespace(p) for p in (True, False)]
         for ns in namespaces:
             for name in podset_names:
-                body = self._podset.podset_body(name, self.replicas, ns)
-                await custom.create_namespaced_custom_object(group, version, ns, "podsets", body)
-            body = self._nodeagent.nodeagent_body("agent", ns)
-            await custom.create_namespaced_custom_object(group, version, ns, "nodeagents", body)
+                await client.create(self._podset.podset_body(name, self.replicas, ns))
+            await client.create(self._nodeagent.nodeagent_body("agent", ns))
         loop = asyncio.get_running_loop()
         start = loop.time()
         halfway_done = False
@@ -138,84 +133,65 @@ class SeedOperators:
             patch = {"metadata": {"annotations": {"seed/touch": str(touch)}}}
             if not halfway_done and now >= start + seconds / 2:
                 halfway_done = True
-                await self._halfway(custom, namespaces, podset_names)
+                await self._halfway(client, namespaces, podset_names)
             for ns in namespaces:
                 for name in podset_names:
-                    await self._patch(custom, ns, "podsets", name, patch)
-                await self._patch(custom, ns, "nodeagents", "agent", patch)
+                    await self._patch(client, _ref("PodSet", ns, name), patch)
+                await self._patch(client, _ref("NodeAgent", ns, "agent"), patch)
             await asyncio.sleep(TOUCH_INTERVAL)
 
-    async def _halfway(self, custom: Any, namespaces: list[str], podset_names: list[str]) -> None:
-        group, version = self._common.GROUP, self._common.VERSION
+    async def _halfway(
+        self, client: Client, namespaces: list[str], podset_names: list[str]
+    ) -> None:
         scale = {"spec": {"replicas": 2 * self.replicas}}
         for ns in namespaces:
             for name in podset_names:
-                await self._patch(custom, ns, "podsets", name, scale)
-            with contextlib.suppress(Exception):
-                await custom.delete_namespaced_custom_object(
-                    group, version, ns, "nodeagents", "agent"
-                )
+                await self._patch(client, _ref("PodSet", ns, name), scale)
+            await client.delete(_ref("NodeAgent", ns, "agent"), missing_ok=True)
             body = self._nodeagent.nodeagent_body("agent", ns)
             for _ in range(50):  # the delete may take a moment to be observable
                 try:
-                    await custom.create_namespaced_custom_object(
-                        group, version, ns, "nodeagents", body
-                    )
+                    await client.create(body)
                     break
-                except Exception:
+                except AlreadyExists:
                     await asyncio.sleep(0.05)
 
-    async def _patch(self, custom: Any, ns: str, plural: str, name: str, body: Any) -> None:
-        from kubernetes_asyncio.client.exceptions import ApiException
-
-        try:
-            await custom.patch_namespaced_custom_object(
-                self._common.GROUP,
-                self._common.VERSION,
-                ns,
-                plural,
-                name,
-                body,
-                _content_type="application/merge-patch+json",
-            )
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+    async def _patch(self, client: Client, ref: dict[str, Any], body: Any) -> None:
+        with contextlib.suppress(NotFound):
+            await client.patch(ref, body)
 
     async def settle(self, api: Any, timeout: float) -> bool:
         """Wait until the protected operators' objects have converged; whether they did."""
+        client = Client(api, field_manager="seed")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         ns = self.namespace(True)
         while loop.time() < deadline:
-            checks = [self._podset.progress(api, ns, f"ps-{i}") for i in range(self.podsets)]
-            checks.append(self._nodeagent.progress(api, ns, "agent"))
-            if all(p.done for p in await asyncio.gather(*checks)):
+            checks = [self._podset.progress(client, ns, f"ps-{i}") for i in range(self.podsets)]
+            checks.append(self._nodeagent.progress(client, ns, "agent"))
+            if all(done for _line, done in await asyncio.gather(*checks)):
                 return True
             await asyncio.sleep(0.25)
         return False
 
     async def figures(self, api: Any) -> dict[str, dict[str, int]]:
         """``conflicts_409`` and ``extra_pods`` per operator (``podset/protected`` ...)."""
-        from kubernetes_asyncio import client
-
-        core = client.CoreV1Api(api)
-        conflicts = {name: op.counters.conflicts for name, op in self.ops.items()}
+        client = Client(api, field_manager="seed")
+        conflicts = {name: op.counters["conflicts"] for name, op in self.ops.items()}
         extra = {name: 0 for name in self.ops}
         for name, count in self._extra.items():
             extra[name] = count
-        custom = client.CustomObjectsApi(api)
-        group, version = self._common.GROUP, self._common.VERSION
         for protect in (True, False):
             ns, label = self.namespace(protect), "protected" if protect else "unprotected"
-            listed = core.list_namespaced_pod(ns, _preload_content=False)
-            pods = await self._common.list_objects(listed)
+            pods = await client.list("v1", "Pod", ns)
             for i in range(self.podsets):
-                ps = self._common.as_object(
-                    await custom.get_namespaced_custom_object(
-                        group, version, ns, "podsets", f"ps-{i}"
-                    )
-                )
-                owned = [p for p in pods if self._common.controlled_by(p, ps.uid)]
+                ps = await client.get(GROUP_VERSION, "PodSet", f"ps-{i}", ns)
+                owned = [p for p in pods if p.controller_ref and p.controller_ref.uid == ps.uid]
                 extra[f"podset/{label}"] += max(0, len(owned) - int(ps.field("spec.replicas")))
         return {"conflicts_409": conflicts, "extra_pods": extra}
+
+
+def _ref(kind: str, namespace: str, name: str) -> dict[str, Any]:
+    """What the client needs to name an example object."""
+    meta = {"name": name, "namespace": namespace}
+    return {"apiVersion": GROUP_VERSION, "kind": kind, "metadata": meta}

@@ -11,17 +11,20 @@ Installed on :attr:`aioinformer.Manager.client`. For a write made inside a recon
   lost its Lease, was frozen past it (even between the two checks) or is handing a shard
   over cannot write.
 * **Expectations.** A create of an object the primary controls (a controller
-  ownerReference to it), of a resource the controller ``owns``, raises the key's expected
-  creations before it is sent, and lowers them again if the server refused it; a delete of
-  such an object expects its deletion (client-go's ControllerExpectations): until the
-  owned informers saw them, the key is not reconciled again.
+  ownerReference to it), that an informer the controller ``owns`` will see (its resource,
+  namespace and label selector), raises the key's expected creations before it is sent,
+  and lowers them again if the server refused it; a delete of such an object, cached by an
+  owned informer of its resource, expects its deletion (client-go's
+  ControllerExpectations): until the owned informers saw them, the key is not reconciled
+  again.
 * **Read-your-writes.** Once the server accepted a write, every informer of the manager
-  that will see the object (same resource, its namespace or all namespaces, no selectors)
-  has the object's new resourceVersion recorded against the key (the next reconcile of the
-  key waits until they saw it), and the write returns only when they did, bounded by the
-  controller's ``freshness_timeout`` (then it returns anyway; the next reconcile still
-  waits): a reconcile that writes and then reads the cache sees its own write. A delete
-  that removed the object at once returns when those informers no longer hold it.
+  that will see the object (same resource, its namespace or all namespaces, a label
+  selector that matches the object as written, no field selector) has the object's new
+  resourceVersion recorded against the key (the next reconcile of the key waits until
+  they saw it), and the write returns only when they did, bounded by the controller's
+  ``freshness_timeout`` (then it returns anyway; the next reconcile still waits): a
+  reconcile that writes and then reads the cache sees its own write. A delete that removed
+  the object at once returns when those informers no longer hold it.
 
 A write made outside any reconcile passes through untouched. Controllers built with
 ``freshness=False`` / ``expectations=False`` skip that part (the demo's unprotected
@@ -31,7 +34,7 @@ operators).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from aioinformer._cache.informer import Informer
@@ -68,16 +71,19 @@ class ControllerWrites:
         _fence(running, request)
         ctl, key = running.controller, running.key
         booked = _Booked(running)
-        if ctl.use_expectations and ctl.owns_resource(request.resource, request.namespace):
-            if request.verb == "create" and ctl.controls(request.controller_refs, key):
+        if ctl.use_expectations and request.verb == "create":
+            labels = _labels(request.body)
+            if ctl.owns_resource(request.resource, request.namespace, labels) and ctl.controls(
+                request.controller_refs, key
+            ):
                 ctl.expectations.expect_creations(key, 1)
                 booked.creation = True
-            elif request.verb == "delete" and request.name:
-                ns, name = request.namespace, request.name
-                dependent = f"{ns}/{name}" if ns else name
-                if ctl.is_dependent(dependent, key):
-                    ctl.expectations.expect_deletions(key, [dependent])
-                    booked.deletion = dependent
+        elif ctl.use_expectations and request.verb == "delete" and request.name:
+            ns, name = request.namespace, request.name
+            dependent = f"{ns}/{name}" if ns else name
+            if ctl.is_dependent(dependent, key, request.resource):
+                ctl.expectations.expect_deletions(key, [dependent])
+                booked.deletion = dependent
         return booked
 
     def check(self, request: WriteRequest, token: object) -> None:
@@ -91,12 +97,12 @@ class ControllerWrites:
         if not ctl.freshness:
             return
         namespace = result.namespace if result is not None else (request.namespace or "")
-        watching = [inf for inf in self._informers() if _sees(inf, request, namespace)]
+        written = f"{namespace}/{request.name}" if namespace else str(request.name)
+        watching = [i for i in self._informers() if _sees(i, request, result, written)]
         try:
             if result is None:  # deleted at once: its deletion's RV is not known, its absence is
-                dependent = f"{namespace}/{request.name}" if namespace else str(request.name)
                 for inf in watching:
-                    await inf.wait_gone(dependent, request.uid, timeout=ctl.freshness_timeout)
+                    await inf.wait_gone(written, request.uid, timeout=ctl.freshness_timeout)
                 return
             for inf in watching:
                 ctl.record_write(key, inf, result.rv)
@@ -128,11 +134,21 @@ def _fence(running: context.Reconciling, request: WriteRequest) -> None:
         )
 
 
-def _sees(inf: Informer, request: WriteRequest, namespace: str) -> bool:
-    """Whether ``inf`` follows the object ``request`` wrote (in ``namespace``)."""
+def _sees(inf: Informer, request: WriteRequest, result: KubeObject | None, key: str) -> bool:
+    """Whether ``inf`` follows the object ``key`` that ``request`` wrote: the object as the
+    server answered (``result``) is one it caches (namespace, label selector); an object
+    deleted at once (None) is followed by the informers that hold it, or would."""
     res = request.resource
     if (inf.group, inf.version, inf.plural) != (res.group, res.version, res.plural):
         return False
-    if inf.selective:
-        return False
-    return inf.namespace is None or inf.namespace == namespace
+    namespace = key.rpartition("/")[0]
+    if result is None:
+        return inf.follows(namespace, None) or inf.reader.get_now(key) is not None
+    return inf.follows(namespace, result.labels)
+
+
+def _labels(body: object) -> Mapping[str, str] | None:
+    """The labels of an object body (None when it is not one)."""
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return labels if isinstance(labels, Mapping) else ({} if isinstance(meta, Mapping) else None)

@@ -37,7 +37,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -72,6 +72,15 @@ Reconciler: TypeAlias = Callable[[str], Awaitable["Result | None"]]
 """``async def reconcile(key) -> Result | None``."""
 
 _EXPECTATIONS_RECHECK = 1.0
+
+
+def _of(inf: Informer, resource: ApiResource) -> bool:
+    """Whether ``inf`` caches objects of ``resource``."""
+    return (inf.group, inf.version, inf.plural) == (
+        resource.group,
+        resource.version,
+        resource.plural,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,18 +337,15 @@ class Controller:
         """Whether this replica may reconcile (and write for) ``key`` now."""
         return self._may_act is None or self._may_act(key)
 
-    def owns_resource(self, resource: ApiResource, namespace: str | None) -> bool:
+    def owns_resource(
+        self, resource: ApiResource, namespace: str | None, labels: Mapping[str, str] | None = None
+    ) -> bool:
         """Whether one of the owned informers follows objects of ``resource`` in
-        ``namespace`` (so their creations and deletions can be expected)."""
-        for inf in self._owns:
-            same = (inf.group, inf.version, inf.plural) == (
-                resource.group,
-                resource.version,
-                resource.plural,
-            )
-            if same and not inf.selective and inf.namespace in (None, namespace):
-                return True
-        return False
+        ``namespace`` with ``labels`` (so their creations can be expected): see
+        :meth:`~aioinformer.Informer.follows`."""
+        return any(
+            _of(inf, resource) and inf.follows(namespace or "", labels) for inf in self._owns
+        )
 
     def controls(self, controller_refs: Sequence[tuple[str, str, str]], key: str) -> bool:
         """Whether the controller references of an object body, ``(apiVersion, kind,
@@ -352,10 +358,12 @@ class Controller:
                     return True
         return False
 
-    def is_dependent(self, dependent: str, key: str) -> bool:
-        """Whether the cached object ``dependent`` (a key) of an owned informer is controlled
-        by the primary ``key``."""
+    def is_dependent(self, dependent: str, key: str, resource: ApiResource | None = None) -> bool:
+        """Whether the cached object ``dependent`` (a key) of an owned informer (of
+        ``resource``, when given) is controlled by the primary ``key``."""
         for inf in self._owns:
+            if resource is not None and not _of(inf, resource):
+                continue
             obj = inf.reader.get_now(dependent)
             if obj is not None:
                 return self.owner_of(obj) == key

@@ -10,7 +10,8 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
   one token every :data:`REFILL_SECONDS` (client-go's 25 and 5 minutes); an event over
   the limit is dropped and counted (``dropped``).
 * **Never in the way.** :meth:`EventRecorder.record` does not wait: events are sent in the
-  background, in order, by one task; a failure to send one is logged and counted
+  background, in order, by one task (outside any reconcile, even when recorded inside one:
+  the manager's client neither fences nor books them); a failure to send one is logged and counted
   (``failed``), never raised into the reconcile. :meth:`EventRecorder.flush` waits until
   what was recorded is sent; :meth:`EventRecorder.aclose` flushes and stops.
 * **Valid names.** An Event is named ``<object name>.<hex timestamp>`` (cut to 253
@@ -21,6 +22,7 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import socket
 import time
@@ -136,9 +138,9 @@ class EventRecorder:
         }
         self.recorded += 1
         self._queue.put_nowait((event, (*source, type, reason, message)))
-        if self._task is None:
+        if self._task is None:  # (a fresh context: its writes are nobody's reconcile's)
             self._task = asyncio.get_running_loop().create_task(
-                self._send_all(), name=f"events:{self.component}"
+                self._send_all(), name=f"events:{self.component}", context=contextvars.Context()
             )
 
     async def flush(self) -> None:

@@ -6,6 +6,9 @@ A target is ``package.module:build`` (imported as a module) or ``path/to/file.py
 callable is then ``build``). The callable receives a :class:`~aioinformer.Manager` and
 registers its informers and controllers on it; it may be a plain function or a coroutine
 function.
+
+:func:`module_from_file` loads a Python file as a module without touching ``sys.path``
+(what tools that load operator files, e.g. the fault mixes, use).
 """
 
 from __future__ import annotations
@@ -16,14 +19,18 @@ import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeAlias
 
 from aioinformer._core.errors import ConfigError
 from aioinformer._runtime.manager import Manager
 
-__all__ = ["BuildFunction", "build_manager", "load_target"]
+__all__ = ["BuildFunction", "build_manager", "load_target", "module_from_file"]
 
-BuildFunction = Callable[[Manager], Any]
+BuildFunction: TypeAlias = Callable[[Manager], Any]
+"""What ``python -m aioinformer run`` and ``rbac`` (and the pytest plugin's ``operator``
+fixture) take: a function that registers an operator's informers and controllers on a
+:class:`~aioinformer.Manager` (its result is ignored; a coroutine is awaited)."""
 
 
 def load_target(target: str) -> BuildFunction:
@@ -35,16 +42,10 @@ def load_target(target: str) -> BuildFunction:
         path = Path(where)
         if not path.is_file():
             raise ConfigError(f"{target}: no such file {where}")
-        name = f"aioinformer_target_{path.stem}"
         folder = str(path.resolve().parent)
         if folder not in sys.path:
             sys.path.insert(0, folder)
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"{target}: cannot load {where} as Python")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # (dataclasses and pickling look modules up by name)
-        spec.loader.exec_module(module)
+        module = module_from_file(path)
     else:
         try:
             module = importlib.import_module(where)
@@ -54,6 +55,29 @@ def load_target(target: str) -> BuildFunction:
     if not callable(fn):
         raise ConfigError(f"{target}: {where} has no callable {attr!r}")
     return fn  # type: ignore[no-any-return]
+
+
+def module_from_file(path: str | Path) -> ModuleType:
+    """The Python file ``path`` loaded (executed) as a new module named
+    ``aioinformer_target_<stem>`` (registered in ``sys.modules``: dataclasses and pickling
+    look modules up by name), each call anew; ``sys.path`` is left as it is. A
+    :class:`ConfigError` if the file is missing or not Python; what running it raises
+    propagates."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"no such file {path}")
+    name = f"aioinformer_target_{path.stem}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"cannot load {path} as Python")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
 
 
 async def build_manager(build: BuildFunction, manager: Manager) -> None:

@@ -4,13 +4,16 @@ seeded fault mixes.
 ``aioinformer.testing`` is public API: users test their own controllers against KubeSim
 as controller-runtime users do with envtest, with no cluster, container or binary, and run
 them through :class:`FaultMix` (random writes under random network and server faults, then
-a check that every cache and every controller converged exactly). The pytest plugin
-(loaded by pytest on its own) gives the fixtures ``kubesim``, ``kube_api``, ``kube_client``
-and ``manager``; :func:`eventually` and :func:`install_crd` are the helpers tests need.
+a check that every cache and every controller converged exactly); an :class:`Example`
+packages an operator to be tried out on an embedded KubeSim and soaked that way. The pytest
+plugin (loaded by pytest on its own) gives the fixtures ``kubesim``, ``kube_api``,
+``kube_client`` and ``manager`` (and the ``kubesim`` marker); :func:`eventually` and
+:func:`install_crd` are the helpers tests need.
 """
 
 from __future__ import annotations
 
+from aioinformer.testing._example import Example as Example
 from aioinformer.testing._faultmix import FaultMix as FaultMix
 from aioinformer.testing._faultmix import FaultMixResult as FaultMixResult
 from aioinformer.testing._faultmix import FaultStep as FaultStep
@@ -25,6 +28,7 @@ from aioinformer.testing._kubesim.status import ApiError as ApiError
 
 __all__ = [
     "ApiError",
+    "Example",
     "FaultMix",
     "FaultMixResult",
     "FaultStep",

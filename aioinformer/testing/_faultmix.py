@@ -51,9 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
-import importlib
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -61,7 +59,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Protocol
 
-from aioinformer import Informer, InformerFactory, KubeObject, Manager, WatchOptions
+from aioinformer import (
+    Client,
+    ConfigError,
+    Informer,
+    InformerFactory,
+    KubeObject,
+    Manager,
+    WatchOptions,
+)
+from aioinformer._runtime.target import module_from_file
 from aioinformer.testing._kubesim.kubesim import KubeSim
 from aioinformer.testing._kubesim.status import ApiError
 
@@ -91,15 +98,15 @@ _STEP_RATE = 40.0  # mean steps per second (pauses are exponential)
 
 
 class Operator(Protocol):
-    """A controller the fault mix runs and checks (``examples/*.py``'s ``EXAMPLE`` objects
-    conform): ``install(api)`` creates its CRD and sample objects, ``build(manager)`` its
-    informers and controller, ``progress(api)`` reads the server and returns ``(line,
-    done)``: done when its objects have converged exactly.
-
-    This is how a user's own operator runs under the fault mix: give an object with these
-    four members in ``FaultMix(operators=[...])`` (or ``python -m aioinformer soak``), and
-    the mix checks that it converges whatever the network and the server do.
-    """
+    """An operator the fault mix runs and checks: your own operator, soaked under random
+    writes and network and API server faults and then checked for exact convergence, which
+    no other framework's test kit offers. An :class:`Example` is one (every
+    ``examples/*.py`` has one as ``EXAMPLE``); so is any object with these four members.
+    ``name`` labels it in the results;
+    ``install(client)`` creates its CRDs and sample objects; ``build(manager)`` registers its
+    informers and controllers on the fault mix's manager (the function ``python -m aioinformer
+    run`` takes); ``progress(client)`` reads the API server and returns ``(line, done)``:
+    done when its objects have converged exactly (no missing and no extra object)."""
 
     @property
     def name(self) -> str:
@@ -107,9 +114,9 @@ class Operator(Protocol):
         ...
 
     @property
-    def install(self) -> Callable[[Any], Awaitable[None]]:
-        """``await install(api)``: create its CRD and sample objects through the
-        kubernetes_asyncio ``ApiClient`` ``api``."""
+    def install(self) -> Callable[[Client], Awaitable[None]]:
+        """``await install(client)``: create its CRDs and sample objects through the
+        :class:`~aioinformer.Client` ``client``."""
         ...
 
     @property
@@ -119,9 +126,9 @@ class Operator(Protocol):
         ...
 
     @property
-    def progress(self) -> Callable[[Any], Awaitable[tuple[str, bool]]]:
-        """``await progress(api)``: read the server, return ``(line, done)``; done once its
-        objects have converged exactly."""
+    def progress(self) -> Callable[[Client], Awaitable[tuple[str, bool]]]:
+        """``await progress(client)``: read the server, return ``(line, done)``; done once
+        its objects have converged exactly."""
         ...
 
 
@@ -332,6 +339,7 @@ class _Run:
         self, mix: FaultMix, sim: KubeSim, api: Any, plan: list[FaultStep], digest: str
     ) -> None:
         self.mix, self.sim, self.api, self.plan, self.digest = mix, sim, api, plan, digest
+        self.client = Client(api, field_manager="faultmix")
         self.faults: Counter[str] = Counter()
         self.writes: Counter[str] = Counter()
         self.latency_until = -1
@@ -346,7 +354,7 @@ class _Run:
             checks = self._informers(factory)
             manager = Manager(self.api, watch_options=_WATCH_OPTIONS)
             for op in self.mix.operators:
-                await op.install(self.api)
+                await op.install(self.client)
                 op.build(manager)
             for ctl in manager.controllers:
                 ctl.expectations.ttl = _EXPECTATIONS_TTL
@@ -504,7 +512,7 @@ class _Run:
         out = []
         for op in self.mix.operators:
             try:
-                line, done = await op.progress(self.api)
+                line, done = await op.progress(self.client)
             except Exception as exc:  # an operator's sample may be missing or the read fail
                 line, done = f"progress failed: {exc!r}", False
             self.lines[op.name] = line
@@ -551,10 +559,10 @@ async def _cancel(task: asyncio.Task[Any]) -> None:
 def example_operators(
     directory: str | Path | None = None, names: Sequence[str] = ("podset", "nodeagent")
 ) -> list[Operator]:
-    """The example operators (``examples/NAME.py``'s ``EXAMPLE``) from ``directory``
-    (default: the ``examples/`` directory next to the package, in a source checkout);
-    an empty list when the directory does not exist. The directory is put on
-    ``sys.path`` (the examples import their ``_common`` module).
+    """The example operators: the ``EXAMPLE`` of each ``examples/NAME.py`` of ``directory``
+    (default: the ``examples/`` directory next to the package, in a source checkout),
+    loaded from the file (``sys.path`` is left alone); an empty list when the directory
+    does not exist.
 
     Args:
         directory: where the example files are.
@@ -563,6 +571,10 @@ def example_operators(
     path = Path(directory) if directory is not None else Path(__file__).parents[2] / "examples"
     if not path.is_dir():
         return []
-    if str(path) not in sys.path:
-        sys.path.insert(0, str(path))
-    return [importlib.import_module(name).EXAMPLE for name in names]
+    operators: list[Operator] = []
+    for name in names:
+        example = getattr(module_from_file(path / f"{name}.py"), "EXAMPLE", None)
+        if example is None:
+            raise ConfigError(f"{path / name}.py has no EXAMPLE")
+        operators.append(example)
+    return operators

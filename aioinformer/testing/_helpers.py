@@ -19,7 +19,7 @@ from aioinformer._client.client import Client
 from aioinformer._client.discovery import ApiResource, Discovery
 from aioinformer._core.errors import AlreadyExists
 
-__all__ = ["eventually", "install_crd"]
+__all__ = ["crd_resource", "eventually", "install_crd", "load_crd"]
 
 
 async def eventually(
@@ -72,21 +72,27 @@ async def install_crd(
     Raises:
         ValueError: ``crd`` is not a CustomResourceDefinition.
     """
-    body = _load(crd)
+    body = load_crd(crd)
     try:
         await client.create(body)
     except AlreadyExists:
         pass
-    spec = body["spec"]
-    group, plural = spec["group"], spec["names"]["plural"]
+    group_version, plural = crd_resource(body)
+    discovery = Discovery(client.rest, wait=timeout)
+    return await discovery.resolve(group_version, plural)
+
+
+def crd_resource(crd: Mapping[str, Any]) -> tuple[str, str]:
+    """``(GROUP/VERSION, plural)`` of the resource a CRD defines (its storage version)."""
+    spec = crd["spec"]
     versions = spec["versions"]
     version = next((v["name"] for v in versions if v.get("storage")), versions[0]["name"])
-    discovery = Discovery(client.rest, wait=timeout)
-    return await discovery.resolve(f"{group}/{version}", plural)
+    return f"{spec['group']}/{version}", spec["names"]["plural"]
 
 
-def _load(crd: Mapping[str, Any] | str | Path) -> dict[str, Any]:
-    """The CRD as a dict (from YAML text or a file)."""
+def load_crd(crd: Mapping[str, Any] | str | Path) -> dict[str, Any]:
+    """The CRD as a dict (from a dict, YAML text or a YAML file); a ValueError if it is not
+    a CustomResourceDefinition."""
     if isinstance(crd, Mapping):
         return dict(crd)
     import yaml

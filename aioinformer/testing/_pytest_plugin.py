@@ -4,8 +4,14 @@ Installed with aioinformer; pytest loads it by itself. Fixtures (each test gets 
 torn down after it; they need pytest-asyncio, in auto or strict mode):
 
 * ``kubesim``: a started :class:`~aioinformer.testing.KubeSim` on 127.0.0.1, bearer-token
-  auth on, no TLS (``kubesim_options`` overrides its options, e.g.
-  ``{"nodes": 3}`` or ``{"tls": True}`` for kubectl);
+  auth on, no TLS. Its options come from the ``kubesim_options`` fixture (override it) and
+  from a ``@pytest.mark.kubesim(...)`` marker on the test, its class or module (which wins):
+  KubeSim's own (``nodes=3``, ``tls=True`` for kubectl, ...) and two more, as envtest's
+  environment options do: ``cluster=True`` starts the scheduler/kubelet emulation (pods
+  bound to the nodes and Running shortly after; a dict gives its options, e.g.
+  ``{"start_delay": 1.0}``), ``crds=[...]`` installs CustomResourceDefinitions (dicts, YAML
+  text or YAML file paths) and waits until they are served, before the test (and the
+  ``manager``) starts;
 * ``kube_api``: a kubernetes_asyncio ``ApiClient`` for it;
 * ``kube_client``: an :class:`~aioinformer.Client` on it;
 * ``manager``: a running :class:`~aioinformer.Manager` built by the test module's (or a
@@ -21,7 +27,7 @@ its resource is served.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 import pytest
@@ -29,7 +35,7 @@ import pytest
 from aioinformer._client.client import Client
 from aioinformer._runtime.manager import Manager
 from aioinformer._runtime.target import build_manager
-from aioinformer.testing._helpers import eventually, install_crd
+from aioinformer.testing._helpers import crd_resource, eventually, install_crd, load_crd
 from aioinformer.testing._kubesim.kubesim import KubeSim
 
 __all__ = ["eventually", "install_crd"]
@@ -50,16 +56,49 @@ def _async_fixture(fn: Callable[..., Any]) -> Any:
     return pytest_asyncio.fixture(fn)
 
 
+_FAST_CLUSTER: Mapping[str, Any] = {"start_delay": 0.05, "delete_grace_cap": 0.1}
+"""The emulation's defaults under ``cluster=True``: pods Running 50 ms after they are
+bound, graceful deletions done within 100 ms (tests wait less than a cluster would)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "kubesim(**options): options of the kubesim fixture's KubeSim (nodes=, tls=, ...), "
+        "cluster= (start the scheduler/kubelet emulation) and crds= (CRDs to install first)",
+    )
+
+
 @pytest.fixture
 def kubesim_options() -> dict[str, Any]:
-    """Options for the ``kubesim`` fixture's KubeSim (override it to change them)."""
+    """Options for the ``kubesim`` fixture's KubeSim (override it to change them; see the
+    module docstring for ``cluster`` and ``crds``)."""
     return {}
 
 
 @_async_fixture
-async def kubesim(kubesim_options: dict[str, Any]) -> AsyncIterator[KubeSim]:
-    """A started KubeSim (loopback, auth on)."""
-    async with KubeSim(**kubesim_options) as sim:
+async def kubesim(
+    kubesim_options: dict[str, Any], request: pytest.FixtureRequest
+) -> AsyncIterator[KubeSim]:
+    """A started KubeSim (loopback, auth on), with the cluster emulation and the CRDs its
+    options ask for."""
+    options = dict(kubesim_options)
+    marker = request.node.get_closest_marker("kubesim")
+    if marker is not None:
+        if marker.args:
+            raise pytest.UsageError("@pytest.mark.kubesim takes keyword options only")
+        options.update(marker.kwargs)
+    cluster = options.pop("cluster", False)
+    crds = [load_crd(crd) for crd in options.pop("crds", ())]
+    async with KubeSim(**options) as sim:
+        if cluster:
+            chosen = cluster if isinstance(cluster, Mapping) else {}
+            sim.start_cluster(**{**_FAST_CLUSTER, **chosen})
+        for crd in crds:
+            sim.create("customresourcedefinitions", crd)
+        for crd in crds:
+            group_version, plural = crd_resource(crd)
+            await sim.wait_served(f"{group_version}/{plural}")
         yield sim
 
 

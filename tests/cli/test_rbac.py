@@ -36,6 +36,7 @@ async def test_the_podset_operators_manifests() -> None:
     assert {d["metadata"]["name"] for d in docs} == {"podset"}  # from the target's name
     assert rules(docs[1]) == {
         ("", "pods"): ["create", "delete", "get", "list", "patch", "update", "watch"],
+        ("", "events"): ["create", "patch"],  # its event recorder
         ("example.aioinformer.dev", "podsets"): ["get", "list", "patch", "update", "watch"],
         ("example.aioinformer.dev", "podsets/status"): ["get", "patch", "update"],
     }

@@ -3,11 +3,8 @@ report fitted to 80 columns and to a wide terminal."""
 
 from __future__ import annotations
 
-import asyncio
 import io
 import json
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +13,7 @@ from rich.console import Console
 from aioinformer.__main__ import main
 from aioinformer._cli.soak import soak_report
 from aioinformer.testing._faultmix import FaultMix, FaultMixResult
+from tests.support import run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -30,24 +28,8 @@ EXAMPLE = _Never()
 
 
 async def soak(*args: str, columns: int = 80) -> tuple[int, str]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "aioinformer",
-        "soak",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env={**os.environ, "COLUMNS": str(columns)},
-    )
-    try:
-        out, _ = await asyncio.wait_for(proc.communicate(), 100)
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    assert proc.returncode is not None
-    return proc.returncode, out.decode()
+    result = await run_cli("soak", *args, columns=columns, timeout=100)
+    return result.code, result.out + result.err
 
 
 def fits(text: str, columns: int) -> None:

@@ -70,6 +70,30 @@ async def test_create_get_update_patch_delete(sim: KubeSim, client: Client) -> N
     assert missing.value.verb == "delete" and missing.value.resource == "configmaps"
 
 
+async def test_list_reads_the_server_page_by_page_with_selectors(
+    sim: KubeSim, client: Client
+) -> None:
+    sim.create("namespaces", {"metadata": {"name": "other"}})
+    for i in range(1203):  # more than two pages of 500
+        body = cm(f"m{i}", n=str(i))
+        body["metadata"]["labels"] = {"even": "true" if i % 2 == 0 else "false"}
+        sim.create("configmaps", body, "default")
+    await client.create(cm("elsewhere", "other"))
+    listed = await client.list("v1", "ConfigMap", "default")
+    assert sorted(o.name for o in listed) == sorted(f"m{i}" for i in range(1203))
+    assert all(isinstance(o, KubeObject) and o.kind == "ConfigMap" for o in listed)
+    everywhere = await client.list("v1", "ConfigMap")
+    assert {o.key for o in everywhere} >= {"default/m0", "other/elsewhere"}
+    evens = await client.list("v1", "ConfigMap", "default", label_selector="even=true")
+    assert len(evens) == 602 and all(o.labels["even"] == "true" for o in evens)
+    one = await client.list("v1", "ConfigMap", "default", field_selector="metadata.name=m7")
+    assert [o.field("data.n") for o in one] == ["7"]
+    nodes = await client.list("v1", "Node", "default")  # cluster-scoped: the namespace is moot
+    assert nodes == []
+    with pytest.raises(ConfigError, match="no kind 'Nope' in v1"):
+        await client.list("v1", "Nope")
+
+
 async def test_errors_are_the_trees(sim: KubeSim, client: Client) -> None:
     await client.create(cm("dup"))
     with pytest.raises(AlreadyExists) as exists:
@@ -254,3 +278,21 @@ async def test_server_side_apply_owns_fields_and_reports_conflicts(
     assert conflict.value.causes[0].field == ".data.key"
     forced = await client.apply(other, field_manager="someone-else", force=True)
     assert forced.field("data.key") == "b"
+
+
+async def test_apply_with_an_owner_and_managers_that_share_an_object(
+    sim: KubeSim, client: Client
+) -> None:
+    """``apply(owner=...)`` sets the controller reference (and the owner's namespace); two
+    managers each apply their own key of one ConfigMap, and one that applies without its
+    key withdraws it, leaving the other's."""
+    owner = await client.create(cm("owner"))
+    shared = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}}
+    mine = await client.apply({**shared, "data": {"a": "1"}}, owner=owner, field_manager="a")
+    assert mine.namespace == "default" and mine.controller_ref is not None
+    assert (mine.controller_ref.kind, mine.controller_ref.uid) == ("ConfigMap", owner.uid)
+    both = await client.apply({**shared, "data": {"b": "2"}}, owner=owner, field_manager="b")
+    assert both.field("data") == {"a": "1", "b": "2"}
+    withdrawn = await client.apply({**shared, "data": {}}, owner=owner, field_manager="a")
+    assert withdrawn.field("data") == {"b": "2"}
+    assert [r.uid for r in withdrawn.owner_references] == [owner.uid]  # one ref, shared

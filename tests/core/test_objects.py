@@ -9,7 +9,7 @@ import gc
 import json
 import sys
 import tracemalloc
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import orjson
@@ -260,6 +260,32 @@ def test_field_paths() -> None:
     assert obj.field("nothing", "d") == "d"
     for _ in range(2):  # the second call uses the cached path decoder
         assert obj.field("status.podIP") == original["status"]["podIP"]
+
+
+class _Probe(TypedDict):
+    httpGet: dict[str, Any]
+
+
+def test_typed_fields_are_converted_strictly() -> None:
+    original = pod_doc(3)
+    original["status"]["nominatedNodeName"] = None
+    obj = decode_object(wire(original))
+    fs_group: int = obj.field("spec.securityContext.fsGroup", 0, type=int)
+    assert fs_group == 2000
+    assert obj.field("spec.missing", 7, type=int) == 7
+    assert obj.field("status.nominatedNodeName", "d", type=str) == "d"  # null: the default
+    assert obj.field("spec.missing", type=str) is None
+    assert obj.field("metadata.labels", {}, type=dict[str, str]) == original["metadata"]["labels"]
+    assert obj.field("metadata.generation", 0, type=int) == 0
+    assert obj.field("kind", type=str) == "Pod"
+    security = obj.field("spec.securityContext", type=dict[str, int | bool])
+    assert security == {"runAsNonRoot": True, "fsGroup": 2000}
+    with pytest.raises(DecodeError, match=r"ns1/web-3: spec.nodeName: Expected `int`, got `str`"):
+        obj.field("spec.nodeName", 0, type=int)
+    with pytest.raises(DecodeError, match="Expected `int`, got `bool`"):
+        obj.field("spec.securityContext.runAsNonRoot", 0, type=int)  # no bool for an int
+    with pytest.raises(DecodeError, match="Object missing required field `httpGet`"):
+        obj.field("spec.securityContext", type=_Probe)
 
 
 def test_metadata_fields_never_decode_the_body() -> None:

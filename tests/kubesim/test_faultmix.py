@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from aioinformer import ConfigError
 from aioinformer.testing import FaultMix, FaultMixResult, FaultStep, example_operators
 from aioinformer.testing._faultmix import _diff
 
@@ -105,3 +106,8 @@ def test_differences_name_missing_extra_and_stale_keys() -> None:
 def test_example_operators_need_the_examples_directory(tmp_path: Path) -> None:
     assert example_operators(tmp_path / "missing") == []
     assert [op.name for op in example_operators(EXAMPLES, ["podset"])] == ["podset"]
+    names = ["podset", "nodeagent", "configmap_mirror", "website"]
+    assert [op.name for op in example_operators(EXAMPLES, names)] == names
+    (tmp_path / "plain.py").write_text("def build(manager): pass\n")
+    with pytest.raises(ConfigError, match=r"plain\.py has no EXAMPLE"):
+        example_operators(tmp_path, ["plain"])

@@ -134,6 +134,42 @@ async def test_a_delete_of_an_owned_object_is_expected_until_seen(sim: KubeSim) 
             await eventually(lambda: ctl.expectations.satisfied("default/c"), "deletion settled")
 
 
+async def test_an_owned_informer_with_a_label_selector_is_kept_by_the_writes_it_sees(
+    sim: KubeSim,
+) -> None:
+    """The owned secrets informer selects ``app=mine``. A create it will see (matching
+    labels) is expected and read back at once, and so is its delete; a create it will
+    never see (other labels) is neither expected nor waited for: with a freshness timeout
+    of 60 s, the reconcile still ends and the key's expectations are settled."""
+    seen: list[tuple[str, bool]] = []
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        secrets = m.informer("v1", "secrets", namespace="default", label_selector="app=mine")
+
+        def labelled(name: str, app: str) -> dict[str, Any]:
+            return {**secret(name), "metadata": {"name": name, "labels": {"app": app}}}
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            if owner is None or seen:
+                return None
+            made = await m.client.create(labelled("mine", "mine"), owner=owner)
+            seen.append(("created", secrets.snapshot().get("default/mine") is not None))
+            await m.client.create(labelled("other", "other"), owner=owner)
+            await m.client.delete(made)
+            seen.append(("deleted", secrets.snapshot().get("default/mine") is None))
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], freshness_timeout=60.0)
+        sim.create("configmaps", cm("d"), "default")
+        async with running(m):
+            await eventually(lambda: len(seen) == 2, "the reconcile to end")
+            assert seen == [("created", True), ("deleted", True)]
+            await eventually(lambda: ctl.expectations.satisfied("default/d"), "settled")
+            assert "default/other" in sim.versions("secrets", "default")
+
+
 async def test_writes_are_fenced_and_writes_outside_a_reconcile_are_not(sim: KubeSim) -> None:
     """A reconcile of a key this replica no longer holds cannot write: NotOwner, nothing
     sent, the reconcile fails and is retried. Outside any reconcile the client just writes."""

@@ -1,17 +1,18 @@
 """The EventRecorder over real HTTP against KubeSim: core/v1 Events the server accepts,
 identical events aggregated into one with a count, a per-object rate limit, nothing raised
-into the caller."""
+into the caller, and events recorded in a reconcile sent outside it."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from aioinformer import Client, ConfigError, EventRecorder
+from aioinformer import Client, ConfigError, EventRecorder, Manager, Result
 from aioinformer._runtime import events as events_module
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 
 
 class Clock:
@@ -116,3 +117,33 @@ async def test_names_stay_valid_and_failures_are_counted_not_raised(
             "R",
             "m",  # type: ignore[arg-type]
         )
+
+
+async def test_events_recorded_in_a_reconcile_are_sent_outside_it(sim: KubeSim) -> None:
+    """An event is advisory: recorded by a reconcile whose key is lost right after, it is
+    still sent (the recorder's writes are no reconcile's, so they are not fenced)."""
+    holds = {"yes": True}
+    async with sim.api_client() as api:
+        m = Manager(api)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        recorder = m.event_recorder("cm")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            assert owner is not None
+            recorder.record(owner, "Normal", "Seen", "seen by the reconcile")
+            holds["yes"] = False
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms)
+        ctl._may_act = lambda key: holds["yes"]
+        sim.create("configmaps", {"metadata": {"name": "e"}}, "default")
+        task = asyncio.create_task(m.run())
+        try:
+            await eventually(lambda: recorder.recorded == 1, "the event recorded")
+            await recorder.flush()
+            assert (recorder.failed, recorder.dropped) == (0, 0)
+            assert [e["reason"] for e in about(sim, "e")] == ["Seen"]
+        finally:
+            task.cancel()
+            await asyncio.wait([task])

@@ -74,11 +74,11 @@ class Faults:
     """``time.monotonic()`` until which watches send nothing (inf: until unstalled)."""
     injected: dict[str, int] = field(default_factory=dict)  # fault kind -> times injected
     """Faults injected so far, by kind."""
-    _unstall: asyncio.Event = field(default_factory=asyncio.Event)
-    _drop_generation: int = 0
-    _drops: list[str | None] = field(default_factory=list)
-    _lines: list[tuple[bytes, str | None]] = field(default_factory=list)
-    _line_generation: int = 0
+    _unstall: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    _drop_generation: int = field(default=0, init=False, repr=False)
+    _drops: list[str | None] = field(default_factory=list, init=False, repr=False)
+    _lines: list[tuple[bytes, str | None]] = field(default_factory=list, init=False, repr=False)
+    _line_generation: int = field(default=0, init=False, repr=False)
     wake: Callable[[], None] = lambda: None  # set by the server: wakes every watch stream
     """Wakes every open watch stream (set by the server) so it sees a new fault at once."""
 

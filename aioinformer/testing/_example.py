@@ -1,0 +1,141 @@
+"""Example: an operator packaged to be tried out on an embedded KubeSim and soaked under faults.
+
+An :class:`Example` names an operator and says how to set it up and how to tell that it is
+done: ``build(manager)`` registers its informers and controllers (the function ``python -m
+aioinformer run`` takes), ``crds`` and ``samples`` are what :meth:`Example.install` creates
+before it starts (each unless it exists; a CRD is waited for until it is served), and
+``progress(client)`` reads the API server (not a cache) and answers ``(line, done)``: a
+line saying where the samples stand, and whether they have converged exactly. It conforms
+to :class:`~aioinformer.testing.Operator`, so a :class:`~aioinformer.testing.FaultMix`
+runs it under faults; :meth:`Example.main` makes it a program::
+
+    EXAMPLE = Example("podset", build, progress, crds=[CRD], samples=[podset_body("web", 3)])
+
+    if __name__ == "__main__":
+        sys.exit(EXAMPLE.main())
+
+Run as ``python podset.py``, it serves an embedded KubeSim with three nodes and the
+scheduler/kubelet emulation, installs the CRDs and samples, runs the operator and prints a
+progress line whenever it changes (and ``NAME: converged``) until Ctrl-C; ``--once`` exits
+0 once converged (1 if not within ``--timeout`` seconds), ``--kubeconfig PATH`` runs against
+that cluster instead, ``-v`` logs at INFO. A configuration error (e.g. a kubeconfig that is
+not there) is one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aioinformer._client.client import Client
+from aioinformer._client.config import load_api_client
+from aioinformer._core.errors import AlreadyExists, ConfigError
+from aioinformer._runtime.manager import Manager
+from aioinformer.testing._helpers import install_crd
+from aioinformer.testing._kubesim.kubesim import KubeSim
+
+__all__ = ["Example"]
+
+_POLL = 0.2
+
+
+@dataclass(frozen=True)
+class Example:
+    """An operator, its setup and its convergence check (see the module docstring)."""
+
+    name: str
+    """What the progress lines and the fault mix's results call it."""
+    build: Callable[[Manager], object]
+    """Registers the operator's informers and controllers on a manager."""
+    progress: Callable[[Client], Awaitable[tuple[str, bool]]]
+    """``(line, done)`` from the API server: done once the samples have converged."""
+    crds: Sequence[Mapping[str, Any] | str | Path] = ()
+    """CustomResourceDefinitions to install (dicts, YAML text or YAML file paths)."""
+    samples: Sequence[Mapping[str, Any]] = ()
+    """Objects to create, in order, after the CRDs (namespaces first, then what is in them)."""
+
+    async def install(self, client: Client) -> None:
+        """Create the CRDs (waiting until each is served), then the samples; what exists
+        already is left as it is."""
+        for crd in self.crds:
+            await install_crd(client, crd)
+        for body in self.samples:
+            with contextlib.suppress(AlreadyExists):
+                await client.create(body)
+
+    def main(self, argv: Sequence[str] | None = None) -> int:
+        """The example as a program (see the module docstring); the exit status."""
+        parser = argparse.ArgumentParser(prog=f"python {self.name}.py")
+        parser.add_argument("--kubeconfig", help="run against this cluster instead of KubeSim")
+        parser.add_argument("--once", action="store_true", help="exit 0 once converged")
+        parser.add_argument(
+            "--timeout", type=float, default=60.0, help="--once gives up after this (seconds)"
+        )
+        parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+        args = parser.parse_args(argv)
+        level = logging.INFO if args.verbose else logging.WARNING
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        try:
+            return asyncio.run(self._run(args))
+        except KeyboardInterrupt:
+            print("stopped")
+            return 0
+        except ConfigError as exc:
+            print(f"{parser.prog}: {exc}", file=sys.stderr)
+            return 2
+
+    async def _run(self, args: argparse.Namespace) -> int:
+        async with contextlib.AsyncExitStack() as stack:  # closed in reverse order
+            if args.kubeconfig:
+                api = await load_api_client(args.kubeconfig)
+            else:
+                sim = await stack.enter_async_context(KubeSim(nodes=3))
+                sim.start_cluster(start_delay=0.05, delete_grace_cap=0.1)
+                nodes = ", ".join(n["metadata"]["name"] for n in sim.list("nodes"))
+                print(f"KubeSim serving on {sim.url} with nodes {nodes}", flush=True)
+                api = sim.api_client()
+            await stack.enter_async_context(api)
+            client = Client(api, field_manager=self.name)
+            await self.install(client)
+            manager = Manager(api)
+            self.build(manager)
+            running = asyncio.create_task(manager.run(), name=f"{self.name}-manager")
+            stack.push_async_callback(_cancel_and_wait, running)
+            status = await self._report(client, running, args)
+        return status
+
+    async def _report(
+        self, client: Client, running: asyncio.Task[None], args: argparse.Namespace
+    ) -> int:
+        """Print progress lines as they change; with ``--once`` return once converged."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + args.timeout
+        last, converged = "", False
+        while not running.done():
+            line, done = await self.progress(client)
+            if line != last:
+                print(line, flush=True)
+                last = line
+            if done and not converged:
+                print(f"{self.name}: converged", flush=True)
+                if args.once:
+                    return 0
+            converged = done
+            if args.once and loop.time() > deadline:
+                print(f"{self.name}: not converged after {args.timeout:g}s", flush=True)
+                return 1
+            await asyncio.sleep(_POLL)
+        running.result()  # raises what stopped the manager
+        return 1
+
+
+async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    await asyncio.wait([task])

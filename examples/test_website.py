@@ -1,0 +1,40 @@
+"""The Website operator on KubeSim, through aioinformer's pytest fixtures."""
+
+import pytest
+import website
+
+from aioinformer import BuildFunction, Client, Manager
+from aioinformer.testing import KubeSim, eventually
+
+pytestmark = pytest.mark.kubesim(nodes=2, cluster=True, crds=[website.CRD])
+
+
+@pytest.fixture
+def operator() -> BuildFunction:
+    return website.build  # what the manager fixture runs
+
+
+async def test_website(kubesim: KubeSim, manager: Manager, kube_client: Client) -> None:
+    site = await kube_client.create(website.website_body("blog", {"index.html": "Hi"}, 2))
+
+    async def ready(n: int) -> bool:
+        now = await kube_client.refresh(site)
+        count = now.field("status.readyReplicas", type=int)
+        seen = now.field("status.observedGeneration", type=int) == now.generation
+        return seen and count == n == len(kubesim.list("pods"))
+
+    await eventually(lambda: ready(2), "2 pods ready")
+    assert kubesim.get("configmaps", "blog-pages", "default")["data"] == {"index.html": "Hi"}
+    assert kubesim.get("configmaps", "websites", "default")["data"] == {"blog": "index.html"}
+    events = [e["message"] for e in kubesim.list("events", "default")]
+    assert sum(m.startswith("Created pod blog-") for m in events) == 2
+    await kube_client.patch(site, {"spec": {"replicas": 3}})
+    await eventually(lambda: ready(3), "3 pods ready")
+    await kube_client.delete(site)  # the finalizer's cleanup runs, then the GC collects
+
+    def cleaned_up() -> bool:
+        names = [c["metadata"]["name"] for c in kubesim.list("configmaps", "default")]
+        directory = kubesim.get("configmaps", "websites", "default")
+        return names == ["websites"] and "data" not in directory and not kubesim.list("pods")
+
+    await eventually(cleaned_up, "the directory entry removed and the children collected")
