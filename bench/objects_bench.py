@@ -235,6 +235,7 @@ def main() -> None:
         args.json.write_text(
             json.dumps(
                 {
+                    "command": "python bench/objects_bench.py " + " ".join(sys.argv[1:]),
                     "n": args.n,
                     "line_bytes_mean": statistics.mean(sizes),
                     "managed_fields_bytes_mean": statistics.mean(mf_sizes),

@@ -308,6 +308,7 @@ def main() -> None:
     framing_us = framing_cost(lines)
     stage_ratios = stages(body, lines)
     result: dict[str, Any] = {
+        "command": "python bench/pipeline_bench.py " + " ".join(sys.argv[1:]),
         "objects": args.objects,
         "events": len(lines),
         "bytes_per_event": round(sum(map(len, lines)) / len(lines)),
