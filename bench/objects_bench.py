@@ -2,13 +2,16 @@
 
 Builds N realistic pod watch events in the wire form KubeSim and kube-apiserver send
 (``{"type":"MODIFIED","object":{apiVersion, kind, metadata with uid, resourceVersion,
-creationTimestamp and ~2 KB of managedFields, spec, status}}``, 4-5 KB a line) and measures:
+creationTimestamp and managedFields, spec, status}}``, made by an in-process KubeSim, ~6 KB
+a line) and measures:
 
 * per-event decode time (best of ``--repeat`` passes): ``json.loads``, ``orjson.loads``,
   ``decode_event``, ``decode_event`` + ``drop_managed_fields``, and kubernetes_asyncio model
   deserialization (``json.loads`` + ``ApiClient.__deserialize`` to V1Pod) on 200 events;
 * retained memory per object (tracemalloc, over ``--mem-n`` objects): the orjson dict of the
   object, KubeObject, and KubeObject after drop_managed_fields;
+* compact mode (a Compactor trained on the first 1000 objects): its decode cost, retained
+  memory, and what ``field()`` and ``to_dict()`` cost on a plain and a compact object;
 * ``gc.collect()`` time with ``--gc-n`` of each alive (best of 3), against an empty baseline.
 
 Times are CPU time of this process (``time.process_time``), so other work on a shared
@@ -27,7 +30,6 @@ import statistics
 import sys
 import time
 import tracemalloc
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,37 +37,40 @@ from typing import Any
 import msgspec
 import orjson
 
+from aioinformer._core.compact import TRAIN_SAMPLES, Compactor
 from aioinformer._core.objects import KubeObject, decode_event, drop_managed_fields
 from aioinformer._harness.workload import realistic_pod
-from aioinformer.testing._kubesim.managed import update_managed_fields
+from aioinformer.testing import KubeSim
 
 
-def make_line(i: int) -> bytes:
-    """One MODIFIED event of pod ``web{i // 1000}-{i % 1000}`` as the API server writes it
-    (every 4th pod still Pending, the others bound and Running)."""
-    running = i % 4 != 3
-    pod = realistic_pod(
-        f"ns-{i % 20}",
-        f"web{i // 1000}",
-        i % 1000,
-        node=f"node-{i % 50}" if running else None,
-        phase="Running",
-    )
-    meta = pod["metadata"]
-    meta["uid"] = str(uuid.UUID(int=i + 1))
-    meta["resourceVersion"] = str(100_000 + i)
-    meta["creationTimestamp"] = "2026-11-29T10:00:00Z"
-    written = {k: v for k, v in pod.items() if k != "status"}
-    update_managed_fields(pod, written, "kube-controller-manager", "v1", None)
-    meta["managedFields"][0]["time"] = "2026-11-29T10:00:00Z"
-    return orjson.dumps({"type": "MODIFIED", "object": pod})
+def make_lines(n: int) -> list[bytes]:
+    """MODIFIED events of ``n`` pods ``web{i // 1000}-{i % 1000}`` as KubeSim writes them
+    (uid, resourceVersion, creationTimestamp and managedFields set by the server; every
+    4th pod still Pending, the others bound and Running)."""
+    sim = KubeSim(history_size=10)
+    for ns in range(20):
+        sim.create("namespaces", {"metadata": {"name": f"ns-{ns}"}})
+    for i in range(n):
+        running = i % 4 != 3
+        pod = realistic_pod(
+            f"ns-{i % 20}",
+            f"web{i // 1000}",
+            i % 1000,
+            node=f"node-{i % 50}" if running else None,
+            phase="Running",
+        )
+        sim.create("pods", pod, f"ns-{i % 20}")
+    page = sim.api.list(sim.resource("pods"), None)
+    prefix = b'{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1",'
+    return [prefix + o.raw[1:] + b"}" for o in page.items]
 
 
 def per_call_us(
-    fns: dict[str, Callable[[bytes], Any]], lines: list[bytes], repeat: int
+    fns: dict[str, Callable[[Any], Any]], lines: list[Any], repeat: int
 ) -> dict[str, float]:
-    """Best-of-``repeat`` mean time per call in microseconds. The candidates take turns in
-    each round, so a load change on a shared machine hits them all alike."""
+    """Best-of-``repeat`` mean time per call (one per item of ``lines``: event lines, or
+    objects) in microseconds. The candidates take turns in each round, so a load change on
+    a shared machine hits them all alike."""
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeat):
         for name, fn in fns.items():
@@ -140,7 +145,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the results here")
     args = parser.parse_args()
 
-    lines = [make_line(i) for i in range(args.n)]
+    lines = make_lines(args.n)
     sizes = [len(line) for line in lines]
     mf_sizes = [len(decoded(line).managed_fields) for line in lines[:1000]]
     timings = per_call_us(
@@ -156,6 +161,30 @@ def main() -> None:
     timings |= per_call_us(
         {"kubernetes_asyncio V1Pod": model_deserializer()}, lines[: args.model_n], 2
     )
+    compactor = Compactor()
+    for line in lines[:TRAIN_SAMPLES]:
+        compactor(decoded_dropped(line))
+
+    def decoded_compact(line: bytes) -> KubeObject:
+        return compactor(decoded_dropped(line))
+
+    timings |= per_call_us({"decode_event+drop+compact": decoded_compact}, lines, args.repeat)
+    plain = [decoded_dropped(line) for line in lines[: args.mem_n]]
+    compact = [compactor(o) for o in plain]
+    access = {}
+    for label, objs in (("plain", plain), ("compact", compact)):
+        access |= per_call_us(
+            {
+                f"{label} field('status.phase')": lambda o: o.field("status.phase"),
+                f"{label} field('spec.containers.0.image')": lambda o: o.field(
+                    "spec.containers.0.image"
+                ),
+                f"{label} to_dict()": lambda o: o.to_dict(),
+            },
+            objs,
+            args.repeat,
+        )
+    del plain, compact
     mem_lines = lines[: args.mem_n]
     memory = {
         "orjson dict": retained_bytes(orjson_object, mem_lines),
@@ -164,6 +193,7 @@ def main() -> None:
         ),
         "KubeObject": retained_bytes(decoded, mem_lines),
         "KubeObject, drop_managed_fields": retained_bytes(decoded_dropped, mem_lines),
+        "KubeObject, drop_managed_fields, compact": retained_bytes(decoded_compact, mem_lines),
     }
     gc_times = {
         "baseline (nothing)": gc_seconds(None, lines, args.gc_n),
@@ -189,6 +219,9 @@ def main() -> None:
     print("\ndecode per event                      us     x orjson")
     for name, us in timings.items():
         print(f"  {name:34s} {us:9.2f}   {us / timings['orjson.loads']:6.2f}")
+    print("\naccess per object                                 us")
+    for name, us in access.items():
+        print(f"  {name:44s} {us:9.2f}")
     print(f"\nretained per object ({args.mem_n} objects)      bytes   / orjson dict")
     for name, b in memory.items():
         print(f"  {name:38s} {b:8.0f}   {b / memory['orjson dict']:6.3f}")
@@ -202,10 +235,13 @@ def main() -> None:
         args.json.write_text(
             json.dumps(
                 {
+                    "command": "python bench/objects_bench.py " + " ".join(sys.argv[1:]),
                     "n": args.n,
                     "line_bytes_mean": statistics.mean(sizes),
                     "managed_fields_bytes_mean": statistics.mean(mf_sizes),
                     "decode_us": timings,
+                    "access_us": access,
+                    "compact_dictionary_bytes": compactor.dictionary_size,
                     "retained_bytes_per_object": memory,
                     "mem_n": args.mem_n,
                     "gc_collect_seconds": gc_times,

@@ -15,7 +15,9 @@ alternates). A block's ratio (bare loop time / pipeline time) compares two runs 
 of milliseconds apart, so the machine's slow and fast phases (on a shared host the same
 loop can take 1.6x longer for seconds at a time) hit both sides alike; the median of the
 block ratios is the figure, with its quartiles. ``--rounds`` repeats this with a fresh
-informer per store kind, interleaved. Also reported, once over the whole stream:
+informer per configuration, interleaved: the snapshot store on the loop, on its pipeline
+thread (the default; the blocks are handed to the thread's loop), on the thread in compact
+mode (issue 19: >= 0.7x the bare loop), and the locked baseline. Also reported, once over the whole stream:
 orjson.loads into a dict cache by key, as the simplest cache would.
 Target (issue 3): pipeline events/s >= the bare decode loop (median block ratio >= 1).
 """
@@ -24,13 +26,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
 import statistics
 import sys
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import orjson
@@ -93,6 +96,22 @@ class BlockListWatch:
     def __init__(self, body: bytes) -> None:
         self.body = body
         self.blocks: asyncio.Queue[list[bytes]] = asyncio.Queue()
+        self._moved: tuple[asyncio.AbstractEventLoop, BlockListWatch] | None = None
+
+    def put(self, block: list[bytes]) -> None:
+        """Hand ``block`` to the watch (on the pipeline thread's loop once it moved)."""
+        if self._moved is None:
+            self.blocks.put_nowait(block)
+        else:
+            loop, moved = self._moved
+            loop.call_soon_threadsafe(moved.blocks.put_nowait, block)
+
+    @contextlib.asynccontextmanager
+    async def on_running_loop(self) -> AsyncIterator[BlockListWatch]:
+        """The same lister-watcher for the pipeline thread: its queue on that loop."""
+        moved = BlockListWatch(self.body)
+        self._moved = (asyncio.get_running_loop(), moved)
+        yield moved
 
     async def list_page(
         self, resource_version: str, limit: int, continue_: str | None
@@ -172,12 +191,22 @@ def framing_cost(lines: list[bytes], read_size: int = READ_BYTES) -> float:
     return best / len(lines) * 1e6
 
 
+PIPELINES: dict[str, dict[str, Any]] = {
+    "snapshot": {"store": "snapshot", "pipeline": "loop"},
+    "snapshot_thread": {"store": "snapshot", "pipeline": "thread"},
+    "snapshot_thread_compact": {"store": "snapshot", "pipeline": "thread", "compact": True},
+    "locked": {"store": "locked", "pipeline": "loop"},
+}
+"""The informers measured: the snapshot store on the loop and on the pipeline thread (the
+default), in compact mode, and the locked baseline."""
+
+
 async def paired_blocks(
-    body: bytes, lines: list[bytes], store: str, block: int
+    body: bytes, lines: list[bytes], kind: str, block: int
 ) -> list[tuple[float, float]]:
     """(bare loop seconds, pipeline seconds) per block of one informer's run."""
     lw = BlockListWatch(body)
-    inf = Informer(lw, name="pods", store=store)  # type: ignore[arg-type]
+    inf = Informer(lw, name="pods", **PIPELINES[kind])
     task = asyncio.create_task(inf.run())
     await inf.wait_for_sync(timeout=120)
     pairs = []
@@ -187,7 +216,7 @@ async def paired_blocks(
         if n % 2:
             bare = bare_loop(chunk)
         t0 = time.perf_counter()
-        lw.blocks.put_nowait(chunk)
+        lw.put(chunk)
         await inf.wait_fresh(last_rv, timeout=600)
         piped = time.perf_counter() - t0
         if not n % 2:
@@ -265,10 +294,11 @@ def main() -> None:
     p.add_argument(
         "--rounds", type=int, default=2, help="informer runs per store kind, interleaved"
     )
+    p.add_argument("--pipelines", default=",".join(PIPELINES), help=f"from {', '.join(PIPELINES)}")
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args()
     body, lines = make_stream(args.objects, args.events)
-    pairs: dict[str, list[tuple[float, float]]] = {"snapshot": [], "locked": []}
+    pairs: dict[str, list[tuple[float, float]]] = {k: [] for k in args.pipelines.split(",")}
     for _ in range(max(1, args.rounds)):
         for store in pairs:
             gc.collect()  # the last run's informer is garbage: not this run's cost
@@ -278,6 +308,7 @@ def main() -> None:
     framing_us = framing_cost(lines)
     stage_ratios = stages(body, lines)
     result: dict[str, Any] = {
+        "command": "python bench/pipeline_bench.py " + " ".join(sys.argv[1:]),
         "objects": args.objects,
         "events": len(lines),
         "bytes_per_event": round(sum(map(len, lines)) / len(lines)),

@@ -19,6 +19,7 @@ import argparse
 import sys
 
 from aioinformer._cli.demo import add_seed_arguments, run_demo
+from aioinformer._cli.helpformat import HelpFormatter
 
 FULL_SCALE = {
     "owners": 200,
@@ -29,11 +30,14 @@ FULL_SCALE = {
     "nodes": 100,
     "podsets": 4,
     "replicas": 10,
+    "locked_batch": 1,
 }
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python bench/seed.py", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python bench/seed.py", description=__doc__, formatter_class=HelpFormatter
+    )
     add_seed_arguments(parser, FULL_SCALE)
     return run_demo(parser.parse_args(argv))
 

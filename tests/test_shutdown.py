@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import gc
 import logging
+import threading
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -22,6 +23,7 @@ import aiohttp
 import pytest
 
 from aioinformer import InformerFactory, KubeObject
+from aioinformer._cache.pipeline import THREAD_PREFIX
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._runtime.manager import LeaderElection, Manager
 from aioinformer.testing import KubeSim
@@ -53,6 +55,11 @@ def leftover(before: set[asyncio.Task[Any]], names: tuple[str, ...] = ()) -> lis
     return out
 
 
+def pipeline_threads() -> list[str]:
+    """The informers' pipeline threads still alive."""
+    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+
+
 @contextlib.contextmanager
 def no_pending_task_reports() -> Iterator[list[str]]:
     """Collect what the loop reports about destroyed pending tasks, and resource warnings;
@@ -75,15 +82,18 @@ def no_pending_task_reports() -> Iterator[list[str]]:
             reports.extend(str(w.message) for w in caught if w.category is ResourceWarning)
 
 
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
 async def test_cancelling_the_factory_runner_stops_every_task_and_response(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, pipeline: Any
 ) -> None:
+    """Every task and, with pipeline threads, every thread is gone once the cancellation
+    of the runner completes."""
     caplog.set_level(logging.INFO, logger="aioinformer")
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
         sim.create("configmaps", cm("c"), "default")
         before = asyncio.all_tasks()
-        factory = InformerFactory(api, watch_options=options())
+        factory = InformerFactory(api, watch_options=options(), pipeline=pipeline)
         slow_started = asyncio.Event()
 
         async def slow(obj: KubeObject) -> None:  # a handler busy when the cancel comes
@@ -105,11 +115,15 @@ async def test_cancelling_the_factory_runner_stops_every_task_and_response(
             task = asyncio.create_task(runner(), name="user-runner")
             await eventually(lambda: sim.open_watches == 2, "pods and configmaps watches")
             await asyncio.wait_for(slow_started.wait(), 15)
-            assert len(leftover(before)) >= 7  # 3 informers x (run, watcher, writer) + handlers
+            if pipeline == "loop":  # 3 informers x (run, watcher, writer) + handlers
+                assert len(leftover(before)) >= 7
+            else:  # 3 informers' runs + handlers here, watchers and writers on 3 threads
+                assert len(leftover(before)) >= 5 and len(pipeline_threads()) == 3
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert leftover(before) == []  # gone when the runner's cancellation completes
+            assert pipeline_threads() == []
             await eventually(lambda: sim.open_watches == 0, "the server to see every close")
             await factory.stop()  # a second stop is harmless
             await factory.stop()
@@ -142,10 +156,11 @@ async def test_cancelling_the_manager_run_stops_controllers_informers_and_respon
             await eventually(lambda: sim.open_watches == 2, "the watches")
             port = manager.bound_metrics_port
             assert any("-worker-" in n for n in leftover(before))
+            assert len(pipeline_threads()) == 2
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert leftover(before) == []
+            assert leftover(before) == [] and pipeline_threads() == []
             await eventually(lambda: sim.open_watches == 0, "the server to see every close")
             await manager.factory.stop()  # harmless after the run ended
             for ctl in manager.controllers:

@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Final, Literal
 
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer
+from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.store import STORE_KINDS, StoreKind
 from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.listwatch import ListWatch
@@ -95,6 +95,15 @@ class InformerFactory:
         watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
             :class:`~aioinformer.WatchOptions` field names.
         clock: the informers' clock (``time.monotonic``): receive times and staleness.
+        batch_size: the most deltas each informer's writer applies per published state
+            (per write lock for the locked baseline; client-go's RealFIFO PopBatch takes
+            1000, its DeltaFIFO Pop before 1.33 one).
+        pipeline: where each informer's watcher and writer run: "thread" (a thread of
+            their own per informer, so that readers keeping this loop busy cannot delay
+            them; the default for the snapshot store) or "loop" (this event loop; always
+            for the locked baseline).
+        compact: the informers' default for ``compact`` (see :meth:`informer`): bodies
+            kept compressed with a dictionary per resource, for huge caches.
     """
 
     def __init__(
@@ -107,6 +116,9 @@ class InformerFactory:
         watch_options: WatchOptions | None = None,
         watcher_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pipeline: Pipeline | None = None,
+        batch_size: int = 1000,
+        compact: bool = False,
     ) -> None:
         if store not in STORE_KINDS:
             raise ConfigError(f"store must be one of {STORE_KINDS}, not {store!r}")
@@ -126,6 +138,11 @@ class InformerFactory:
         self.staleness_bound = staleness_bound
         self.watch_options = watch_options_from(watch_options or watcher_options)
         self.clock = clock
+        self.pipeline = pipeline
+        self.batch_size = batch_size
+        """Used for the informers created from now on."""
+        self.compact = compact
+        """The informers' default for ``compact`` (see :meth:`informer`)."""
         self._informers: dict[tuple[object, ...], Informer] = {}
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
         self._running = False
@@ -144,6 +161,8 @@ class InformerFactory:
         metadata_only: bool = False,
         store: StoreKind | None = None,
         streaming_list: bool = False,
+        pipeline: Pipeline | None = None,
+        compact: bool | None = None,
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
         ``"apps/v1", "statefulsets"``) and these options; created on first use.
@@ -160,6 +179,11 @@ class InformerFactory:
             metadata_only: cache PartialObjectMetadata only.
             store: this informer's store kind (default: the factory's).
             streaming_list: sync with a streaming list (WatchList) instead of a list.
+            pipeline: where its watcher and writer run (default: the factory's; see
+                :class:`InformerFactory`).
+            compact: keep the objects' bodies compressed with a dictionary trained on the
+                first objects (for huge caches: a fraction of the memory, a decompression
+                per body access; default: the factory's).
         """
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
@@ -179,6 +203,8 @@ class InformerFactory:
             kind,
             transform,
             streaming_list,
+            pipeline or self.pipeline,
+            self.compact if compact is None else compact,
         )
         inf = self._informers.get(key)
         if inf is not None:
@@ -220,6 +246,9 @@ class InformerFactory:
             streaming_list=streaming_list,
             watch_options=options,
             clock=self.clock,
+            batch_size=self.batch_size,
+            pipeline=pipeline or (self.pipeline if kind == "snapshot" else None),
+            compact=self.compact if compact is None else compact,
         )
         self._informers[key] = inf
         if self._running:

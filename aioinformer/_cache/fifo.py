@@ -206,16 +206,21 @@ class RealFIFO:
                 log.exception("FIFO put listener %r raised", listener)
 
     def statistics(self) -> FifoStatistics:
-        """Depth, peak depth, age of the oldest item, totals and waiters, as of now."""
-        oldest = self._items[0].received if self._items else None
+        """Depth, peak depth, age of the oldest item, totals and waiters, as of now. Safe
+        to call from another thread than the FIFO's (an informer's pipeline thread)."""
+        items = self._items
+        try:
+            oldest: float | None = items[0].received
+        except IndexError:  # empty (or emptied by the writer's thread since)
+            oldest = None
         return FifoStatistics(
-            depth=len(self._items),
+            depth=len(items),
             peak_depth=self._peak,
             oldest_received=oldest,
             oldest_age=0.0 if oldest is None else max(0.0, self._clock() - oldest),
             puts_total=self._puts,
             pops_total=self._pops,
-            waiters=sum(1 for fut in self._waiters if not fut.done()),
+            waiters=sum(1 for fut in list(self._waiters) if not fut.done()),
         )
 
     def __repr__(self) -> str:

@@ -170,6 +170,8 @@ class Subscription:
         max_queue: an exact subscriber's backlog beyond which it is merged per key
             (None: unbounded).
         namespace: only changes of objects in this namespace are queued (None: all).
+        after: the number (seq) of the store state its initial notifications came from:
+            changes of that state or older are skipped, the initial ones hold them.
     """
 
     def __init__(
@@ -179,9 +181,12 @@ class Subscription:
         coalesce: bool,
         max_queue: int | None,
         namespace: str | None = None,
+        after: int = 0,
     ) -> None:
         self.name = name
         self.namespace = namespace
+        self.after = after
+        """Batches numbered up to this one are not delivered (its initial objects hold them)."""
         """Only changes of objects in this namespace are queued (None: every change)."""
         self.peak_depth = self.handled_total = self.errors_total = self.overflows = 0
         self.last_error: HandlerFailure | None = None
@@ -507,12 +512,15 @@ class Dispatcher:
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
+        after: int = 0,
         namespace: str | None = None,
     ) -> Subscription:
         """Subscribe handlers, called in the subscription's own task (sync or async).
 
         ``initial``: objects announced as ADDED first (the informer passes its snapshot to
-        a subscriber added after it synced). ``max_queue`` (exact subscribers): the backlog
+        a subscriber added after it synced); ``after``: the number of the store state
+        ``initial`` was read from, so that the batches dispatched later with a number up
+        to it (already in ``initial``) are skipped. ``max_queue`` (exact subscribers): the backlog
         beyond which notifications are merged per key; None for unbounded (see the module
         docstring's overflow policy). ``namespace``: only objects in it (see the module
         docstring). ``name`` defaults to the first handler's qualified name.
@@ -526,7 +534,7 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         default = getattr(first, "__qualname__", "handler")
         sub = self._subscribe(
-            name or f"{default}#{self._count + 1}", coalesce, max_queue, initial, namespace
+            name or f"{default}#{self._count + 1}", coalesce, max_queue, initial, namespace, after
         )
         sub._task = loop.create_task(sub._run(handlers), name=f"{self.name}/{sub.name}")
         self._tasks.add(sub._task)
@@ -540,11 +548,13 @@ class Dispatcher:
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         initial: Iterable[KubeObject] = (),
+        after: int = 0,
         namespace: str | None = None,
     ) -> EventStream:
-        """Subscribe as an async iterator of :class:`Change` (see :class:`EventStream`)."""
+        """Subscribe as an async iterator of :class:`Change` (see :class:`EventStream`;
+        ``initial`` and ``after`` as for :meth:`add_handler`)."""
         name = name or f"events#{self._count + 1}"
-        return EventStream(self._subscribe(name, coalesce, max_queue, initial, namespace))
+        return EventStream(self._subscribe(name, coalesce, max_queue, initial, namespace, after))
 
     def _subscribe(
         self,
@@ -553,6 +563,7 @@ class Dispatcher:
         max_queue: int | None,
         initial: Iterable[KubeObject],
         namespace: str | None = None,
+        after: int = 0,
     ) -> Subscription:
         if self._closed:
             raise ClosedError(f"{self.name}: the dispatcher is closed")
@@ -561,22 +572,25 @@ class Dispatcher:
         if namespace is not None and (not isinstance(namespace, str) or not namespace):
             raise ConfigError(f"namespace must be a non-empty string or None, not {namespace!r}")
         self._count += 1
-        sub = Subscription(self, name, coalesce, max_queue, namespace)
+        sub = Subscription(self, name, coalesce, max_queue, namespace, after)
         sub._enqueue(Change(DeltaType.ADDED, obj, None) for obj in initial)
         if self._synced:
             sub._set_sync_target()
         self._subs.append(sub)
         return sub
 
-    def dispatch(self, changes: Sequence[Change]) -> None:
-        """Queue one applied batch of ``changes``, in order, for every subscription.
+    def dispatch(self, changes: Sequence[Change], seq: int | None = None) -> None:
+        """Queue one applied batch of ``changes``, in order, for every subscription (with
+        ``seq``, the number of the state the batch made: for those whose ``after`` is
+        below it).
 
         Never awaits, never blocks; after :meth:`aclose` it does nothing (the writer may
         finish its last batch during shutdown).
         """
         if changes:
             for sub in self._subs:
-                sub._enqueue(changes)
+                if seq is None or sub.after < seq:
+                    sub._enqueue(changes)
 
     def mark_synced(self) -> None:
         """The initial list has been dispatched: each subscription syncs once it has

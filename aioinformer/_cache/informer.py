@@ -25,6 +25,9 @@ Contracts:
   logged with its key, once a harmless probe (a bookmark at the current RV) shows the store
   itself still works; a store that fails even that is broken, and the informer stops
   (the factory logs it).
+* After each sync or relist is published, the heap's free memory is returned to the
+  operating system (:mod:`~aioinformer._cache.trim`): RSS follows the cache's size, not
+  the peak of decoding the list.
 * ``staleness`` is how long the oldest delta the watcher has received but the store has not
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, the reads that await freshness (``wait_for_rv``, ``wait_fresh``
@@ -32,7 +35,20 @@ Contracts:
   the bound; ``snapshot()`` and ``read()`` never wait.
 * Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow async
   handler delays only itself (a blocking sync one blocks the loop). Each change reaches
-  each subscriber exactly once: nothing can run between a batch's apply and its dispatch.
+  each subscriber exactly once, in order: every batch's changes are handed over tagged
+  with the number of the state they made, and a subscriber added later starts from the
+  snapshot it was given (the changes up to it are in that snapshot, those after reach it).
+* **Where the pipeline runs** (``pipeline``, :mod:`~aioinformer._cache.pipeline`). With
+  ``"thread"`` (the default for the snapshot store) the watcher, the FIFO and the writer
+  run on a thread of their own with its own event loop and HTTP connections: readers that
+  keep the caller's loop busy cannot delay them. Each snapshot is still published by one
+  reference assignment, visible to every thread at once; the handlers, the freshness
+  waiters and the sync state are woken on the caller's loop once per batch of publishes
+  (a single ``call_soon_threadsafe`` while one is pending). :meth:`on_publish` and
+  :meth:`on_receive` listeners run on the pipeline thread. With ``"loop"`` (the locked
+  baseline always, or a lister-watcher without ``on_running_loop``) everything runs on
+  the caller's loop, and a publish wakes its waiters before anything else runs. Stopping
+  or cancelling :meth:`Informer.run` ends the thread before ``run`` returns.
 """
 
 from __future__ import annotations
@@ -42,11 +58,13 @@ import inspect
 import logging
 import sys
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
 
-from aioinformer._cache.deltas import Bookmark, Delta, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Change, Delta, Item, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
@@ -59,17 +77,23 @@ from aioinformer._cache.handlers import (
     SubscriptionStatistics,
 )
 from aioinformer._cache.index import IndexFunc
+from aioinformer._cache.pipeline import PipelineThread
 from aioinformer._cache.snapshot_store import Snapshot
 from aioinformer._cache.store import StoreKind, StoreReader, StoreView, open_store
+from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
 
-__all__ = ["Informer", "InformerStatistics"]
+__all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
 
 log = logging.getLogger("aioinformer.informer")
+
+Pipeline: TypeAlias = Literal["thread", "loop"]
+"""Where an informer's watcher and writer run: a thread of their own, or the caller's loop."""
+PIPELINES: tuple[Pipeline, ...] = ("thread", "loop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +152,8 @@ class InformerStatistics:
     """Items the store failed to apply (skipped; the writer went on)."""
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
+    pipeline: Pipeline = "loop"
+    """Where the watcher and the writer run: "thread" (their own) or "loop" (the caller's)."""
 
 
 def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:
@@ -158,7 +184,8 @@ class _Rate:
 
     def rate(self, now: float) -> float:
         sec = int(now)
-        total = sum(v for s, v in self._buckets.items() if sec - self._window < s <= sec)
+        buckets = list(self._buckets.items())  # (one C call: the writer may add meanwhile)
+        total = sum(v for s, v in buckets if sec - self._window < s <= sec)
         return total / self._window
 
 
@@ -182,6 +209,12 @@ class Informer:
         watch_options: how the watcher lists, watches and recovers.
         clock: stamps every delta's receive time and measures staleness and the rate of
             events (default ``time.monotonic``).
+        pipeline: where the watcher and the writer run (see the module docstring); None
+            picks "thread" for the snapshot store when ``list_watch`` has
+            ``on_running_loop``, else "loop".
+        compact: keep every object's body compressed with a dictionary trained on the
+            first objects of the resource (:mod:`~aioinformer._core.compact`): a fraction
+            of the memory, an extra decompression per body access.
     """
 
     def __init__(
@@ -197,7 +230,11 @@ class Informer:
         streaming_list: bool = False,
         watch_options: WatchOptions | None = None,
         clock: Callable[[], float] = time.monotonic,
+        pipeline: Pipeline | None = None,
+        compact: bool = False,
     ) -> None:
+        self.pipeline: Pipeline = _pipeline_for(list_watch, store, pipeline)
+        """Where the watcher and the writer run: "thread" or "loop"."""
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
         if staleness_bound is not None and staleness_bound <= 0:
@@ -222,12 +259,16 @@ class Informer:
         self.store_kind: StoreKind = store
         self._clock = clock
         self._fifo = RealFIFO(clock=clock)
-        self._reader, self._writer = open_store(store, indexers)
+        threaded = self.pipeline == "thread"
+        self._reader, self._writer = open_store(store, indexers, threaded=threaded)
+        self._list_watch = list_watch
         self._dispatcher = Dispatcher(name)
+        self.compact = compact
+        """Whether bodies are kept compressed (see ``compact`` above)."""
         self._watcher = Watcher(
             list_watch,
             self._fifo,
-            transform=transform,
+            transform=_compacting(transform) if compact else transform,
             streaming_list=streaming_list,
             options=watch_options,
             clock=clock,
@@ -235,6 +276,12 @@ class Informer:
         )
         self._batch_size = batch_size
         self._staleness_bound = staleness_bound
+        self._thread: PipelineThread | None = None
+        # (seq, changes, synced) per publish, from the pipeline thread to the caller's loop
+        self._outbox: deque[tuple[int, list[Change], bool]] = deque()
+        self._delivery_pending = False
+        self._delivered = 0  # seq of the last state whose changes were handed over
+        self._replaced = False  # a Replace was published (the writer's view of the sync)
         self._synced = asyncio.Event()
         self._waiters: list[asyncio.Future[None]] = []  # one per waiting reader, woken by a publish
         self._applied_total = 0
@@ -297,56 +344,76 @@ class Informer:
 
     async def run(self) -> None:
         """Run the pipeline until :meth:`stop` ped or cancelled: the watcher lists and
-        watches into the FIFO, the one writer applies what it queued and publishes."""
+        watches into the FIFO, the one writer applies what it queued and publishes (on
+        the pipeline thread, or here: ``pipeline``)."""
         for name, fn in self._pending_indexers.items():
             await self._writer.add_indexer(name, fn)
         self._pending_indexers.clear()
-        fifo, writer, dispatcher = self._fifo, self._writer, self._dispatcher
         try:
-            async with asyncio.TaskGroup() as tg:
-                # 1. list+watch: the server's events become Deltas in the FIFO
-                tg.create_task(self._watcher.run(), name=f"{self.name}-watcher")
-                while True:
-                    # 2. the writer takes everything queued, up to a batch (oldest first)
-                    try:
-                        batch = await fifo.pop_batch(self._batch_size)
-                    except ClosedError:  # stop(): the FIFO is closed and drained
-                        break
-                    self._applying_since = batch[0].received  # still lag until published
-                    # 3. apply the batch and publish one state (the baseline waits here
-                    # for its readers), 4. hand its changes to the subscribers: no await
-                    # in between, so each subscriber gets each change exactly once
-                    async with writer.writing():
-                        self._apply(batch)
-                    self._applying_since = None
-                    # 5. sync state, publish listeners, freshness waiters
-                    self._published(batch)
+            if self.pipeline == "thread":
+                thread = self._thread = PipelineThread(self.name)
+                thread.start(self._run_on_thread)
+                await thread.wait()
+            else:
+                await self._pipeline()
         finally:
             self._closed = True
             self._fifo.close()
-            self._wake_waiters()
-            await dispatcher.aclose()
+            self._deliver()
+            await self._dispatcher.aclose()
 
-    def _apply(self, batch: Sequence[Item]) -> None:
-        """Apply ``batch`` and hand its changes to the subscribers (no await): item by item
-        when the whole batch fails, skipping the items the store cannot apply."""
-        writer, dispatcher = self._writer, self._dispatcher
+    async def _run_on_thread(self) -> None:
+        """The pipeline on its thread, listing and watching through connections of its
+        own loop."""
+        async with self._list_watch.on_running_loop() as list_watch:  # type: ignore[attr-defined]
+            self._watcher.use(list_watch)
+            await self._pipeline()
+
+    async def _pipeline(self) -> None:
+        fifo, writer = self._fifo, self._writer
+        async with asyncio.TaskGroup() as tg:
+            # 1. list+watch: the server's events become Deltas in the FIFO
+            tg.create_task(self._watcher.run(), name=f"{self.name}-watcher")
+            while True:
+                # 2. the writer takes everything queued, up to a batch (oldest first)
+                try:
+                    batch = await fifo.pop_batch(self._batch_size)
+                except ClosedError:  # stop(): the FIFO is closed and drained
+                    break
+                self._applying_since = batch[0].received  # still lag until published
+                # 3. apply the batch and publish one state (the baseline waits here for
+                # its readers)
+                async with writer.writing():
+                    changes = self._apply(batch)
+                self._applying_since = None
+                # 4. count, tell the publish listeners, and hand the changes to the
+                # subscribers and wake the waiters (at once on this loop; from the thread,
+                # on the caller's loop)
+                self._published(batch, changes)
+
+    def _apply(self, batch: Sequence[Item]) -> list[Change]:
+        """Apply ``batch`` (publishing) and return its changes: item by item when the whole
+        batch fails, skipping the items the store cannot apply. No change is built when no
+        one subscribes (on the caller's loop, where none can subscribe meanwhile)."""
+        writer = self._writer
+        build = self.pipeline == "thread" or self._dispatcher.has_subscribers
         try:
-            dispatcher.dispatch(writer.apply(batch, changes=dispatcher.has_subscribers))
-            return
+            return writer.apply(batch, changes=build)
         except MemoryError:
             raise
         except Exception:
             if len(batch) == 1:
                 self._skip_item(batch[0])
-                return
+                return []
+        changes: list[Change] = []
         for item in batch:
             try:
-                dispatcher.dispatch(writer.apply((item,), changes=dispatcher.has_subscribers))
+                changes += writer.apply((item,), changes=build)
             except MemoryError:
                 raise
             except Exception:
                 self._skip_item(item)
+        return changes
 
     def _skip_item(self, item: Item) -> None:
         """``item`` failed alone: skip it (counted, logged with its key) if the store still
@@ -366,12 +433,14 @@ class Informer:
                 exc_info=error,
             )
 
-    def _published(self, batch: Sequence[Item]) -> None:
-        """After each published batch: note the sync, count, tell the publish listeners
-        and wake every freshness waiter."""
-        if not self._synced.is_set() and any(type(item) is Replace for item in batch):
-            self._synced.set()
-            self._dispatcher.mark_synced()
+    def _published(self, batch: Sequence[Item], changes: list[Change]) -> None:
+        """After each published batch, on the writer's loop: count, tell the publish
+        listeners, then deliver (see :meth:`_deliver`)."""
+        replaced = any(type(item) is Replace for item in batch)
+        synced = not self._replaced and replaced
+        self._replaced = self._replaced or synced
+        if replaced:  # a sync or relist: the list's transient memory back to the OS
+            release_free_memory()
         self._applied_total += len(batch)
         self._rate.add(len(batch), self._clock())
         seq, rv = self._reader.seq, self._reader.resource_version
@@ -382,20 +451,47 @@ class Informer:
                 self._listener_errors += 1
                 if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
                     log.exception("%s: publish listener %r raised", self.name, listener)
+        self._outbox.append((seq, changes, synced))
+        thread = self._thread
+        if thread is None:
+            self._deliver()
+        elif not self._delivery_pending:  # one wake-up of the caller's loop at a time
+            self._delivery_pending = True
+            thread.notify(self._deliver)
+
+    def _deliver(self) -> None:
+        """On the caller's loop: hand every published batch's changes to the subscribers
+        in order, note the sync, then wake every freshness waiter once."""
+        self._delivery_pending = False  # (first: a publish from now on wakes us again)
+        outbox, dispatcher = self._outbox, self._dispatcher
+        while outbox:
+            seq, changes, synced = outbox.popleft()
+            dispatcher.dispatch(changes, seq)
+            self._delivered = seq
+            if synced and not self._synced.is_set():
+                self._synced.set()
+                dispatcher.mark_synced()
         self._wake_waiters()
 
     def stop(self) -> None:
         """Stop: close the FIFO (the writer ends) and the watcher. Idempotent."""
         self._closed = True
+        if self._thread is not None:
+            self._thread.call(self._stop_pipeline)
+        else:
+            self._stop_pipeline()
+        self._wake_waiters()
+
+    def _stop_pipeline(self) -> None:
         self._fifo.close()
         self._watcher.stop()
-        self._wake_waiters()
 
     def on_publish(self, listener: Callable[[int, int], None]) -> Callable[[], None]:
         """Call ``listener(seq, resource_version)`` from the writer right after each batch
         is published (before any waiter wakes); returns a function that removes it.
 
-        For instrumentation: the listener runs on the writer's path, so it must be quick.
+        For instrumentation: the listener runs on the writer's path (the pipeline thread
+        with ``pipeline="thread"``: touch no asyncio object there), so it must be quick.
         An exception it raises is logged (the first 10, then every 1000th) and the writer
         goes on."""
         self._publish_listeners.append(listener)
@@ -411,7 +507,8 @@ class Informer:
         relist), as the watcher queues them, before the writer can apply them; returns a
         function that removes it. Each item has ``received`` (the informer clock's time)
         and, for a Delta, ``obj.rv``: with :meth:`on_publish` this times every event from
-        the socket to the published state. Quick listeners only; exceptions are logged."""
+        the socket to the published state. Quick listeners only (on the pipeline thread
+        with ``pipeline="thread"``); exceptions are logged."""
         return self._fifo.on_put(listener)
 
     # -- reads --------------------------------------------------------------------------------
@@ -536,9 +633,10 @@ class Informer:
         return self._lag(self._fifo.statistics().oldest_age)
 
     def _lag(self, fifo_oldest_age: float) -> float:
-        if self._applying_since is None:
+        since = self._applying_since  # (read once: the writer's thread may clear it)
+        if since is None:
             return fifo_oldest_age
-        return max(fifo_oldest_age, self._clock() - self._applying_since)
+        return max(fifo_oldest_age, self._clock() - since)
 
     async def _wait(
         self, ready: Callable[[], bool], timeout: float | None, what: Callable[[], str]
@@ -582,10 +680,15 @@ class Informer:
 
     # -- handlers ------------------------------------------------------------------------------
 
-    def _initial(self, namespace: str | None = None) -> Iterable[KubeObject]:
+    def _initial(self, namespace: str | None = None) -> tuple[Iterable[KubeObject], int]:
+        """What a new subscriber starts from: the objects of the latest state (none before
+        the sync is delivered) and that state's number (later batches reach it)."""
         if not self.has_synced:
-            return ()
-        return self._reader.list_now(namespace)
+            return (), self._delivered
+        if self._reader.supports_snapshots:
+            snap = self._reader.snapshot()
+            return snap.list(namespace), snap.seq
+        return self._reader.list_now(namespace), self._reader.seq
 
     def add_handler(
         self,
@@ -611,6 +714,7 @@ class Informer:
         order: they may block, and must not touch the loop's objects."""
         if in_thread:
             on_add, on_update, on_delete = (_threaded(f) for f in (on_add, on_update, on_delete))
+        initial, after = self._initial(namespace)
         return self._dispatcher.add_handler(
             on_add,
             on_update,
@@ -618,7 +722,8 @@ class Informer:
             coalesce=coalesce,
             name=name,
             max_queue=max_queue,
-            initial=self._initial(namespace),
+            initial=initial,
+            after=after,
             namespace=namespace,
         )
 
@@ -632,17 +737,24 @@ class Informer:
     ) -> EventStream:
         """``async for change in informer.events()``: the changes, in order (only those of
         ``namespace``'s objects, if given)."""
+        initial, after = self._initial(namespace)
         return self._dispatcher.events(
             coalesce=coalesce,
             name=name,
             max_queue=max_queue,
-            initial=self._initial(namespace),
+            initial=initial,
+            after=after,
             namespace=namespace,
         )
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
-        """Add an index after start; readers and the writer keep going while it builds."""
-        await self._writer.add_indexer(name, fn)
+        """Add an index after start; readers and the writer keep going while it builds
+        (on the pipeline thread while it runs: the writer's)."""
+        thread = self._thread
+        if thread is not None and not thread.done.done():
+            await thread.run(self._writer.add_indexer(name, fn))
+        else:
+            await self._writer.add_indexer(name, fn)
 
     # -- statistics ----------------------------------------------------------------------------
 
@@ -678,4 +790,44 @@ class Informer:
             throttled=ws.throttled,
             apply_errors=self._apply_errors,
             handlers=tuple(self._dispatcher.statistics()),
+            pipeline=self.pipeline,
         )
+
+
+def _compacting(transform: Transform | None) -> Transform:
+    """``transform`` (if any), then a :class:`~aioinformer._core.compact.Compactor` of
+    this informer's own; an object the user's transform drops stays dropped.
+    :class:`ConfigError` without zstandard (the ``compact`` extra)."""
+    try:
+        from aioinformer._core.compact import Compactor
+    except ImportError as exc:
+        raise ConfigError(
+            f"compact=True needs zstandard: pip install 'aioinformer[compact]' ({exc})"
+        ) from None
+    compactor = Compactor()
+    if transform is None:
+        return compactor
+
+    def transform_then_compact(obj: KubeObject) -> KubeObject:
+        result = transform(obj)
+        return compactor(result) if isinstance(result, KubeObject) else result
+
+    return transform_then_compact
+
+
+def _pipeline_for(list_watch: object, store: StoreKind, pipeline: Pipeline | None) -> Pipeline:
+    """The pipeline an informer runs (see :class:`Informer`); ConfigError for one it cannot."""
+    movable = callable(getattr(list_watch, "on_running_loop", None))
+    if pipeline is None:
+        return "thread" if store == "snapshot" and movable else "loop"
+    if pipeline not in PIPELINES:
+        raise ConfigError(f"pipeline must be one of {PIPELINES}, not {pipeline!r}")
+    if pipeline == "thread" and store != "snapshot":
+        raise ConfigError(
+            f"store {store!r} keeps its readers on the writer's loop: pipeline='loop'"
+        )
+    if pipeline == "thread" and not movable:
+        raise ConfigError(
+            f"pipeline='thread' needs a lister-watcher with on_running_loop(), not {list_watch!r}"
+        )
+    return pipeline

@@ -32,6 +32,15 @@ Contract:
   mistake shows. If an in-place batch is interrupted half-way (MemoryError,
   KeyboardInterrupt), what it changed is published with every index rebuilt, and the
   exception propagates.
+* **Readers on other threads** (``threaded=True``: the writer runs on an informer's
+  pipeline thread). A reader may then take the current snapshot between any two steps
+  of the writer, so the current snapshot is never written in place. The writer keeps
+  the snapshot published before it (one batch behind) instead: no reader can take that
+  one any more, so once nothing references it (:func:`_retired_unshared`: a count that
+  can only go down) the batch replays the batch it missed onto its map in place, then
+  applies itself (left-right, two maps taking turns); while anyone still holds it the
+  batch copies from the current one as usual. An interrupted in-place batch changed
+  only a map nobody can see: it is dropped, and the exception propagates.
 """
 
 from __future__ import annotations
@@ -54,7 +63,7 @@ from aioinformer._cache.buckets import (
     bucket_writer,
     finish_bucket,
 )
-from aioinformer._cache.deltas import Change, DeltaType, Item
+from aioinformer._cache.deltas import Change, DeltaType, Item, Replace
 from aioinformer._cache.index import (
     IndexFunc,
     IndexGuard,
@@ -64,7 +73,7 @@ from aioinformer._cache.index import (
     metadata_reader,
     unknown_index,
 )
-from aioinformer._cache.pmap import IN_PLACE, FrozenMap
+from aioinformer._cache.pmap import IN_PLACE, FrozenMap, MapWriter
 from aioinformer._core.errors import ConfigError
 from aioinformer._core.objects import KubeObject
 
@@ -263,8 +272,16 @@ class _SnapshotState:
 
     __slots__ = ("get", "indexes", "objects", "pop", "put", "put_all", "same")
 
-    def __init__(self, snap: Snapshot, plan: IndexPlan, owned: bool = False) -> None:
-        self.objects = objects = snap._objects.mutate(owned=owned)
+    def __init__(
+        self,
+        snap: Snapshot,
+        plan: IndexPlan,
+        owned: bool = False,
+        objects: MapWriter[str, KubeObject] | None = None,
+    ) -> None:
+        if objects is None:
+            objects = snap._objects.mutate(owned=owned)
+        self.objects = objects
         self.get, self.put, self.pop = objects.get, objects.set, objects.pop
         self.put_all = objects.set_many
         indexes = snap._indexes
@@ -302,6 +319,37 @@ class _SnapshotState:
         return Snapshot(self.objects.finish(), indexes, rv, base._seq + 1)
 
 
+class _Replay:
+    """A :class:`~aioinformer._cache.batch.BatchState` over a bare map writer: replays a
+    batch's object changes with no index (the retired map catching up, see
+    :func:`_retired_unshared`)."""
+
+    __slots__ = ("get", "objects", "pop", "put", "put_all")
+    same: Callable[[ObjectMeta], object] | None = None
+
+    def __init__(self, objects: MapWriter[str, KubeObject]) -> None:
+        self.objects = objects
+        self.get, self.put, self.pop = objects.get, objects.set, objects.pop
+        self.put_all = objects.set_many
+
+    def reindex(self, key: str, old: KubeObject | None, new: KubeObject | None) -> None:
+        pass
+
+    def entries(self) -> Iterable[tuple[str, KubeObject]]:
+        return builtins.list(self.objects.items())
+
+
+def _retired_unshared(writer: SnapshotWriter) -> bool:
+    """Whether the retired snapshot (the one published before the current one) and its map
+    can be written in place. No reader can take the retired snapshot any more (readers
+    take the current one), so its reference counts can only go down: once they show the
+    writer as the only holder (the attribute, this local and ``getrefcount``'s argument:
+    3; the map: the snapshot's slot and the argument: 2), no thread can reach it again,
+    and a check here stays true while the writer works on it."""
+    snap = writer._retired
+    return IN_PLACE and snap is not None and _refs(snap) == 3 and _refs(snap._objects) == 2
+
+
 def _unshared(writer: SnapshotWriter) -> bool:
     """Whether the writer's current snapshot and its object map can be changed in place:
     nothing but the writer references them, so no one can reach them again once the
@@ -323,7 +371,14 @@ class SnapshotWriter:
 
     supports_snapshots = True
 
-    def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
+    def __init__(
+        self, indexers: Mapping[str, IndexFunc] | None = None, *, threaded: bool = False
+    ) -> None:
+        self.threaded = threaded
+        """Whether readers may run on other threads than the writer (see the module
+        docstring)."""
+        self._retired: Snapshot | None = None  # threaded: the snapshot before _current
+        self._missed: Sequence[Item] = ()  # threaded: the batch _retired lacks
         self._guard = IndexGuard(log)
         self._funcs = merge_indexers(indexers, self._guard)
         self._plan = index_plan(self._funcs)
@@ -351,6 +406,8 @@ class SnapshotWriter:
         publishes nothing."""
         if not batch:
             return []
+        if self.threaded:
+            return self._apply_threaded(batch, changes)
         owned = _unshared(self)
         upserts = check_batch(batch)
         base = self._current
@@ -365,9 +422,41 @@ class SnapshotWriter:
                 self._current = self._reindexed(state.objects.finish(), base)  # stays
             raise
         self._current = state.publish(base, rv)
+        return self._applied(applied, owned, changes)
+
+    def _apply_threaded(self, batch: Sequence[Item], changes: bool) -> builtins.list[Change]:
+        """:meth:`apply` with readers on other threads: in place only on the retired map
+        (see the module docstring)."""
+        owned = _retired_unshared(self)
+        upserts = check_batch(batch)
+        base = self._current
+        objects: MapWriter[str, KubeObject] | None = None
+        if owned:
+            assert self._retired is not None
+            objects = self._retired._objects.mutate(owned=True)
+            self._retired = None  # (its map is ours now; nothing else refers to it)
+            apply_batch(_Replay(objects), self._missed, base._rv, False)
+        state = _SnapshotState(base, self._plan, objects=objects)
+        building = self._building
+        try:
+            applied, rv = apply_batch(
+                state, batch, base._rv, changes or bool(building), upserts=upserts
+            )
+        except BaseException:
+            self._retired = None  # (an in-place map half-written: nobody can see it)
+            raise
+        self._current = state.publish(base, rv)
+        # the retired snapshot misses this batch; after a relist it would miss everything
+        relist = not upserts and any(type(item) is Replace for item in batch)
+        self._retired, self._missed = (None, ()) if relist else (base, batch)
+        return self._applied(applied, owned, changes)
+
+    def _applied(
+        self, applied: builtins.list[Change], owned: bool, changes: bool
+    ) -> builtins.list[Change]:
         self.batches += 1
         self.in_place_batches += owned
-        for pending in building.values():
+        for pending in self._building.values():
             pending.extend(applied)
         return applied if changes else []
 
@@ -484,9 +573,10 @@ class SnapshotReader:
 
 
 def snapshot_store(
-    indexers: Mapping[str, IndexFunc] | None = None,
+    indexers: Mapping[str, IndexFunc] | None = None, *, threaded: bool = False
 ) -> tuple[SnapshotReader, SnapshotWriter]:
     """A new, empty snapshot store with the default indexes plus ``indexers``: its reader
-    (for everyone) and its one writer (for the informer)."""
-    writer = SnapshotWriter(indexers)
+    (for everyone) and its one writer (for the informer). ``threaded``: readers may run
+    on other threads than the writer's (see the module docstring)."""
+    writer = SnapshotWriter(indexers, threaded=threaded)
     return SnapshotReader(writer), writer

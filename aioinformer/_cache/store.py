@@ -154,12 +154,19 @@ class StoreWriter(Protocol):
 
 
 def open_store(
-    kind: StoreKind = "snapshot", indexers: Mapping[str, IndexFunc] | None = None
+    kind: StoreKind = "snapshot",
+    indexers: Mapping[str, IndexFunc] | None = None,
+    *,
+    threaded: bool = False,
 ) -> tuple[StoreReader, StoreWriter]:
     """A new, empty store of ``kind`` with the default indexes plus ``indexers``: its reader
-    and its one writer. :class:`~aioinformer.ConfigError` for an unknown kind."""
+    and its one writer. ``threaded``: readers may run on other threads than the writer
+    (the snapshot store only; the baseline's lock is an asyncio one).
+    :class:`~aioinformer.ConfigError` for an unknown kind."""
     if kind == "snapshot":
-        return snapshot_store(indexers)
+        return snapshot_store(indexers, threaded=threaded)
+    if threaded:
+        raise ConfigError(f"store {kind!r} has readers on the writer's event loop only")
     if kind == "locked":
         return locked_store(indexers)
     raise ConfigError(f"store must be one of {', '.join(map(repr, STORE_KINDS))}, not {kind!r}")

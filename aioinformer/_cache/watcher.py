@@ -386,6 +386,13 @@ class Watcher:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    def use(self, list_watch: ListerWatcher) -> None:
+        """List and watch through ``list_watch`` from now on (before :meth:`run`: an
+        informer's pipeline thread hands over the one whose connections are its own)."""
+        if self._task is not None:
+            raise RuntimeError(f"watcher {self.name} is running: use() comes before run()")
+        self._lw = list_watch
+
     @property
     def has_synced(self) -> bool:
         """Whether the first Replace has been pushed into the FIFO."""

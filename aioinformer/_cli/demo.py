@@ -2,9 +2,10 @@
 
 Runs :func:`aioinformer._harness.seed.run_seed` at a scale that finishes in about a minute on 2
 cores (flags scale it up to the seed's 200 x 1000), shows each configuration's FIFO depth
-and staleness live, and ends with the side-by-side table and the path of the PNG it wrote.
-The example operators run too when the ``examples/`` of a source checkout is found (or
-given with ``--examples``). ``bench/seed.py`` is the same program with full-scale defaults.
+and staleness live (on a terminal; piped, one line per phase), and ends with the
+side-by-side table, what its columns mean, and the path of the PNG it wrote. The example
+operators run too when the ``examples/`` of a source checkout is found (or given with
+``--examples``). ``bench/seed.py`` is the same program with full-scale defaults.
 """
 
 from __future__ import annotations
@@ -34,8 +35,38 @@ DEMO_SCALE: dict[str, Any] = {
     "nodes": 10,
     "podsets": 2,
     "replicas": 5,
+    "locked_batch": 1,
 }
 """The demo's defaults: about a minute on 2 cores."""
+
+_DESCRIPTION = """
+The seed scenario (kubernetes/kubernetes#130767) on KubeSim, in about a minute on 2 cores.
+
+KubeSim runs in its own process with StatefulSet-like pods and a kubelet making status
+writes; four informer processes follow it in turn, each with 4 readers fetching one
+owner's pods back to back:
+
+  locked+scan     a dict behind a read/write lock, readers list every pod
+                  under the lock, the writer takes the lock per delta
+                  (the seed's client-go)
+  locked+index    the same store, readers use the controller index
+                  (upstream's fix)
+  snapshot+scan   immutable snapshots, readers scan every pod (no lock)
+  snapshot+index  immutable snapshots and the index (this project)
+
+and the example operators (PodSet, NodeAgent) run with and without their freshness
+protection on the same pods informer. It ends with a table, what its columns mean, and
+a plot (one panel per metric).
+"""
+
+_EPILOG = """
+The full scale is bench/seed.py: 200 owners x 1000 pods, 2000 writes/s for 60 s per
+configuration (about 10 minutes on 2 cores, 2 GiB for KubeSim).
+
+examples:
+  python -m aioinformer demo
+  python -m aioinformer demo --owners 200 --pods 1000 --duration 60
+"""
 
 
 def default_examples_dir() -> str | None:
@@ -44,26 +75,50 @@ def default_examples_dir() -> str | None:
     return str(candidate) if (candidate / "podset.py").is_file() else None
 
 
+_NUMBERS: tuple[tuple[str, str, type, str], ...] = (
+    ("--owners", "owners", int, "StatefulSet-like owners"),
+    ("--pods", "pods_per_owner", int, "pods per owner"),
+    ("--readers", "readers", int, "readers per informer"),
+    ("--rate", "rate", float, "sim writes per second"),
+    ("--duration", "duration", float, "seconds of load per configuration"),
+    ("--nodes", "nodes", int, "nodes in the cluster"),
+    ("--podsets", "podsets", int, "PodSets per operator"),
+    ("--replicas", "replicas", int, "replicas per PodSet"),
+    (
+        "--locked-batch",
+        "locked_batch",
+        int,
+        "deltas the locked store applies per write lock: 1 as client-go's DeltaFIFO in the "
+        "seed, 1000 as RealFIFO PopBatch since 1.33",
+    ),
+)
+"""The scenario's numeric flags: flag, key of the defaults, type, help."""
+
+
 def add_seed_arguments(p: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
-    """The scenario's flags (shared by ``demo`` and ``bench/seed.py``)."""
-    d = defaults
-    p.add_argument("--owners", type=int, default=d["owners"], help="StatefulSet-like owners")
-    p.add_argument("--pods", type=int, default=d["pods_per_owner"], help="pods per owner")
-    p.add_argument("--readers", type=int, default=d["readers"], help="readers per informer")
-    p.add_argument("--rate", type=float, default=d["rate"], help="sim writes per second")
-    p.add_argument("--duration", type=float, default=d["duration"], help="seconds of load")
-    p.add_argument("--nodes", type=int, default=d["nodes"], help="nodes in the cluster")
+    """The scenario's flags (shared by ``demo`` and ``bench/seed.py``); every help text
+    shows its default."""
+    for flag, key, kind, text in _NUMBERS:
+        p.add_argument(flag, type=kind, default=defaults[key], help=text)
     p.add_argument(
         "--configs",
         default=",".join(CONFIGURATIONS),
-        help=f"comma-separated, from {', '.join(CONFIGURATIONS)}",
+        help="comma-separated configurations to run, in order",
     )
-    p.add_argument("--podsets", type=int, default=d["podsets"], help="PodSets per operator")
-    p.add_argument("--replicas", type=int, default=d["replicas"], help="replicas per PodSet")
-    p.add_argument("--examples", metavar="DIR", default=default_examples_dir(), help="examples/")
+    p.add_argument(
+        "--examples",
+        metavar="DIR",
+        default=default_examples_dir(),
+        help="the examples/ directory with the operators",
+    )
     p.add_argument("--no-operators", action="store_true", help="do not run the example operators")
     p.add_argument("--json", metavar="PATH", help="write the report as JSON")
-    p.add_argument("--plot", metavar="PATH.png", help="write the plot (needs matplotlib)")
+    p.add_argument(
+        "--plot",
+        metavar="PATH.png",
+        default="aioinformer-demo.png",
+        help="where to write the plot (needs matplotlib)",
+    )
 
 
 def options_from_args(args: argparse.Namespace) -> SeedOptions:
@@ -76,27 +131,11 @@ def options_from_args(args: argparse.Namespace) -> SeedOptions:
         duration=args.duration,
         nodes=args.nodes,
         configurations=tuple(c.strip() for c in args.configs.split(",") if c.strip()),
+        locked_batch=args.locked_batch,
         podsets=args.podsets,
         replicas=args.replicas,
         examples_dir=None if args.no_operators else args.examples,
     )
-
-
-_DESCRIPTION = """
-Run the seed scenario of kubernetes#130767 on an embedded KubeSim, with live progress:
-StatefulSet-like pods, kubelet status writes streaming in, and four caches side by side
-(a dict behind a read/write lock and immutable snapshots, each read by readers that scan
-every pod or use an index). It finishes in about a minute on 2 cores, ends with the
-side-by-side table and writes a plot. The example operators run too when the examples/
-directory of a source checkout is found (or given with --examples). bench/seed.py is the
-same program with full-scale defaults.
-"""
-
-_EPILOG = """
-examples:
-  python -m aioinformer demo
-  python -m aioinformer demo --owners 200 --pods 1000 --duration 60
-"""
 
 
 def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -151,6 +190,8 @@ class _LiveView:
 async def _run(options: SeedOptions, console: Console) -> SeedReport:
     from rich.live import Live
 
+    if not console.is_terminal:  # piped: one line per phase, so a log shows it is alive
+        return await run_seed(options, _PhaseLines(console))
     view = _LiveView(list(options.configurations))
     with Live(view.render(), console=console, refresh_per_second=4, transient=True) as live:
 
@@ -159,6 +200,24 @@ async def _run(options: SeedOptions, console: Console) -> SeedReport:
             live.update(view.render())
 
         return await run_seed(options, progress)
+
+
+class _PhaseLines:
+    """Progress as plain lines: one when a configuration (or the setup) enters a phase."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.phase: dict[str, str] = {}
+
+    def __call__(self, config: str, info: dict[str, Any]) -> None:
+        step = info.get("step", "load")
+        if self.phase.get(config) == step:
+            return
+        self.phase[config] = step
+        if config == "setup":
+            self.console.print(f"setup: creating {info.get('pods', 0):,} pods in KubeSim")
+        else:
+            self.console.print(f"{config}: {step}")
 
 
 def command_line() -> str:
@@ -172,7 +231,8 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot."""
     from rich.console import Console
 
-    from aioinformer._harness.seedreport import plot_report, report_table
+    from aioinformer._cli.seedtable import column_notes, report_table
+    from aioinformer._harness.seedreport import plot_report
 
     console = console or Console()
     options = options_from_args(args)
@@ -180,13 +240,16 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
         console.print("examples/ not found: running without the example operators")
     report = asyncio.run(_run(options, console))
     report.command = command_line()
-    console.print(report_table(report, compact=console.width < 120))
+    table = report_table(report, console)
+    console.print(table)
+    console.print("The columns:")
+    for line in column_notes(table):
+        console.print(line, soft_wrap=True)
     if args.json:
         Path(args.json).write_bytes(report.to_json())
         console.print(f"report written to {args.json}")
-    plot_path = args.plot or "aioinformer-demo.png"
     try:
-        written = plot_report(report, plot_path)
+        written = plot_report(report, args.plot)
     except ImportError:
         console.print("no plot: matplotlib is not installed (pip install 'aioinformer\\[demo]')")
     else:

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, Callable, Mapping
+import copy
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -135,6 +136,17 @@ class ListWatch:
 
     def __repr__(self) -> str:
         return f"<ListWatch {self.path}>"
+
+    @contextlib.asynccontextmanager
+    async def on_running_loop(self) -> AsyncIterator[ListWatch]:
+        """``async with lw.on_running_loop() as other``: the same requests through a
+        client whose connections belong to the running event loop (see
+        :meth:`RestClient.on_running_loop`): how an informer's pipeline thread lists and
+        watches. The client is closed on exit."""
+        async with self.rest.on_running_loop() as rest:
+            moved = copy.copy(self)
+            moved.rest = rest
+            yield moved
 
     def _query(self) -> list[tuple[str, str]]:
         query: list[tuple[str, str]] = []

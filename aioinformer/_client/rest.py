@@ -27,9 +27,10 @@ Contract:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlencode
@@ -108,6 +109,22 @@ class RestClient:
     def __repr__(self) -> str:
         host = getattr(getattr(self.api_client, "configuration", None), "host", "?")
         return f"<RestClient {host}>"
+
+    @contextlib.asynccontextmanager
+    async def on_running_loop(self) -> AsyncIterator[RestClient]:
+        """``async with rest.on_running_loop() as other``: a client of the same server
+        whose connections belong to the running event loop (an informer's pipeline
+        thread): a new ``ApiClient`` with this one's configuration (host, credentials,
+        TLS), default headers and cookie, and this client's redactor; closed on exit."""
+        from kubernetes_asyncio.client import ApiClient
+
+        source = self.api_client
+        api = ApiClient(configuration=source.configuration, cookie=getattr(source, "cookie", None))
+        api.default_headers.update(getattr(source, "default_headers", {}))
+        try:
+            yield RestClient(api, redactor=self.redact)
+        finally:
+            await api.close()
 
     async def open(
         self,

@@ -71,6 +71,10 @@ class SeedOptions:
     """Which configurations to run, in order."""
     chunk: int = 1000
     """A scanning reader lets the loop run after this many objects."""
+    locked_batch: int = 1
+    """Deltas the locked baseline's writer applies per write lock: 1 as client-go's
+    DeltaFIFO Pop in the seed's kube-controller-manager (one object per store lock), 1000
+    as RealFIFO PopBatch since 1.33. The snapshot store always takes up to 1000."""
     sample_interval: float = 0.25
     """Seconds between samples of FIFO depth and staleness."""
     examples_dir: str | None = None
@@ -88,7 +92,7 @@ class SeedOptions:
         unknown = [c for c in self.configurations if c not in CONFIGURATIONS]
         if unknown:
             raise ConfigError(f"unknown configurations {unknown}; choose from {CONFIGURATIONS}")
-        for name in ("owners", "pods_per_owner", "readers", "nodes", "namespaces"):
+        for name in ("owners", "pods_per_owner", "readers", "nodes", "namespaces", "locked_batch"):
             if getattr(self, name) < (0 if name == "readers" else 1):
                 raise ConfigError(f"{name} must be positive, not {getattr(self, name)}")
         if self.duration <= 0 or self.rate < 0:
@@ -144,6 +148,9 @@ class ConfigResult:
     staleness_series: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since load start, the largest staleness of the changes committed in the
     sample interval that ends then)."""
+    lag_series: list[tuple[float, float]] = field(default_factory=list)
+    """(seconds since load start, how long the oldest delta not yet applied had waited
+    then: how far behind the cache was, sampled)."""
 
 
 @dataclass
@@ -276,6 +283,7 @@ async def _run_config(
                 "owners": options.owners,
                 "namespaces": options.namespaces,
                 "chunk": options.chunk,
+                "locked_batch": options.locked_batch,
                 "sample_interval": options.sample_interval,
                 "examples_dir": options.examples_dir,
                 "podsets": options.podsets,
@@ -353,5 +361,6 @@ def summarise(
         extra_pods=raw.get("extra_pods", {}),
         operators_converged=raw.get("operators_converged"),
         fifo_depth=[(round(s[0] - t_start, 3), int(s[1])) for s in samples],
+        lag_series=[(round(s[0] - t_start, 3), round(float(s[2]), 4)) for s in samples],
         staleness_series=[(round(b * step, 3), round(v, 4)) for b, v in sorted(worst.items())],
     )

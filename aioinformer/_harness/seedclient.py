@@ -36,7 +36,7 @@ from aioinformer._core.errors import FreshnessTimeout
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
 from aioinformer._harness.seed import TOKEN_ENV
 from aioinformer._harness.seedops import SeedOperators
-from aioinformer._harness.simproc import parent_messages
+from aioinformer._harness.simproc import parent_messages, sim_api_client
 from aioinformer._harness.workload import statefulset_uid
 from aioinformer._runtime.manager import Manager
 
@@ -101,6 +101,8 @@ class InformerProcess:
     def __init__(self, api: Any, cfg: dict[str, Any]) -> None:
         self.api, self.cfg = api, cfg
         self.manager = Manager(api, store=cfg["store"])
+        if cfg["store"] == "locked":  # (see SeedOptions.locked_batch)
+            self.manager.factory.batch_size = cfg.get("locked_batch", 1)
         self.pods = self.manager.informer("v1", "pods")
         self.ops: SeedOperators | None = None
         if cfg.get("examples_dir"):
@@ -207,14 +209,8 @@ async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
     receive = await parent_messages()
 
-    from kubernetes_asyncio import client
-
     cfg = await receive()
-    conf = client.Configuration()
-    conf.host = cfg["url"]
-    conf.api_key = {"BearerToken": os.environ[TOKEN_ENV]}
-    conf.api_key_prefix = {"BearerToken": "Bearer"}
-    async with client.ApiClient(configuration=conf) as api:
+    async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
         proc = InformerProcess(api, cfg)
         try:
             emit(await proc.sync())

@@ -15,8 +15,10 @@ re-created (a new uid: every agent pod is replaced). Counted:
 * ``conflicts_409``: 409 AlreadyExists answers to the operator's creates (a PodSet
   recreating a pod its stale cache had not seen): the operator's ``counters["conflicts"]``;
 * ``extra_pods``: pods that existed beyond what the owner asked for: for a NodeAgent, a
-  second live pod of the same agent on one node (seen on the shared informer's event
-  stream, so even short-lived duplicates count); for a PodSet, pods beyond ``replicas``.
+  second live (not terminating) pod of the same agent on one node (seen on the shared
+  informer's event stream, so even short-lived duplicates count; a replacement made while
+  the old pod terminates is none, as for a DaemonSet); for a PodSet, pods beyond
+  ``replicas``.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ class SeedOperators:
         for protect in (True, False):
             pods.add_handler(
                 on_add=self._added,
+                on_update=self._updated,
                 on_delete=self._deleted,
                 name=f"seed-extra-pods/{self.namespace(protect)}",
                 namespace=self.namespace(protect),
@@ -88,6 +91,10 @@ class SeedOperators:
         if live:
             self._extra[f"nodeagent/{self._label(pod.namespace)}"] += 1
         live.add(pod.uid)
+
+    def _updated(self, _old: KubeObject, pod: KubeObject) -> None:
+        if pod.deletion_timestamp is not None:  # terminating: a replacement is no duplicate
+            self._deleted(pod)
 
     def _deleted(self, pod: KubeObject) -> None:
         if (key := self._agent_key(pod)) is not None:

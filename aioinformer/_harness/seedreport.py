@@ -1,115 +1,111 @@
-"""Showing a :class:`SeedReport`: the side-by-side table (rich) and the plot (matplotlib)."""
+"""The plot of a :class:`SeedReport` (matplotlib); the table is the command line's
+(``aioinformer._cli.seedtable``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-
-from rich.table import Table
+from typing import Any
 
 from aioinformer._harness.seed import ConfigResult, SeedReport
 
-__all__ = ["plot_report", "report_table"]
+__all__ = ["plot_report"]
 
 
-def _ms(seconds: float) -> str:
-    if seconds >= 10:
-        return f"{seconds:.1f} s"
-    if seconds >= 1:
-        return f"{seconds:.2f} s"
-    return f"{seconds * 1000:.1f} ms" if seconds >= 0.001 else f"{seconds * 1e6:.0f} us"
-
-
-def _pair(values: dict[str, int], kind: str) -> str:
-    if not values:
-        return "-"
-    return f"{values.get(f'{kind}/protected', 0)} / {values.get(f'{kind}/unprotected', 0)}"
-
-
-_COLUMNS = (
-    "configuration",
-    "staleness p50",
-    "p99",
-    "max",
-    "FIFO peak",
-    "writer/s",
-    "read p50",
-    "read p99",
-    "reads",
-    "PodSet 409s on/off",
-    "NodeAgent extra on/off",
-    "RSS",
-)
-_COMPACT = ("configuration", "p99", "FIFO peak", "read p99", "PodSet 409s on/off")
-_COMPACT_TITLES = {"p99": "staleness p99", "PodSet 409s on/off": "409s, extra on/off"}
-
-
-def report_table(report: SeedReport, *, compact: bool = False) -> Table:
-    """One row per configuration: staleness, FIFO peak, writer and reader figures, the
-    operators' 409s and extra pods (protected / unprotected), RSS. ``compact``: only
-    staleness p99, FIFO peak, reader p99 and the operators' figures (fits 80 columns)."""
-    o = report.options
-    title = (
-        f"seed scenario: {report.pods:,} pods ({o['owners']} owners x {o['pods_per_owner']}), "
-        f"{o['readers']} readers, {o['rate']:.0f} writes/s offered for {o['duration']:.0f} s"
-    )
-    table = Table(title=title)
-    names = _COMPACT if compact else _COLUMNS
-    for name in names:
-        title = _COMPACT_TITLES.get(name, name) if compact else name
-        table.add_column(title, justify="left" if name == "configuration" else "right")
-    for r in report.results:
-        row = dict(zip(_COLUMNS, _row(r), strict=True))
-        if compact:  # PodSet 409s and NodeAgent extra pods, each protected / unprotected
-            row["PodSet 409s on/off"] = (
-                f"{_pair(r.conflicts_409, 'podset')}, {_pair(r.extra_pods, 'nodeagent')}"
-            )
-        table.add_row(*(row[name] for name in names))
-    return table
-
-
-def _row(r: ConfigResult) -> list[str]:
-    return [
-        r.config,
-        _ms(r.staleness_p50),
-        _ms(r.staleness_p99),
-        _ms(r.staleness_max),
-        f"{r.fifo_peak:,}",
-        f"{r.writer_throughput:,.0f}",
-        _ms(r.reader_latency_p50),
-        _ms(r.reader_latency_p99),
-        f"{r.reader_calls:,}",
-        _pair(r.conflicts_409, "podset"),
-        _pair(r.extra_pods, "nodeagent"),
-        f"{r.rss_bytes / 2**20:,.0f} MiB",
-    ]
+_COLORS = {
+    "locked+scan": "#d62728",
+    "locked+index": "#ff9896",
+    "snapshot+scan": "#1f77b4",
+    "snapshot+index": "#2ca02c",
+}
 
 
 def plot_report(report: SeedReport, path: str | Path) -> Path:
-    """FIFO depth and staleness over time, one line per configuration, log scale; writes
-    a PNG to ``path``. Needs matplotlib (``pip install aioinformer[demo]``)."""
+    """One figure, a panel per metric on linear scales: FIFO depth and staleness over the
+    load, one line per configuration, the worst configuration's peak annotated; then the
+    operators' 409s and extra pods with and without protection; a caption saying what to
+    look at. Writes a PNG to ``path``. Needs matplotlib (``pip install aioinformer[demo]``)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 7), sharex=True)
-    for r in report.results:
+    results = sorted(report.results, key=lambda r: r.config.startswith("snapshot"))
+    fig, (depth_ax, stale_ax, ops_ax) = plt.subplots(
+        3, 1, figsize=(10, 10), gridspec_kw={"height_ratios": [3, 3, 2]}
+    )
+    for r in results:  # the snapshot store's lines last: on top, where they lie flat
+        color = _COLORS.get(r.config)
         if r.fifo_depth:
-            t, depth = zip(*r.fifo_depth, strict=True)
-            top.plot(t, [max(d, 0.8) for d in depth], label=r.config)
-        if r.staleness_series:
-            t, stale = zip(*r.staleness_series, strict=True)
-            bottom.plot(t, [max(s, 1e-4) for s in stale], label=r.config)
-    top.set_yscale("log")
-    top.set_ylabel("FIFO depth")
-    top.legend(loc="upper left", fontsize="small")
-    bottom.set_yscale("log")
-    bottom.set_ylabel("staleness (s)")
-    bottom.set_xlabel("seconds since the load started")
+            times, depths = zip(*r.fifo_depth, strict=True)
+            depth_ax.plot(times, depths, label=r.config, color=color, linewidth=2)
+        if r.lag_series:
+            times, lags = zip(*r.lag_series, strict=True)
+            stale_ax.plot(times, lags, label=r.config, color=color, linewidth=2)
+    worst = max(report.results, key=lambda r: r.staleness_p99, default=None)
+    if worst is not None:
+        _annotate_peak(depth_ax, worst.fifo_depth, f"{worst.config}: {{:,.0f}} deltas waiting")
+        _annotate_peak(
+            stale_ax, worst.lag_series, f"{worst.config}: the cache {{:.2f}} s behind the server"
+        )
+    depth_ax.set_ylabel("FIFO depth (deltas)")
+    depth_ax.set_ylim(bottom=0)
+    depth_ax.set_xlabel("seconds since the load started (then the drain)")
+    depth_ax.legend(loc="upper left", fontsize="small")
+    stale_ax.set_ylabel("cache behind the server (s)")
+    stale_ax.set_ylim(bottom=0)
+    stale_ax.set_xlabel("seconds since the load started (then the drain)")
+    _plot_operators(ops_ax, report.results)
     o = report.options
-    fig.suptitle(f"{report.pods:,} pods, {o['readers']} readers, {o['rate']:.0f} writes/s offered")
-    fig.tight_layout()
+    fig.suptitle(
+        f"{report.pods:,} pods, {o['readers']} readers, {o['rate']:.0f} writes/s offered "
+        f"for {o['duration']:.0f} s per configuration"
+    )
+    worst_name = worst.config if worst is not None else "the locked store"
+    caption = (
+        f"What to look at: {worst_name} (red) falls behind: its FIFO fills and its readers act "
+        "on pods seconds old,\nwhile the snapshot store's lines (blue, green) stay flat near "
+        "zero. Below: the operators without their freshness\nprotection (hatched) create "
+        "pods that exist already (409s) and duplicate pods; protected, they make none."
+    )
+    fig.text(0.01, 0.005, caption, fontsize=9, va="bottom")
+    fig.tight_layout(rect=(0, 0.06, 1, 0.97))
     out = Path(path)
     fig.savefig(out, dpi=110)
     plt.close(fig)
     return out
+
+
+def _annotate_peak(ax: Any, series: Sequence[tuple[float, float]], text: str) -> None:
+    """An arrow to the highest point of ``series``, labelled ``text`` (formatted with it)."""
+    if series:
+        t, peak = max(series, key=lambda s: s[1])
+        ax.annotate(
+            text.format(peak), xy=(t, peak), xytext=(0.35, 0.85), textcoords="axes fraction",
+            arrowprops={"arrowstyle": "->"}, fontsize=10,
+        )  # fmt: skip
+
+
+def _plot_operators(ax: object, results: list[ConfigResult]) -> None:
+    """Grouped bars: per configuration, PodSet 409s and NodeAgent extra pods, protected
+    (solid) and unprotected (hatched)."""
+    import matplotlib.axes
+
+    assert isinstance(ax, matplotlib.axes.Axes)
+    bars = (
+        ("PodSet 409s, protected", "conflicts_409", "podset/protected", "", "#9467bd"),
+        ("PodSet 409s, unprotected", "conflicts_409", "podset/unprotected", "//", "#9467bd"),
+        ("NodeAgent extra, protected", "extra_pods", "nodeagent/protected", "", "#8c564b"),
+        ("NodeAgent extra, unprotected", "extra_pods", "nodeagent/unprotected", "//", "#8c564b"),
+    )
+    width = 0.2
+    for i, (label, attr, key, hatch, color) in enumerate(bars):
+        values = [getattr(r, attr).get(key, 0) for r in results]
+        xs = [n + (i - 1.5) * width for n in range(len(results))]
+        ax.bar(xs, values, width, label=label, hatch=hatch, color=color,
+               edgecolor="black", alpha=0.8)  # fmt: skip
+        for x, v in zip(xs, values, strict=True):
+            ax.text(x, v, str(v), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(results)), [r.config for r in results])
+    ax.set_ylabel("operator mistakes")
+    ax.legend(loc="upper right", fontsize="x-small")

@@ -26,7 +26,7 @@ import orjson
 
 from aioinformer._core.errors import AioinformerError
 
-__all__ = ["SimProcess", "SimProcessError"]
+__all__ = ["SimProcess", "SimProcessError", "sim_api_client"]
 
 
 class SimProcessError(AioinformerError):
@@ -159,13 +159,7 @@ class SimProcess:
 
     def api_client(self) -> Any:
         """A kubernetes_asyncio ``ApiClient`` for the child's server (close it after use)."""
-        from kubernetes_asyncio import client
-
-        cfg = client.Configuration()
-        cfg.host = self.url
-        cfg.api_key = {"BearerToken": self.token}
-        cfg.api_key_prefix = {"BearerToken": "Bearer"}
-        return client.ApiClient(configuration=cfg)
+        return sim_api_client(self.url, self.token)
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -193,6 +187,18 @@ class SimProcess:
             proc.kill()
             await proc.wait()
             raise
+
+
+def sim_api_client(url: str, token: str) -> Any:
+    """A kubernetes_asyncio ``ApiClient`` for a KubeSim at ``url`` with a bearer ``token``
+    (close it after use): what a benchmark's informer process talks to the sim with."""
+    from kubernetes_asyncio import client
+
+    cfg = client.Configuration()
+    cfg.host = url
+    cfg.api_key = {"BearerToken": token}
+    cfg.api_key_prefix = {"BearerToken": "Bearer"}
+    return client.ApiClient(configuration=cfg)
 
 
 async def parent_messages() -> Callable[[], Awaitable[dict[str, Any]]]:

@@ -13,6 +13,7 @@ import pytest
 
 from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
 from aioinformer._cache.deltas import Delta, Item
+from aioinformer._cache.informer import Pipeline
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim
 from tests.support import FakeClock, eventually, pod
@@ -20,10 +21,12 @@ from tests.support import FakeClock, eventually, pod
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 
 
-@pytest.fixture
-async def factory(sim: KubeSim) -> AsyncIterator[InformerFactory]:
+@pytest.fixture(params=["thread", "loop"])
+async def factory(sim: KubeSim, request: pytest.FixtureRequest) -> AsyncIterator[InformerFactory]:
+    """A factory whose snapshot informers run their pipeline on a thread of their own, or
+    on the test's loop (every test here runs both ways)."""
     async with sim.api_client() as api:
-        async with InformerFactory(api, watch_options=FAST) as f:
+        async with InformerFactory(api, watch_options=FAST, pipeline=request.param) as f:
             yield f
 
 
@@ -227,15 +230,19 @@ async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
                 assert view.get("default/behind") is not None
 
 
-async def test_the_steady_state_writes_in_place(sim: KubeSim) -> None:
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
+async def test_the_steady_state_writes_in_place(sim: KubeSim, pipeline: Pipeline) -> None:
     """Nobody holding a snapshot, every batch of the steady state goes in place, with a
     handler subscribed and metrics reading the informer's statistics; while a reader
-    holds the latest snapshot every batch copies, and once it lets go they go in place
-    again."""
+    holds the snapshots every batch copies, and once it lets go they go in place again.
+    On the caller's loop the writer writes the current snapshot in place, so holding the
+    latest one is enough to make it copy; on the pipeline thread it writes the retired
+    one (readers of other threads may take the current one at any moment), so it copies
+    while a reader holds the last two."""
     metrics = Metrics()
     handled: list[str] = []
     async with sim.api_client() as api:
-        async with InformerFactory(api, "default", watch_options=FAST) as f:
+        async with InformerFactory(api, "default", watch_options=FAST, pipeline=pipeline) as f:
             pods = f.informer("v1", "pods")
             metrics.add_informer_source(lambda: [pods.statistics()])
             pods.add_handler(
@@ -259,11 +266,15 @@ async def test_the_steady_state_writes_in_place(sim: KubeSim) -> None:
                 steady.batches - start.batches
             ), "every batch in place while nobody holds a snapshot"
 
-            held = pods.snapshot()  # a reader holding the latest snapshot, always
+            held = [pods.snapshot()]  # a reader holding the latest snapshot(s), always
+            keep = 1 if pipeline == "loop" else 2
+            await write("held-start")
+            held = [*held, pods.snapshot()][-keep:]
+            steady = pods.statistics()
             for i in range(5):
                 await write(f"held-{i}")
-                assert f"default/held-{i}" not in held
-                held = pods.snapshot()
+                assert f"default/held-{i}" not in held[-1]
+                held = [*held, pods.snapshot()][-keep:]
             holding = pods.statistics()
             assert holding.batches - steady.batches >= 5
             assert holding.in_place_batches == steady.in_place_batches, "each batch copied"
@@ -275,7 +286,7 @@ async def test_the_steady_state_writes_in_place(sim: KubeSim) -> None:
             assert after.in_place_batches - holding.in_place_batches == (
                 after.batches - holding.batches
             )
-            await eventually(lambda: len(handled) == 21, "the handler to see every pod")
+            await eventually(lambda: len(handled) == 22, "the handler to see every pod")
 
 
 async def test_an_injected_clock_does_not_time_the_watches(sim: KubeSim) -> None:

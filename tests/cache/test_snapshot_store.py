@@ -1,11 +1,15 @@
 """The snapshot store's own contract: immutable snapshots, the in-place path while nobody
-holds the current one (``SnapshotWriter.in_place_batches``), batches that fail before they
-change anything, readers across awaits, and add_indexer while it builds. What both stores
-share: test_store.py."""
+holds the current one (``SnapshotWriter.in_place_batches``), the threaded writer's in-place
+path on the retired snapshot (with a stress test: reader threads re-hashing snapshots while
+a writer thread runs flat out), batches that fail before they change anything, readers
+across awaits, and add_indexer while it builds. What both stores share: test_store.py."""
 
 from __future__ import annotations
 
 import asyncio
+import random
+import sys
+import threading
 from typing import Any
 
 import pytest
@@ -86,6 +90,181 @@ async def test_batches_write_in_place_unless_someone_holds_the_snapshot() -> Non
     rest = [obj async for obj in chunks]
     assert len({o.key for o in first + rest}) == 201  # the whole snapshot, as it was
     assert store.snapshot().keys() == ["default/new"]
+
+
+# ---- the threaded writer: in place on the retired snapshot -----------------------------------
+
+
+@needs_refcounts
+async def test_the_threaded_writer_writes_the_retired_snapshot_in_place() -> None:
+    """With readers on other threads the current snapshot is never written in place: the
+    batch writes the one before it (caught up with the batch it missed) once nobody holds
+    that one, and copies while someone does."""
+    reader, writer = snapshot_store(threaded=True)
+    writer.apply([upsert(pod_object(f"p{i}", rv=i + 1)) for i in range(100)])
+    assert (writer.batches, writer.in_place_batches) == (1, 0)  # nothing retired yet
+    writer.apply([upsert(pod_object("p1", rv=200))])  # the empty store's map, caught up
+    assert (writer.batches, writer.in_place_batches) == (2, 1)
+    current = reader.snapshot()  # a reader holding the current snapshot does not stop it
+    assert writer._retired is not None
+    retired_id = id(writer._retired._objects._dir)
+    writer.apply([upsert(pod_object("p2", rv=201))])
+    assert (writer.batches, writer.in_place_batches) == (3, 2)
+    assert id(reader.snapshot()._objects._dir) == retired_id  # the retired map, reused
+    assert current.get("default/p2").rv == 3 and current.get("default/p1").rv == 200  # type: ignore[union-attr]
+    snap = reader.snapshot()
+    assert snap.get("default/p1").rv == 200 and snap.get("default/p2").rv == 201  # type: ignore[union-attr]
+    assert len(snap) == 100
+    del snap
+    # now `current` is the retired one, and still held: the next batch copies
+    writer.apply([upsert(pod_object("p3", rv=202))])
+    assert (writer.batches, writer.in_place_batches) == (4, 2)
+    assert current.get("default/p3").rv == 4  # type: ignore[union-attr]
+    del current
+    writer.apply([delta(DeltaType.DELETED, pod_object("p4"))])
+    writer.apply([upsert(pod_object("p5", rv=204))])
+    assert (writer.batches, writer.in_place_batches) == (6, 4)
+    final = {o.key: o.rv for o in reader.snapshot().list()}
+    expected = {f"default/p{i}": i + 1 for i in range(100) if i != 4}
+    expected.update({"default/p1": 200, "default/p2": 201, "default/p3": 202, "default/p5": 204})
+    assert final == expected
+    assert {o.key for o in reader.snapshot().by_index("namespace", "default")} == set(expected)
+
+
+@needs_refcounts
+async def test_a_relist_leaves_no_retired_snapshot_to_catch_up() -> None:
+    reader, writer = snapshot_store(threaded=True)
+    writer.apply([upsert(pod_object(f"p{i}", rv=i + 1)) for i in range(10)])
+    writer.apply([Replace([pod_object("only", rv=50)], 50, 0.0)])
+    assert writer._retired is None
+    in_place = writer.in_place_batches
+    writer.apply([upsert(pod_object("only", rv=51))])  # copies from the current one
+    assert writer.in_place_batches == in_place
+    writer.apply([upsert(pod_object("other", rv=52))])  # in place, caught up with rv 51
+    assert writer.in_place_batches == in_place + 1
+    assert {o.key: o.rv for o in reader.snapshot().list()} == {
+        "default/only": 51,
+        "default/other": 52,
+    }
+
+
+class _Interrupt(BaseException):
+    pass
+
+
+@needs_refcounts
+async def test_an_interrupted_threaded_batch_publishes_nothing() -> None:
+    """The threaded writer's in-place batch writes a map nobody can see: interrupted
+    half-way, it is dropped, the published state is untouched, and the writer goes on."""
+    armed = [False]
+
+    def touchy(obj: KubeObject) -> list[str]:
+        if armed[0] and obj.labels.get("app") == "boom":
+            raise _Interrupt
+        return [obj.labels.get("app", "")]
+
+    reader, writer = snapshot_store({"app": touchy}, threaded=True)
+    writer.apply([upsert(pod_object(f"p{i}", rv=i + 1, app="x")) for i in range(5)])
+    writer.apply([upsert(pod_object("p0", rv=10, app="x"))])
+    before = reader.snapshot()
+    state = [(o.key, o.rv) for o in before.list()]
+    del before  # (the retired one is free: the next batch goes in place)
+    armed[0] = True
+    with pytest.raises(_Interrupt):
+        writer.apply(
+            [upsert(pod_object("p1", rv=11, app="y")), upsert(pod_object("c", rv=12, app="boom"))]
+        )
+    armed[0] = False
+    snap = reader.snapshot()
+    assert (
+        sorted((o.key, o.rv) for o in snap.list()) == sorted(state) and snap.resource_version == 10
+    )
+    writer.apply([upsert(pod_object("p1", rv=13, app="y"))])
+    writer.apply([upsert(pod_object("p2", rv=14, app="y"))])
+    assert {o.key for o in reader.snapshot().by_index("app", "y")} == {"default/p1", "default/p2"}
+    assert reader.snapshot().get("default/c") is None
+
+
+def _digest(snap: Any) -> tuple[int, int, int, int]:
+    """Everything a reader can see of a snapshot, hashed."""
+    objects = tuple(sorted((o.key, o.rv) for o in snap.list()))
+    owners = tuple(sorted(o.key for o in snap.by_index("namespace", "default")))
+    return hash(objects), hash(owners), len(snap), snap.resource_version
+
+
+@needs_refcounts
+def test_snapshots_never_change_under_reader_threads_while_a_writer_thread_runs_flat_out() -> None:
+    """The stress test of the threaded writer: a writer thread applies random batches
+    (updates, deletions, re-additions) as fast as it can while reader threads take
+    snapshots at random moments, hash everything they can see of them, hold some for a
+    while and hash them again. A thread switch every microsecond makes readers take the
+    current snapshot between any two steps of the writer. No snapshot ever changes, the
+    in-place path is taken (and the copying one), and the final state is the model's."""
+    reader, writer = snapshot_store(threaded=True)
+    model = {f"default/p{i}": i + 1 for i in range(300)}
+    writer.apply([upsert(pod_object(k.split("/")[1], rv=rv)) for k, rv in model.items()])
+    stop = threading.Event()
+    failures: list[str] = []
+    checks = [0]
+
+    def read(seed: int) -> None:
+        try:
+            check(seed)
+        except Exception as exc:  # a reader that fails is a failure, not a dead thread
+            failures.append(repr(exc))
+
+    def check(seed: int) -> None:
+        rnd = random.Random(seed)
+        held: list[tuple[Any, tuple[int, int, int, int]]] = []
+        while not stop.is_set():
+            snap = reader.snapshot()
+            seen = _digest(snap)
+            if _digest(snap) != seen:
+                failures.append(f"snapshot seq {snap.seq} changed while hashed twice")
+            if rnd.random() < 0.3:
+                held.append((snap, seen))
+            del snap
+            if held and (len(held) > 3 or rnd.random() < 0.3):
+                old, digest = held.pop(rnd.randrange(len(held)))
+                if _digest(old) != digest:
+                    failures.append(f"held snapshot seq {old.seq} changed")
+                checks[0] += 1
+            checks[0] += 1
+
+    def write() -> None:
+        rnd = random.Random(7)
+        rv = 1000
+        for _ in range(3000):
+            batch = []
+            for _ in range(rnd.randint(1, 20)):
+                rv += 1
+                key = f"default/p{rnd.randrange(400)}"
+                if key in model and rnd.random() < 0.2:
+                    del model[key]
+                    batch.append(delta(DeltaType.DELETED, pod_object(key.split("/")[1], rv=rv)))
+                else:
+                    model[key] = rv
+                    batch.append(upsert(pod_object(key.split("/")[1], rv=rv)))
+            writer.apply(batch, changes=False)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        readers = [threading.Thread(target=read, args=(i,)) for i in range(3)]
+        for t in readers:
+            t.start()
+        writing = threading.Thread(target=write)
+        writing.start()
+        writing.join()
+        stop.set()
+        for t in readers:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures[:5]
+    assert checks[0] > 100, "the readers hardly ran"
+    assert 0 < writer.in_place_batches < writer.batches, (writer.in_place_batches, writer.batches)
+    assert {o.key: o.rv for o in reader.snapshot().list()} == model
 
 
 async def test_a_batch_interrupted_while_writing_in_place_publishes_a_consistent_state() -> None:

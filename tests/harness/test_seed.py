@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from aioinformer._cli.seedtable import SEED_COLUMNS
 from aioinformer._harness.seed import CONFIGURATIONS, ConfigResult, split_staleness, staleness_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +31,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 pytestmark = pytest.mark.timeout(300)
 
 
-def run(args: list[str], cwd: Path) -> None:
-    """Run a command with this checkout's aioinformer first on the path; fail on errors."""
+def run(args: list[str], cwd: Path) -> str:
+    """Run a command with this checkout's aioinformer first on the path; fail on errors;
+    its standard output (a pipe: not a terminal)."""
     env = {
         **os.environ,
         "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
@@ -40,6 +42,7 @@ def run(args: list[str], cwd: Path) -> None:
         [sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=240
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
 
 
 def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
@@ -81,9 +84,34 @@ def test_seed_script_runs_every_configuration(tmp_path: Path) -> None:
 def test_demo_command(tmp_path: Path) -> None:
     out, png = tmp_path / "demo.json", tmp_path / "demo.png"
     args = ["-m", "aioinformer", "demo", *TINY, "--configs", "snapshot+index"]
-    run([*args, "--json", str(out), "--plot", str(png)], tmp_path)
+    printed = run([*args, "--json", str(out), "--plot", str(png)], tmp_path)
     check_report(json.loads(out.read_bytes()), ("snapshot+index",))
     assert png.read_bytes().startswith(PNG_MAGIC)
+    # piped: one progress line per phase (so a log shows it is alive), then the table and
+    # what its columns mean
+    lines = printed.splitlines()
+    phases = [line for line in lines if line.startswith("snapshot+index: ")]
+    assert phases == [f"snapshot+index: {step}" for step in ("sync", "load", "drain")], lines
+    assert any(line.startswith("setup: creating 100 pods") for line in lines)
+    notes = printed.partition("The columns:")[2]
+    for column, meaning in SEED_COLUMNS[:5]:  # (those that always stay)
+        names = {column.header, column.short} - {""}  # (a narrow table abbreviates)
+        assert any(f"{n}: {meaning}" in " ".join(notes.split()) for n in names), names
+
+
+def test_demo_help_shows_every_default_in_plain_text() -> None:
+    import argparse
+
+    from aioinformer._cli.demo import add_demo_parser
+
+    parser = argparse.ArgumentParser(prog="python -m aioinformer")
+    add_demo_parser(parser.add_subparsers())
+    demo = parser._subparsers._group_actions[0].choices["demo"]  # type: ignore[union-attr]
+    text = demo.format_help()
+    for action in demo._actions:
+        if action.default not in (None, False) and action.dest != "help":
+            assert f"(default: {action.default})" in " ".join(text.split()), action.dest
+    assert ":func:" not in text and "``" not in text and ":class:" not in text
 
 
 def test_split_staleness_adds_up_per_change() -> None:
@@ -97,13 +125,14 @@ def test_split_staleness_adds_up_per_change() -> None:
     assert [w + i for w, i in zip(wire, informer, strict=True)] == pytest.approx(total)
 
 
-def test_report_table_full_and_compact() -> None:
-    """The demo's table: every column when the terminal is wide, five that fit 80 columns
-    when it is not, with the operators' 409s and extra pods still in."""
+def test_report_table_fits_the_terminal_and_explains_its_columns() -> None:
+    """The demo's table: every column when the terminal is wide; at 80 columns the
+    staleness p99, FIFO peak and the operators' 409s and extra pods still in; a note for
+    each column shown and none for a column left out."""
     from rich.console import Console
 
+    from aioinformer._cli.seedtable import column_notes, report_table
     from aioinformer._harness.seed import SeedOptions, SeedReport
-    from aioinformer._harness.seedreport import report_table
 
     result = ConfigResult(
         config="snapshot+index",
@@ -126,11 +155,16 @@ def test_report_table_full_and_compact() -> None:
     )
     options = dict(vars(SeedOptions()))
     report = SeedReport(options, {}, 10, 1.0, 2**20, [result])
-    for compact, width in ((False, 200), (True, 80)):
+    for width in (200, 80):
         console = Console(width=width, record=True)
-        console.print(report_table(report, compact=compact))
+        table = report_table(report, console)
+        console.print(table)
         text = console.export_text()
         assert max(len(line) for line in text.splitlines()) <= width
-        assert "snapshot+index" in text and "75.0 ms" in text and "3.4 ms" in text
-        assert ("0 / 3, 0 / 4" in text) == compact
-        assert ("700.0 ms" in text) != compact  # staleness max only in the full table
+        assert "snapshot+index" in text and "75.0 ms" in text and "52" in text
+        assert "0 / 3" in text and "0 / 4" in text
+        assert ("700.0 ms" in text) == (width == 200)  # staleness max only when wide
+        notes = column_notes(table)
+        assert len(notes) == len(table.columns)
+        assert any("freshness protection on / off" in n for n in notes)
+        assert any(n.startswith("  RSS: ") for n in notes) == (width == 200)

@@ -1,0 +1,129 @@
+"""The informer process of bench/staleness_bench.py: one pods informer, K readers, a log.
+
+Run as ``python -m bench._stalechild`` with ``AIOINFORMER_STALE_TOKEN`` in the environment
+(never on the command line). Protocol (stdin -> stdout, one JSON object per line):
+
+1. config ``{"url", "pipeline", "read", "readers", "uids", "compact", "max_list_bytes"}`` ->
+   ``{"ready": {"rss_bytes"}}``: imports done, client and informer built, nothing listed.
+2. ``{"op": "sync"}`` -> ``{"synced": seconds, "objects", "rss_bytes"}`` (after a gc).
+3. ``{"op": "load", "seconds"}``: the readers run that long -> ``{"loaded": reads}``.
+4. ``{"op": "wait_rv", "rv"}`` -> ``{"reached": bool}`` once the cache published ``rv``.
+5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "latencies", "t_start",
+   "t_end", "stats"}``; then EOF.
+
+Readers (``read``), each looping without pause on the informer's loop, as in the issue's
+measurements: ``index`` (one random owner's pods through the controller index), ``scan``
+(``for obj in snap.list(): obj.name``, never yielding, then ``sleep(0)``), ``chunks``
+(the same through ``iter_chunks``, yielding every 1000 objects), ``none``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import random
+import sys
+import time
+from typing import Any
+
+import orjson
+
+from aioinformer._harness.procstats import rss_bytes
+
+TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
+
+
+def emit(obj: dict[str, Any]) -> None:
+    sys.stdout.buffer.write(orjson.dumps(obj) + b"\n")
+    sys.stdout.buffer.flush()
+
+
+async def reader(informer: Any, mode: str, uids: list[str], seed: int, out: list[float]) -> None:
+    rnd = random.Random(seed)
+    while True:
+        t0 = time.perf_counter()
+        snap = informer.snapshot()
+        if mode == "index":
+            snap.by_index("controller", rnd.choice(uids))
+        elif mode == "scan":
+            for obj in snap.list():
+                obj.name  # noqa: B018  (what a lister without an index touches)
+        else:
+            async for obj in snap.iter_chunks(chunk=1000):
+                obj.name  # noqa: B018
+        del snap
+        out.append(time.perf_counter() - t0)
+        await asyncio.sleep(0)
+
+
+async def main() -> None:
+    logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
+    from aioinformer import InformerFactory, WatchOptions, drop_managed_fields
+    from aioinformer._harness.simproc import parent_messages, sim_api_client
+
+    receive = await parent_messages()
+    cfg = await receive()
+    async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
+        # (the default guard fails lists over 2 GiB in all: a million pods are more)
+        options = WatchOptions(max_list_bytes=int(cfg.get("max_list_bytes") or 2 << 30))
+        factory = InformerFactory(api, pipeline=cfg["pipeline"], watch_options=options)
+        extra = {"compact": True} if cfg.get("compact") else {}
+        pods = factory.informer("v1", "pods", transform=drop_managed_fields, **extra)
+        publishes: list[tuple[float, int]] = []
+        pods.on_publish(lambda _seq, rv: publishes.append((time.monotonic(), rv)))
+        receipts: list[tuple[int, float]] = []
+        pods.on_receive(
+            lambda items: receipts.extend(
+                (i.obj.rv, time.monotonic()) for i in items if hasattr(i, "obj")
+            )
+        )
+        gc.collect()
+        emit({"ready": {"rss_bytes": rss_bytes()}})
+        assert (await receive())["op"] == "sync"
+        t0 = time.perf_counter()
+        await factory.start()
+        await pods.wait_for_sync()
+        synced = time.perf_counter() - t0
+        gc.collect()
+        emit({"synced": synced, "objects": len(pods.snapshot()), "rss_bytes": rss_bytes()})
+        seconds = float((await receive())["seconds"])
+        latencies: list[float] = []
+        tasks = []
+        if cfg["read"] != "none":
+            tasks = [
+                asyncio.create_task(reader(pods, cfg["read"], cfg["uids"], i, latencies))
+                for i in range(cfg["readers"])
+            ]
+        t_start = time.monotonic()
+        await asyncio.sleep(seconds)
+        t_end = time.monotonic()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        emit({"loaded": len(latencies)})
+        target = int((await receive())["rv"])
+        try:
+            await pods.wait_fresh(target, timeout=300)
+            reached = True
+        except Exception:
+            reached = False
+        emit({"reached": reached})
+        await receive()
+        stats = pods.statistics()
+        emit(
+            {
+                "publishes": publishes,
+                "receipts": receipts,
+                "latencies": latencies,
+                "t_start": t_start,
+                "t_end": t_end,
+                "stats": {"fifo_peak": stats.fifo_peak, "pipeline": stats.pipeline},
+            }
+        )
+        await factory.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
