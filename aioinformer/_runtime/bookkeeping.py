@@ -13,10 +13,11 @@ Installed on :attr:`aioinformer.Manager.client`. For a write made inside a recon
 * **Expectations.** A create of an object the primary controls (a controller
   ownerReference to it), that an informer the controller ``owns`` will see (its resource,
   namespace and label selector), raises the key's expected creations before it is sent,
-  and lowers them again if the server refused it; a delete of such an object, cached by an
-  owned informer of its resource, expects its deletion (client-go's
-  ControllerExpectations): until the owned informers saw them, the key is not reconciled
-  again.
+  and lowers them again if the server refused it, or if the object was deleted before any
+  owned informer saw it (found gone once they caught up with its creation); a delete of
+  such an object, cached by an owned informer of its resource, expects its deletion
+  (client-go's ControllerExpectations): until the owned informers saw them, the key is not
+  reconciled again.
 * **Read-your-writes.** Once the server accepted a write, every informer of the manager
   that will see the object (same resource, its namespace or all namespaces, a label
   selector that matches the object as written, no field selector) has the object's new
@@ -110,6 +111,16 @@ class ControllerWrites:
                 await inf.wait_fresh(result.rv, timeout=ctl.freshness_timeout)
         except (FreshnessTimeout, ClosedError) as exc:
             log.debug("%s: %s: the cache has not seen the write yet: %s", ctl.name, key, exc)
+            return
+        if (
+            token.creation
+            and result.uid
+            and watching
+            and not any(_holds(i, written, result.uid) for i in watching)
+        ):
+            # caught up with the creation, and the object is not there: deleted before any
+            # owned informer saw it (e.g. across a relist), so none will
+            ctl.expectations.creation_observed(key, result.uid)
 
     def failed(self, request: WriteRequest, error: BaseException, token: object) -> None:
         if not isinstance(token, _Booked):
@@ -132,6 +143,12 @@ def _fence(running: context.Reconciling, request: WriteRequest) -> None:
             f"{request.name or ''!s}: this replica no longer holds {key}",
             key,
         )
+
+
+def _holds(inf: Informer, key: str, uid: str) -> bool:
+    """Whether ``inf`` caches the object ``key`` with ``uid`` now."""
+    obj = inf.reader.get_now(key)
+    return obj is not None and obj.uid == uid
 
 
 def _sees(inf: Informer, request: WriteRequest, result: KubeObject | None, key: str) -> bool:

@@ -312,7 +312,7 @@ class Controller:
     def _owned_added(self, obj: KubeObject) -> None:
         owner = self.owner_of(obj)
         if owner is not None:
-            self.expectations.creation_observed(owner)
+            self.expectations.creation_observed(owner, obj.uid)
             self.queue.add(owner)
 
     def _owned_updated(self, _old: KubeObject, new: KubeObject) -> None:

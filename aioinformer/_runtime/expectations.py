@@ -9,7 +9,12 @@ cache may not show the objects it just created, and acting on that cache is exac
 the seed scenario's StatefulSet controller created duplicate pods.
 
 A failed create must be un-expected with ``creation_observed`` (the informer will never
-see it), as client-go's controllers do.
+see it), as client-go's controllers do. So must a created object that was deleted before
+any owned informer saw it (created and deleted between two states it published, e.g.
+across a relist): the informer will never see it either. Passing the object's ``uid``
+makes each object count once, whoever reports it first (the informer's ADD, or the writer
+that found it gone once the informer had caught up with its creation): a uid reported
+again is ignored for ``ttl`` seconds.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ class Expectations:
         self.ttl = ttl
         self._clock = clock
         self._pending: dict[str, _Pending] = {}
+        self._counted: dict[str, dict[str, float]] = {}  # owner -> uid -> when, oldest first
 
     def expect_creations(self, owner: str, count: int) -> None:
         """Record that ``count`` objects are about to be created for ``owner``."""
@@ -64,12 +70,29 @@ class Expectations:
             p.deletes.update(keys)
             p.since = self._clock()
 
-    def creation_observed(self, owner: str) -> None:
-        """One expected creation was seen in the cache (or failed and will never be)."""
+    def creation_observed(self, owner: str, uid: str | None = None) -> None:
+        """One expected creation was seen in the cache (or failed, or was deleted unseen, and
+        will never be). With ``uid``, the object's: a second report of it is ignored."""
+        if uid and not self._count_once(owner, uid):
+            return
         p = self._pending.get(owner)
         if p is not None and p.adds > 0:
             p.adds -= 1
             self._gc(owner, p)
+
+    def _count_once(self, owner: str, uid: str) -> bool:
+        """Whether ``uid`` is reported for the first time within ``ttl`` (and remember it)."""
+        now = self._clock()
+        counted = self._counted.setdefault(owner, {})
+        while counted:  # oldest first: drop what is older than the ttl
+            oldest = next(iter(counted))
+            if now - counted[oldest] <= self.ttl:
+                break
+            del counted[oldest]
+        if uid in counted:
+            return False
+        counted[uid] = now
+        return True
 
     def deletion_observed(self, owner: str, key: str) -> None:
         """The deletion of ``key`` was seen in the cache (or failed)."""
@@ -96,6 +119,7 @@ class Expectations:
     def forget(self, owner: str) -> None:
         """Drop ``owner``'s expectations (e.g. when the owner itself is deleted)."""
         self._pending.pop(owner, None)
+        self._counted.pop(owner, None)
 
     def _expired(self, p: _Pending) -> bool:
         return self._clock() - p.since > self.ttl

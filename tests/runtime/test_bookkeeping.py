@@ -134,6 +134,47 @@ async def test_a_delete_of_an_owned_object_is_expected_until_seen(sim: KubeSim) 
             await eventually(lambda: ctl.expectations.satisfied("default/c"), "deletion settled")
 
 
+async def test_a_creation_deleted_before_it_was_seen_is_not_expected_for_ever(
+    sim: KubeSim,
+) -> None:
+    """The reconcile creates an owned Secret while the watches are stalled; it is deleted
+    and the server restarts before the informer saw it, so the relist never shows it. Once
+    the informer caught up with its creation the write finds it gone and settles its
+    expectation (not after the 5-minute ttl)."""
+    go, done = asyncio.Event(), asyncio.Event()
+    async with sim.api_client() as api:
+        m = Manager(api, watch_options=FAST)
+        cms = m.informer("v1", "configmaps", namespace="default")
+        secrets = m.informer("v1", "secrets", namespace="default")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = cms.snapshot().get(key)
+            if owner is None or done.is_set():
+                return None
+            await go.wait()
+            await m.client.create(secret("ghost"), owner=owner)
+            done.set()
+            return None
+
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], freshness_timeout=60)
+        sim.create("configmaps", cm("g"), "default")
+        async with running(m):
+            await cms.wait_for_sync(10)
+            await secrets.wait_for_sync(10)
+            sim.faults.stall_watches()
+            go.set()
+            await eventually(lambda: bool(sim.list("secrets", "default")), "the create sent")
+            assert ctl.expectations.pending("default/g") == (1, 0)
+            sim.delete("secrets", "ghost", "default")
+            sim.restart()  # the stalled watches never deliver; the next ones get 410
+            sim.faults.unstall_watches()
+            await asyncio.wait_for(done.wait(), 60)
+            assert secrets.statistics().relists >= 1
+            assert secrets.snapshot().get("default/ghost") is None  # never seen
+            assert ctl.expectations.pending("default/g") == (0, 0)
+            assert ctl.expectations.satisfied("default/g")
+
+
 async def test_an_owned_informer_with_a_label_selector_is_kept_by_the_writes_it_sees(
     sim: KubeSim,
 ) -> None:

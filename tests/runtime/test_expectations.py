@@ -60,3 +60,29 @@ def test_new_expectations_restart_the_clock_and_zero_is_nothing() -> None:
     e.expect_creations("ns/b", 0)
     e.expect_deletions("ns/b", [])
     assert e.satisfied("ns/b") and e.pending("ns/b") == (0, 0)
+
+
+def test_an_object_reported_twice_by_uid_counts_once() -> None:
+    """The informer's ADD and the writer that found the object gone may both report one
+    creation: with its uid it is counted once, whichever comes first, even when the
+    second report comes after the owner's expectations were settled and raised again."""
+    clock = FakeClock()
+    e = Expectations(ttl=10, clock=clock)
+    e.expect_creations("ns/a", 1)
+    e.creation_observed("ns/a", "uid-1")  # the writer: gone unseen
+    assert e.satisfied("ns/a")
+    e.expect_creations("ns/a", 1)  # the next reconcile creates again
+    e.creation_observed("ns/a", "uid-1")  # the informer's late ADD of the first one
+    assert e.pending("ns/a") == (1, 0)
+    e.creation_observed("ns/a", "uid-2")
+    assert e.satisfied("ns/a")
+    clock.now = 11  # remembered for the ttl only
+    e.expect_creations("ns/a", 1)
+    e.creation_observed("ns/a", "uid-1")
+    assert e.satisfied("ns/a")
+    e.expect_creations("ns/a", 1)
+    e.creation_observed("ns/a", "uid-1")
+    e.forget("ns/a")  # forgetting the owner forgets its uids too
+    e.expect_creations("ns/a", 1)
+    e.creation_observed("ns/a", "uid-1")
+    assert e.satisfied("ns/a")
