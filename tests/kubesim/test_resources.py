@@ -82,8 +82,8 @@ def test_lookup_misses() -> None:
 
 
 def test_subresources_served_only() -> None:
-    """pods/binding, */status, namespaces/finalize and the apps workloads' */scale are
-    listed; log, exec and the like are not served."""
+    """pods/binding, */status, namespaces/finalize, certificatesigningrequests/approval and
+    the apps workloads' */scale are listed; log, exec and the like are not served."""
     reg = ResourceRegistry.builtin()
     pods = reg.lookup("", "v1", "pods")
     assert pods is not None
@@ -92,7 +92,8 @@ def test_subresources_served_only() -> None:
         ("status", "Pod", ("get", "patch", "update")),
     ]
     served = {(rt.plural, s.name) for rt in reg.all() for s in rt.subresources}
-    assert {name for _, name in served} == {"status", "binding", "scale", "finalize"}
+    assert {name for _, name in served} == {"status", "binding", "scale", "finalize", "approval"}
+    assert {p for p, name in served if name == "approval"} == {"certificatesigningrequests"}
     assert {p for p, name in served if name == "scale"} == {
         "deployments",
         "replicasets",
@@ -380,8 +381,9 @@ def test_crd_group_discovery_matches_13d() -> None:
 def test_unserved_discovery() -> None:
     reg = ResourceRegistry.builtin()
     assert reg.api_resource_list("", "v2") is None
-    assert reg.api_resource_list("certificates.k8s.io", "v1") is None
-    assert reg.api_group("certificates.k8s.io") is None
+    assert reg.api_resource_list("certificates.k8s.io", "v1beta1") is None
+    assert reg.api_resource_list("autoscaling", "v2beta2") is None
+    assert reg.api_group("resource.k8s.io") is None
     assert reg.api_group("") is None
     apps = reg.api_resource_list("apps", "v1")
     assert apps is not None and list(apps)[:3] == ["kind", "apiVersion", "groupVersion"]

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from aioinformer.testing._kubesim.batch_defaults import BATCH_DEFAULTERS
+from aioinformer.testing._kubesim.hpa import default_hpa, is_hpa
 
 if TYPE_CHECKING:
     from aioinformer.testing._kubesim.resources import ResourceType
@@ -303,7 +304,7 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
     ``status {phase: Pending, qosClass}`` as recorded; the Namespace name label, ``kubernetes``
     finalizer and Active phase; a Node status skeleton; the apps workloads' replicas, history,
     progress deadline, update strategies and StatefulSet PVC retention policy; Jobs,
-    CronJobs and ReplicationControllers (:mod:`._batch_defaults`); a PVC's
+    CronJobs and ReplicationControllers (:mod:`._batch_defaults`); HPAs (:mod:`._hpa`); a PVC's
     volumeMode and Pending phase; a few Service/Secret/CRD defaults (a Service's addresses
     are allocated by ``_service_ips``). ``creating`` also resets status as PrepareForCreate
     does (custom resources with a status subresource lose ``status``); pass ``creating=False``
@@ -338,6 +339,8 @@ def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = Tr
             obj["status"] = dict(status)
     elif (rt.group, rt.plural) in BATCH_DEFAULTERS:
         BATCH_DEFAULTERS[rt.group, rt.plural](obj, creating, default_pod_spec)
+    elif is_hpa(rt):
+        default_hpa(rt, obj, creating)
     elif rt.group == "apiextensions.k8s.io" and rt.plural == "customresourcedefinitions":
         _default_crd(obj, creating)
     elif rt.group == "" and rt.plural in _DEFAULTERS:

@@ -13,8 +13,6 @@ maps the field selectors.
   ``reportingComponent: ""``, ``reportingInstance: ""``, ``source: {}``, the two
   timestamps ``null``; events.k8s.io/v1: ``eventTime: null``, ``deprecatedSource: {}`` and
   the two deprecated timestamps ``null``). Fields the Go types do not have are dropped.
-* :func:`view_json` is a stored object as a type serves it (with or without kind and
-  apiVersion); for every type but events.k8s.io/v1 it is the stored bytes.
 * :func:`storage_selector` checks a field selector against the labels the type accepts and
   rewrites it into the stored form's labels (``regarding.uid`` -> ``involvedObject.uid``,
   ``reportingController`` -> ``reportingComponent``); events.k8s.io/v1 rejects the core
@@ -26,12 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from aioinformer.testing._kubesim.selectors import FieldSelector, SelectorError
 
 if TYPE_CHECKING:
-    from aioinformer.testing._kubesim.mvcc import Stored
     from aioinformer.testing._kubesim.resources import ResourceType
 
 __all__ = [
@@ -42,7 +37,6 @@ __all__ = [
     "storage_selector",
     "to_storage",
     "to_view",
-    "view_json",
 ]
 
 EVENTS_GROUP: Final = "events.k8s.io"
@@ -172,26 +166,6 @@ def to_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     if "apiVersion" in out:
         out["apiVersion"] = rt.api_version
     return out
-
-
-def view_json(rt: ResourceType, stored: Stored, *, typed: bool) -> bytes:
-    """``stored`` as ``rt`` serves it, as JSON; ``typed`` puts kind and apiVersion first (a
-    single object or a watch event; list items have neither). Custom resources are stored
-    with theirs."""
-    if is_events_v1(rt):
-        view = to_view(rt, stored.decode())
-        head = {"kind": rt.kind, "apiVersion": rt.api_version} if typed else {}
-        return orjson.dumps(head | view)
-    if not typed or rt.custom:
-        return stored.raw
-    return (
-        b'{"kind":"'
-        + rt.kind.encode()
-        + b'","apiVersion":"'
-        + rt.api_version.encode()
-        + b'",'
-        + stored.raw[1:]
-    )
 
 
 def storage_selector(rt: ResourceType, selector: FieldSelector) -> FieldSelector:

@@ -19,8 +19,8 @@ from aiohttp import web
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
 from aioinformer.testing._kubesim.connguard import GuardedSite
 from aioinformer.testing._kubesim.controllers import Controllers
+from aioinformer.testing._kubesim.conversion import to_view
 from aioinformer.testing._kubesim.event_ttl import DEFAULT_EVENT_TTL, EventExpiry
-from aioinformer.testing._kubesim.events import to_view
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType

@@ -8,7 +8,9 @@ descriptions, and cells computed from the object the same way, with the same JSO
 (integers stay integers even in a column typed "string", as recorded in 24c). Kinds
 without a printer get the default table (Name, Created At). Recorded: 24a-24d, 16d, 16e.
 This module has the core/v1 printers and the registry; the pod printer is in
-:mod:`._podprinter`, apps/v1's in :mod:`._appsprinters`, what they share in :mod:`._columns`.
+:mod:`._podprinter`, apps/v1's in :mod:`._appsprinters`, autoscaling's, certificates',
+flowcontrol's and apiregistration's in :mod:`._groupprinters`, what they share in
+:mod:`._columns`.
 
 Column descriptions are the API types' field documentation (from the recorded OpenAPI, the
 "Possible enum values" appendix left out) or the printer's own text; where v1.28 documents
@@ -43,6 +45,7 @@ from aioinformer.testing._kubesim.columns import (
 )
 from aioinformer.testing._kubesim.events import V1_TO_CORE
 from aioinformer.testing._kubesim.gotime import age
+from aioinformer.testing._kubesim.groupprinters import GROUP_PRINTERS
 from aioinformer.testing._kubesim.podprinter import POD_PRINTER
 
 __all__ = ["Column", "Printer", "default_printer", "doc", "printer_for"]
@@ -380,6 +383,12 @@ def default_printer() -> Printer:
     )
 
 
-def printer_for(group: str, plural: str) -> Printer | None:
-    """The built-in printer of ``plural.group``, or None (then the default table)."""
-    return _PRINTERS.get((group, plural))
+def printer_for(group: str, plural: str, version: str = "") -> Printer | None:
+    """The built-in printer of ``plural.group`` (in ``version``, where the columns differ
+    between versions), or None (then the default table)."""
+    found = _PRINTERS.get((group, plural))
+    if found is None:
+        found = GROUP_PRINTERS.get((group, plural, version)) or GROUP_PRINTERS.get(
+            (group, plural, "")
+        )
+    return found

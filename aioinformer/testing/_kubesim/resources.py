@@ -288,6 +288,47 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     ),
     _rt("storage.k8s.io/v1", "volumeattachments", "VolumeAttachment", ns=False),
     _rt("coordination.k8s.io/v1", "leases", "Lease", has_status=False),
+    *(
+        _rt(
+            f"autoscaling/{version}",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            short_names=("hpa",),
+            categories=_ALL,
+            storage_version="v2",
+        )
+        for version in ("v2", "v1")
+    ),
+    _rt(
+        "certificates.k8s.io/v1",
+        "certificatesigningrequests",
+        "CertificateSigningRequest",
+        ns=False,
+        short_names=("csr",),
+        extra_subresources=(Subresource("approval", "CertificateSigningRequest", STATUS_VERBS),),
+    ),
+    *(
+        _rt(
+            f"flowcontrol.apiserver.k8s.io/{version}",
+            plural,
+            kind,
+            ns=False,
+            storage_version="v1beta3",
+        )
+        for version in ("v1beta3", "v1beta2")
+        for plural, kind in (
+            ("flowschemas", "FlowSchema"),
+            ("prioritylevelconfigurations", "PriorityLevelConfiguration"),
+        )
+    ),
+    _rt(
+        "apiregistration.k8s.io/v1",
+        "apiservices",
+        "APIService",
+        ns=False,
+        singular="apiservice",
+        categories=("api-extensions",),
+    ),
     _rt(
         "apiextensions.k8s.io/v1",
         "customresourcedefinitions",

@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from aioinformer.testing._kubesim import deepjson
+from aioinformer.testing._kubesim.conversion import to_storage, to_view
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
 from aioinformer.testing._kubesim.defaults import apply_defaults
@@ -36,7 +37,6 @@ from aioinformer.testing._kubesim.event_validation import (
     validate_event_create,
     validate_event_update,
 )
-from aioinformer.testing._kubesim.events import to_storage, to_view
 from aioinformer.testing._kubesim.limits import check_stored_size
 from aioinformer.testing._kubesim.managed import track_update
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
@@ -57,8 +57,10 @@ from aioinformer.testing._kubesim.schemas import type_for
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector, object_fields
 from aioinformer.testing._kubesim.status import ApiError
 from aioinformer.testing._kubesim.strategy import (
+    STATUS_SUBRESOURCES,
     managed_fields_subresource,
     prepare_create,
+    prepare_status,
     prepare_update,
     should_delete_during_update,
 )
@@ -467,7 +469,7 @@ class Api:
         old_meta = old["metadata"]
         name = old_meta["name"]
         requested: Any = None
-        if subresource == "status":
+        if subresource in STATUS_SUBRESOURCES:
             # everything but the status from the stored state: only the top level and the
             # metadata are changed below (``_reorder`` makes both anew), so they are shared
             merged = dict(old)
@@ -477,6 +479,8 @@ class Api:
             else:
                 merged.pop("status", None)
             new = merged
+            if causes := prepare_status(rt, old, new, subresource):
+                raise self._invalid(rt, name, causes)
         else:
             new_meta = new["metadata"]
             if rt.has_status:
@@ -515,7 +519,11 @@ class Api:
         old.setdefault("kind", rt.kind)
         new_meta = new["metadata"]
         new_meta["resourceVersion"] = old_meta.get("resourceVersion")
-        if subresource != "status" and uses_generation(rt) and spec_changed(rt, old, new):
+        if (
+            subresource not in STATUS_SUBRESOURCES
+            and uses_generation(rt)
+            and spec_changed(rt, old, new)
+        ):
             new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
         new = _reorder(to_view(rt, to_storage(rt, new)), rt)  # as the Go types marshal it
         if managed_fields is None:

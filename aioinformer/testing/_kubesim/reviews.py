@@ -25,7 +25,7 @@ from typing import Any
 from aioinformer.testing._kubesim import rbac
 from aioinformer.testing._kubesim.status import ApiError
 
-__all__ = ["ADMIN_GROUPS", "REVIEW_KINDS", "is_review", "open_to_everyone", "review"]
+__all__ = ["ADMIN_GROUPS", "REVIEW_KINDS", "is_review", "open_to_everyone", "review", "user_groups"]
 
 AUTHN = "authentication.k8s.io"
 AUTHZ = "authorization.k8s.io"
@@ -66,7 +66,8 @@ def _d(v: object) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def _groups(user: str, rules: Iterable[rbac.Rule]) -> list[str]:
+def user_groups(user: str, rules: Iterable[rbac.Rule]) -> list[str]:
+    """The groups ``user`` is in: an admin's (every rule) or ``system:authenticated``."""
     if ("*", "*", "*") in tuple(rules):
         return list(ADMIN_GROUPS)
     return ["system:authenticated"]
@@ -117,7 +118,7 @@ def review(
         "metadata": {**meta, "creationTimestamp": None},
     }
     if plural == "selfsubjectreviews":
-        info = {"username": user, "groups": _groups(user, rules)}
+        info = {"username": user, "groups": user_groups(user, rules)}
         return out | {"status": {"userInfo": info}}
     if plural == "selfsubjectaccessreviews":
         return out | {"spec": spec, "status": _access(rules, spec)}

@@ -22,6 +22,8 @@ from aiohttp import web
 from aioinformer.testing._kubesim import bodies, deepjson, json_decode, rbac
 from aioinformer.testing._kubesim.apply import check_patch_options, is_apply, server_side_apply
 from aioinformer.testing._kubesim.bodies import MAX_DEPTH, Body
+from aioinformer.testing._kubesim.conversion import view_json
+from aioinformer.testing._kubesim.csr import Requester, as_requester
 from aioinformer.testing._kubesim.decoding import (
     add_warnings,
     decode_body,
@@ -30,7 +32,7 @@ from aioinformer.testing._kubesim.decoding import (
 )
 from aioinformer.testing._kubesim.deletion import DeleteOptions, read_delete_options
 from aioinformer.testing._kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
-from aioinformer.testing._kubesim.events import is_events_v1, storage_selector, view_json
+from aioinformer.testing._kubesim.events import is_events_v1, storage_selector
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.limits import watch_timeout
@@ -40,7 +42,7 @@ from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
-from aioinformer.testing._kubesim.reviews import is_review, open_to_everyone, review
+from aioinformer.testing._kubesim.reviews import is_review, open_to_everyone, review, user_groups
 from aioinformer.testing._kubesim.scale import get_scale, patch_scale, update_scale
 from aioinformer.testing._kubesim.selectors import (
     FieldSelector,
@@ -337,7 +339,8 @@ class SimServer:
         dry = False
         if verb in ("create", "update", "patch"):
             dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
-        with dry_run(dry):
+        who = Requester(user.name, tuple(user_groups(user.name, user.rules)))
+        with dry_run(dry), as_requester(who):
             return await self._verb(request, route, verb, media)
 
     async def _review(

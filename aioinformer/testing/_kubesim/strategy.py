@@ -2,10 +2,15 @@
 ``PrepareForUpdate`` and the generic store's ``ShouldDeleteDuringUpdate`` decide.
 
 * :func:`prepare_create` allocates what the registry allocates on create: a Service's
-  addresses and node ports (:mod:`._service_ips`), a Job's selector from its uid.
+  addresses and node ports (:mod:`._service_ips`), a Job's selector from its uid, a CSR's
+  requester identity (:mod:`._csr`).
 * :func:`prepare_update` keeps, on a write of the main resource, what only another path may
   change or what was allocated: a Namespace's ``spec.finalizers`` (only ``/finalize``
-  changes them), a Service's addresses and node ports.
+  changes them), a Service's addresses and node ports, a CSR's spec and status.
+* :func:`prepare_status` does the same for a write of a status-like subresource
+  (:data:`STATUS_SUBRESOURCES`: ``status``, a CSR's ``approval``).
+* The causes of a 422 these return include the kind's own validation where
+  :mod:`._validation` has none (HPAs, CSRs, flowcontrol objects, APIServices).
 * :func:`should_delete_during_update`: an update removes the object when the stored object
   is being deleted (a deletionTimestamp with no grace period running) and the new state
   has no finalizer left; a Namespace also needs an empty ``spec.finalizers``. So releasing
@@ -21,6 +26,14 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from aioinformer.testing._kubesim.batch_defaults import generate_job_selector
+from aioinformer.testing._kubesim.csr import (
+    is_csr,
+    prepare_csr_create,
+    prepare_csr_update,
+    validate_csr,
+)
+from aioinformer.testing._kubesim.hpa import is_hpa
+from aioinformer.testing._kubesim.hpa_validation import validate_hpa
 from aioinformer.testing._kubesim.namespace_lifecycle import spec_finalizers
 from aioinformer.testing._kubesim.service_ips import allocate, keep_allocated
 from aioinformer.testing._kubesim.validation import Cause
@@ -29,11 +42,16 @@ if TYPE_CHECKING:
     from aioinformer.testing._kubesim.resources import ResourceType
 
 __all__ = [
+    "STATUS_SUBRESOURCES",
     "managed_fields_subresource",
     "prepare_create",
+    "prepare_status",
     "prepare_update",
     "should_delete_during_update",
 ]
+
+#: Subresources that write the status and keep everything else as stored.
+STATUS_SUBRESOURCES = frozenset({"status", "approval"})
 
 
 def _is_namespace(rt: ResourceType) -> bool:
@@ -53,6 +71,16 @@ def prepare_create(
         return allocate(obj, stored())
     if rt.group == "batch" and rt.plural == "jobs":
         generate_job_selector(obj)
+    if is_csr(rt):
+        prepare_csr_create(obj)
+    return _kind_causes(rt, obj)
+
+
+def _kind_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
+    if is_hpa(rt):
+        return validate_hpa(rt, obj)
+    if is_csr(rt):
+        return validate_csr(obj)
     return []
 
 
@@ -65,6 +93,19 @@ def prepare_update(
         spec_finalizers(old, new)
     if _is_service(rt):
         return keep_allocated(old, new)
+    if is_csr(rt):
+        prepare_csr_update(old, new, None)
+    return _kind_causes(rt, new)
+
+
+def prepare_status(
+    rt: ResourceType, old: Mapping[str, Any], new: dict[str, Any], subresource: str | None
+) -> list[Cause]:
+    """Adjust ``new`` (a write of ``subresource``, one of :data:`STATUS_SUBRESOURCES`, whose
+    status is already merged into the stored object) in place; returns the causes of a 422."""
+    if is_csr(rt):
+        prepare_csr_update(old, new, subresource)
+        return validate_csr(new)
     return []
 
 

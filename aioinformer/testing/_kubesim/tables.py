@@ -235,7 +235,9 @@ class TableMaker:
         if self.rt.custom:
             self.printer = crd_printer(self.rt)
         else:
-            self.printer = printer_for(self.rt.group, self.rt.plural) or default_printer()
+            self.printer = (
+                printer_for(self.rt.group, self.rt.plural, self.rt.version) or default_printer()
+            )
 
     @property
     def api_version(self) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from aioinformer.testing._kubesim.events import is_events_v1, to_view, view_json
+from aioinformer.testing._kubesim.conversion import converts, to_view, view_json
 from aioinformer.testing._kubesim.faults import Faults
 from aioinformer.testing._kubesim.mvcc import (
     ADDED,
@@ -87,7 +87,7 @@ class _Stream:
             + rt.api_version.encode()
             + b'",'
         )
-        self.converts = is_events_v1(rt)  # served from another type's storage, converted
+        self.converts = converts(rt)  # stored in another form, converted
         self.drop_generation = faults.drop_generation
         self.line_generation = faults.line_generation
         self.start_rv = spec.start_rv  # bookmarks only once the RV has moved past it
