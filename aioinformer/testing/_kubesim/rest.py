@@ -29,7 +29,7 @@ import orjson
 from aioinformer.testing._kubesim import deepjson
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
-from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.defaults import apply_defaults, default_status
 from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
 from aioinformer.testing._kubesim.limits import check_stored_size
@@ -459,6 +459,7 @@ class Api:
             else:
                 merged.pop("status", None)
             new = merged
+            default_status(rt, new)
         else:
             new_meta = new["metadata"]
             if rt.has_status:
