@@ -86,6 +86,8 @@ async def prepare(run: Run, prep: Prep) -> None:
     elif isinstance(prep, ItemsOf):
         listed = find(prep.recording, prep.exchange)["response"]["body"]
         for item in listed["items"]:
+            if prep.namespace and item["metadata"].get("namespace") != prep.namespace:
+                continue
             await create(run, prep.collection, creatable(item))
             if prep.status and item.get("status"):
                 name = item["metadata"]["name"]
@@ -122,17 +124,21 @@ async def create(run: Run, collection: str, body: dict[str, Any]) -> None:
         await crd_served(run, body)
 
 
-async def setup_exchange(run: Run, ex: dict[str, Any]) -> Answer:
-    """A recorded setup exchange sent again, expected to succeed as it did."""
+async def setup_exchange(run: Run, ex: dict[str, Any], *, compared: bool = False) -> Answer:
+    """A recorded setup exchange sent again, expected to succeed as it did (``compared``:
+    its answer compared with the recorded one, as :func:`compare` does)."""
     req = ex["request"]
     if req["method"] == "GET":  # the recorder's polls: wait as they did, answer not compared
         body = ex["response"].get("body")
         if isinstance(body, dict) and body.get("kind") == "CustomResourceDefinition":
             await crd_served(run, body)
         return await run.replayer.answer(ex)
-    got = await run.replayer.answer(ex)
-    label = label_of(ex)
-    assert got.status < 300, run.target.redact(f"setup {label}: {got.status} {got.body}")
+    if compared:
+        got = await compare(run, ex)
+    else:
+        got = await run.replayer.answer(ex)
+        label = label_of(ex)
+        assert got.status < 300, run.target.redact(f"setup {label}: {got.status} {got.body}")
     if req["path"] == "/api/v1/namespaces" and req["method"] == "POST":
         run.namespaces.append(req["body"]["metadata"]["name"])
     if isinstance(req.get("body"), dict) and req["body"].get("kind") == "CustomResourceDefinition":
@@ -163,8 +169,10 @@ async def replay(run: Run) -> None:
         await prepare(run, prep)
     steps = scenario.steps()
     for i, (part, ex) in enumerate(steps):
-        if part == "setup":
-            await setup_exchange(run, ex)
+        if part == "setup" and (scenario.left_out(ex) or ex["request"]["method"] == "GET"):
+            await setup_exchange(run, ex)  # a poll: waited for, not compared
+        elif part == "setup":
+            await setup_exchange(run, ex, compared=True)
         elif scenario.left_out(ex) or part == "write":
             continue  # a write is sent by its watch
         elif part == "watch":
@@ -229,9 +237,22 @@ def uncut(recorded: Any, got: Any) -> Any:
 
 
 def normalised(run: Run, label: str, doc: Any) -> Any:
+    """``doc`` (YAML text parsed, where the scenario says so) with every object in it
+    :func:`masked` (a Table's rows' objects too), then the scenario's masks applied."""
     if run.scenario.yaml_bodies and isinstance(doc, str):
         doc = yaml.safe_load(doc)
-    return run.scenario.normalise(label, masked(doc))
+    return run.scenario.normalise(label, masked_deep(doc))
+
+
+def masked_deep(doc: Any) -> Any:
+    """:func:`masked` applied to ``doc`` and to every object (a mapping with a metadata
+    mapping) nested in it."""
+    if isinstance(doc, list):
+        return [masked_deep(v) for v in doc]
+    if not isinstance(doc, dict):
+        return doc
+    out = masked(doc) if isinstance(doc.get("metadata"), dict) else doc
+    return {k: v if k == "metadata" else masked_deep(v) for k, v in out.items()}
 
 
 async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> None:

@@ -41,6 +41,7 @@ class ItemsOf:
     collection: str
     exchange: str = "main"
     status: bool = False
+    namespace: str | None = None  #: only the items in this namespace
 
 
 @dataclass(frozen=True)

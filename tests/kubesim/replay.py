@@ -77,6 +77,8 @@ def masked(doc: Any) -> Any:
         if "managedFields" in meta:  # who wrote, not which fields (field sets are SSA's)
             meta["managedFields"] = sorted(
                 (e.get("manager"), e.get("operation"), e.get("subresource") or "")
+                if isinstance(e, dict)
+                else tuple(e)  # masked already
                 for e in meta["managedFields"]
             )
     status = out.get("status")
@@ -104,6 +106,7 @@ class Replayer:
         self.uids: dict[str, str] = {}
         self.rvs: dict[str, str] = {}
         self.tokens: dict[str, str] = {}
+        self.etags: dict[str, str] = {}
 
     def ours(self, doc: Any) -> Any:
         """``doc`` with every recorded uid, and every resourceVersion seen in an answer,
@@ -142,6 +145,8 @@ class Replayer:
         if data is None and body is not None:
             data = body.encode() if isinstance(body, str) else orjson.dumps(expand(self.ours(body)))
         sent = {k: v for k, v in req.get("headers", []) if k in _SENT_HEADERS}
+        if sent.get("If-None-Match") in self.etags:
+            sent["If-None-Match"] = self.etags[sent["If-None-Match"]]
         if data is not None and "Content-Type" not in sent:
             sent["Content-Type"] = "application/json"
         answer = await request(
@@ -153,6 +158,9 @@ class Replayer:
             {**sent, **(headers or {})},
         )
         self.learn(exchange["response"].get("body"), answer)
+        recorded_etag = dict(exchange["response"].get("headers", [])).get("Etag")
+        if recorded_etag and answer.headers.get("ETag"):
+            self.etags.setdefault(recorded_etag, answer.headers["ETag"])
         return answer
 
     def learn(self, recorded: Any, answer: Answer) -> None:
@@ -248,8 +256,11 @@ async def request(
     data: bytes | None,
     headers: dict[str, str],
 ) -> Answer:
-    """One request with ``data`` sent as is: the answer decoded as JSON, or as text."""
-    async with http.request(method, path, params=query, data=data, headers=headers) as r:
+    """One request with ``data`` sent as is, redirects not followed (as the recorder did):
+    the answer decoded as JSON, or as text."""
+    async with http.request(
+        method, path, params=query, data=data, headers=headers, allow_redirects=False
+    ) as r:
         raw = await r.read()
         try:
             body: Any = orjson.loads(raw)

@@ -225,6 +225,24 @@ def _default_namespace(obj: dict[str, Any], creating: bool) -> None:
         obj["status"].setdefault("phase", "Active")
 
 
+def status_kept_on_create(rt: ResourceType) -> bool:
+    """Whether the create strategy keeps the status in the body: a Node's (the kubelet
+    registers its node with one; 24a), where other types start from none."""
+    return not rt.custom and (rt.group, rt.plural) == ("", "nodes")
+
+
+def admit_create(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The mutating admission a create through the API gets (not an object stored as
+    given): TaintNodesByCondition taints a new Node ``node.kubernetes.io/not-ready``
+    NoSchedule until the node lifecycle controller sees it ready (24a)."""
+    if rt.custom or (rt.group, rt.plural) != ("", "nodes"):
+        return
+    spec = _sub(obj, "spec")
+    taints = _l(spec.get("taints"))
+    if not any(_d(t).get("key") == "node.kubernetes.io/not-ready" for t in taints):
+        spec["taints"] = [*taints, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
+
+
 def _default_node(obj: dict[str, Any], creating: bool) -> None:
     _sub(obj, "spec")
     status = _sub(obj, "status")
