@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +34,8 @@ from tests.support import transcript
 WATCH_SECONDS = 2
 #: A failure shows at most this many diff lines.
 DIFF_LINES = 40
+#: A namespaced collection at the start of a path: ``/api/v1/namespaces/<ns>/<plural>``.
+_COLLECTION = re.compile(r"^/apis?/(?:[^/]+/)?[^/]+/namespaces/[^/]+/[^/]+")
 #: Bounded waits for a CRD to be served (a real server takes ~0.1-1 s).
 CRD_TIMEOUT = 30.0
 
@@ -45,7 +48,8 @@ class Run:
     target: Target
     http: aiohttp.ClientSession
     replayer: Replayer
-    namespaces: list[str] = field(default_factory=list)
+    #: what it created that outlives it on a cluster: namespaces, cluster-scoped objects
+    made: list[str] = field(default_factory=list)
     compared: int = 0
 
     def fail(self, label: str, what: str, want: Any, got: Any) -> None:
@@ -118,8 +122,7 @@ async def create(run: Run, collection: str, body: dict[str, Any]) -> None:
     )
     name = body.get("metadata", {}).get("name")
     assert got.status == 201, f"prepare: POST {collection} {name}: {got.status} {got.body}"
-    if collection == "/api/v1/namespaces":
-        run.namespaces.append(str(name))
+    made(run, "POST", collection, got)
     if body.get("kind") == "CustomResourceDefinition":
         await crd_served(run, body)
 
@@ -139,11 +142,27 @@ async def setup_exchange(run: Run, ex: dict[str, Any], *, compared: bool = False
         got = await run.replayer.answer(ex)
         label = label_of(ex)
         assert got.status < 300, run.target.redact(f"setup {label}: {got.status} {got.body}")
-    if req["path"] == "/api/v1/namespaces" and req["method"] == "POST":
-        run.namespaces.append(req["body"]["metadata"]["name"])
+    made(run, req["method"], req["path"], got)
     if isinstance(req.get("body"), dict) and req["body"].get("kind") == "CustomResourceDefinition":
         await crd_served(run, req["body"])
     return got
+
+
+def made(run: Run, method: str, collection: str, got: Answer) -> None:
+    """Note an object a POST created that outlives the scenario's namespaces (a
+    namespace, a CRD, a Node), so a cluster target can delete it afterwards, and the
+    namespaced collection a request went to (where a finalizer may hold an object)."""
+    if m := _COLLECTION.match(collection):
+        run.made.append(m.group(0))
+    if method != "POST" or got.status != 201 or not isinstance(got.body, dict):
+        return
+    if not got.body.get("metadata", {}).get("resourceVersion"):
+        return  # a dry run: nothing stored
+    if "/namespaces/" in collection or str(got.body.get("kind", "")).endswith("Review"):
+        return  # a namespace's content goes with it; a review is not stored
+    name = (got.body.get("metadata") or {}).get("name")
+    if name:
+        run.made.append(f"{collection}/{name}")
 
 
 async def crd_served(run: Run, crd: dict[str, Any]) -> None:
@@ -196,6 +215,7 @@ async def send_as(run: Run, ex: dict[str, Any]) -> Answer:
 async def compare(run: Run, ex: dict[str, Any]) -> Answer:
     """Send ``ex`` and compare status, Warning headers and normalised body."""
     got = await send_as(run, ex)
+    made(run, ex["request"]["method"], ex["request"]["path"], got)
     want = ex["response"]
     label = label_of(ex)
     run.compared += 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,6 +27,7 @@ NOT_SET = (
     f"{KUBECONFIG_ENV} is not set: point it at a disposable cluster's kubeconfig to replay "
     "these scenarios against a real kube-apiserver"
 )
+_NAMESPACED = re.compile(r"^/.+/namespaces/[^/]+/[^/]+$")
 #: Recorded identities other than the admin, and what they stand for on KubeSim.
 ALICE = "alice"  # a user no RBAC rule grants anything: 403 on every request
 BAD_TOKEN = "not-a-token-anyone-issued"
@@ -101,8 +103,8 @@ class Target:
             text = text.replace(secret, "<redacted>")
         return text
 
-    async def cleanup(self, namespaces: list[str]) -> None:
-        """Remove what a scenario made in ``namespaces``."""
+    async def cleanup(self, made: list[str]) -> None:
+        """Remove what a scenario made (paths of namespaces and cluster-scoped objects)."""
 
 
 class KubeSimTarget(Target):
@@ -132,23 +134,50 @@ class ClusterTarget(Target):
         self.conn = conn
         self.users = {}
 
-    async def cleanup(self, namespaces: list[str], timeout: float = 120.0) -> None:
-        """Delete ``namespaces`` and wait until they are gone (the next scenario may make
-        one of the same name), failing with their names after ``timeout`` seconds."""
+    async def cleanup(self, made: list[str], timeout: float = 120.0) -> None:
+        """Delete what a scenario made (the paths of its namespaces, cluster-scoped objects
+        such as CRDs and Nodes, and the namespaced collections it wrote to) and wait until
+        each is gone (the next scenario may make one of the same name), failing with its
+        path after ``timeout`` seconds. What would keep a namespace from going goes first:
+        finalizers are removed, pods deleted without grace (no kubelet runs the
+        recordings' nodes)."""
+        collections = sorted({p for p in made if _NAMESPACED.match(p)})
+        objects = sorted(set(made) - set(collections))
+        objects.sort(key=lambda p: not p.startswith("/api/v1/namespaces/"))
         async with self.session() as http:
-            for ns in namespaces:
-                async with http.delete(f"/api/v1/namespaces/{ns}") as r:
-                    assert r.status in (200, 202, 404), f"DELETE namespace {ns}: {r.status}"
+            for collection in collections:
+                await _release(http, collection)
+            for path in objects:
+                async with http.delete(path) as r:
+                    assert r.status in (200, 202, 404), f"DELETE {path}: {r.status}"
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            for ns in namespaces:
+            for path in objects:
                 while True:
-                    async with http.get(f"/api/v1/namespaces/{ns}") as r:
+                    async with http.get(path) as r:
                         if r.status == 404:
                             break
                     if loop.time() > deadline:
-                        raise AssertionError(f"namespace {ns} still there after {timeout}s")
+                        raise AssertionError(f"{path} still there after {timeout}s")
                     await asyncio.sleep(0.5)
+
+
+async def _release(http: aiohttp.ClientSession, collection: str) -> None:
+    """Remove every finalizer in ``collection`` and delete its pods without grace."""
+    async with http.get(collection) as r:
+        if r.status != 200:
+            return
+        items = (await r.json()).get("items") or []
+    for item in items:
+        path = f"{collection}/{item['metadata']['name']}"
+        if item["metadata"].get("finalizers"):
+            patch = {"metadata": {"finalizers": None}}
+            headers = {"Content-Type": "application/merge-patch+json"}
+            async with http.patch(path, json=patch, headers=headers) as r:
+                assert r.status in (200, 404), f"PATCH {path} finalizers: {r.status}"
+    if collection.endswith("/pods"):
+        async with http.delete(collection, params={"gracePeriodSeconds": "0"}) as r:
+            assert r.status in (200, 404), f"DELETE {collection}: {r.status}"
 
 
 def cluster_kubeconfig() -> str | None:

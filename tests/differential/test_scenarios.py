@@ -16,5 +16,5 @@ async def test_scenario_answers_as_recorded(scenario: Scenario, target: Target) 
         try:
             await replay(run)
         finally:
-            await target.cleanup(run.namespaces)
+            await target.cleanup(run.made)
     assert run.compared > 0, f"{scenario.name}: every exchange was left out"
