@@ -33,7 +33,8 @@ class SetupOf:
 @dataclass(frozen=True)
 class ItemsOf:
     """Create the items of a recorded list answer (``exchange``: a label prefix, ``main``
-    for the recording's main exchange, as :func:`find` takes it) in ``collection``: each item's name, labels,
+    for the recording's main exchange, as :func:`find` takes it; for a watch, the objects
+    of its initial ADDED events) in ``collection``: each item's name, labels,
     annotations, finalizers and spec (or data) as recorded, then its status through /status
     when ``status`` is set and the recording shows one."""
 
@@ -42,6 +43,7 @@ class ItemsOf:
     exchange: str = "main"
     status: bool = False
     namespace: str | None = None  #: only the items in this namespace
+    first: int | None = None  #: only the first N items (a watch's initial events)
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ Prep = Namespace | SetupOf | ItemsOf | Create
 @dataclass(frozen=True)
 class Mask:
     """A field both sides differ in for a stated reason (two servers, two runs), masked the
-    same way on the recorded and the received body before they are compared.
+    same way on the recorded and the received body before they are compared (or, with
+    ``rewrite``, a value the recording describes instead of keeping, rewritten into that
+    description where it is the value described).
 
     ``path`` is dotted keys, ``*`` standing for every key of a mapping or item of a list
     (``items.*.spec.clusterIP``); a path that is absent is left alone. Without ``pattern``
@@ -70,6 +74,8 @@ class Mask:
     why: str
     pattern: str | None = None
     exchange: str | None = None
+    #: instead of masking: the value as the recording wrote it (a description of it)
+    rewrite: Callable[[Any], Any] | None = None
 
     def applies(self, label: str) -> bool:
         return self.exchange is None or label.startswith(self.exchange)
@@ -79,7 +85,9 @@ class Mask:
         out = copy.deepcopy(doc)
         for parent, key in _walk(out, keys):
             value = parent[key]
-            if self.pattern is None:
+            if self.rewrite is not None:
+                parent[key] = self.rewrite(value)
+            elif self.pattern is None:
                 parent[key] = "*"
             elif isinstance(value, str):
                 parent[key] = re.sub(self.pattern, "*", value)
@@ -144,6 +152,9 @@ class Scenario:
     cluster_skip: str | None = None
     watch: bool = True
     compare_warnings: bool = True
+    #: the watch's first N events are initial ADDED events in no particular order (RV=0,
+    #: sendInitialEvents): compared in name order
+    unordered_initial: int = 0
     yaml_bodies: bool = False  #: a text body is YAML: compared as the document it holds
     #: label prefix -> the bytes of a request body the recording kept only parsed
     bodies: dict[str, Callable[[dict[str, Any]], bytes]] = field(default_factory=dict)

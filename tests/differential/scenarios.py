@@ -2,12 +2,12 @@
 
 Recordings not listed here cannot be replayed by sending requests alone: they drive the
 server itself (etcd compaction in 03, watch-cache eviction and restarts in 08a-08e), show
-timing (05d, 09g bookmarks; 24f: RV=0 initial events come in no order and only the first
-Table carries the column definitions), start from state the recording does not show (07a-07d,
-16a-16f: the pods in tx01 at that moment), or record request bodies as a description of
-what was sent (25d: JSON nested thousands of levels deep), or are cut down (15b, 15e:
-discovery documents with some groups or resources only). Their behaviour is checked by the per-area
-tests in tests/kubesim.
+timing (05d, 09g: bookmarks), start from state the recording does not show (04b-04d, 04g:
+an RV taken outside the recording; 09b, 10b, 10c, 16a-16f: the pods in tx01 or tx10 at
+that moment), come in an order neither side promises together with content that depends
+on it (24f: only the first of the unordered RV=0 Tables has column definitions), or are
+cut down (15b, 15e: discovery documents with some groups or resources only). The
+per-area tests in tests/kubesim check what they show.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from tests.differential.scenario import (
     allocated_ips,
     rv_in_message,
 )
-from tests.kubesim.replay import duplicated, recorded_podset_crd
+from tests.kubesim.replay import described_depth, duplicated, nested, recorded_podset_crd
 from tests.support import transcript
 
 PODSETS = "/apis/example.aioinformer.dev/v1"
@@ -33,7 +33,8 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PODSET_CRD = Create(CRDS, recorded_podset_crd())
 #: RecPodSet (23c's setup): the namespaces of 24a/25* used it.
 RECPODSET_CRD = SetupOf("23c", labels=("create CRD",))
-TX01_PODS = (Namespace("tx01"), ItemsOf("01", "/api/v1/namespaces/tx01/pods"))
+TX01 = "/api/v1/namespaces/tx01/pods"
+TX01_PODS = (Namespace("tx01"), ItemsOf("01", TX01))
 
 # Why a scenario cannot run on just any cluster (the recording server's configuration).
 NO_CONTROLLERS = (
@@ -72,6 +73,7 @@ def listed_podsets(recording: str) -> tuple[Prep, ...]:
 
 
 SHARED_SERVER_STATE = "lists objects another recording's run left on the shared server"
+DEEP_STRING = "<the same 20000-level JSON text, 120001 chars, returned unchanged: True>"
 POLL = "a poll of the recorder: how often it ran is the server's timing"
 
 SCENARIOS: list[Scenario] = [
@@ -87,6 +89,9 @@ SCENARIOS: list[Scenario] = [
         ),
         masks=(Mask("metadata.continue", "a continue token holds its server's revision"),),
         cluster_skip=FIRST_BATCH_STATE,
+    ),
+    Scenario(
+        "04a", prepare=(Namespace("tx01"), ItemsOf("04a", TX01)), cluster_skip=FIRST_BATCH_STATE
     ),
     Scenario("04e", prepare=TX01_PODS, cluster_skip=FIRST_BATCH_STATE),
     Scenario("04f"),
@@ -114,6 +119,15 @@ SCENARIOS: list[Scenario] = [
         prepare=pods_before_watch("12", "tx12"),
         masks=(Mask("message", "the stored RV is the server's", pattern=r"(?<=in record \()\d+"),),
         cluster_skip=NO_CONTROLLERS,
+    ),
+    *(
+        Scenario(
+            rec,
+            prepare=(Namespace("tx01"), ItemsOf(rec, TX01, first=initial)),
+            unordered_initial=initial,
+            cluster_skip=FIRST_BATCH_STATE if rec < "07c" else WATCHLIST_GATE_ON,
+        )
+        for rec, initial in (("07a", 3), ("07b", 4), ("07c", 5), ("07d", 6), ("09a", 7), ("09c", 7))
     ),
     # -- error Status bodies --------------------------------------------------------------
     Scenario("11a", prepare=TX01_PODS, cluster_skip=FIRST_BATCH_STATE),
@@ -232,6 +246,19 @@ SCENARIOS: list[Scenario] = [
         yaml_bodies=True,
     ),
     Scenario("25c", prepare=(SetupOf("25a"), RECPODSET_CRD)),
+    Scenario(
+        "25d",
+        prepare=(SetupOf("25a"), RECPODSET_CRD),
+        bodies={"": described_depth},
+        masks=(
+            Mask(
+                "metadata.annotations.nested",
+                "the recording describes the 20000-level string it got back",
+                rewrite=lambda v: DEEP_STRING if v == nested(20000) else v,
+                exchange="main",
+            ),
+        ),
+    ),
     Scenario("25e", prepare=(SetupOf("25a"),), yaml_bodies=True),
     # -- health ---------------------------------------------------------------------------
     Scenario("29a"),

@@ -292,6 +292,40 @@ def duplicated(ex: dict[str, Any]) -> bytes:
     return raw
 
 
+def nested(n: int) -> str:
+    """JSON nested ``n`` levels deep: ``{"a":{"a":...1...}}``."""
+    return '{"a":' * n + "1" + "}" * n
+
+
+#: How 25d describes its deep bodies instead of keeping them.
+_DESCRIBED_DEPTH = re.compile(
+    r'<a JSON OBJECT nested (\d+) levels: [^>]*>|<\{"a":\{"a":\.\.\.1\.\.\.\}\} nested (\d+) levels>'
+)
+_DESCRIBED_STRING = re.compile(r'<the JSON text \{"a": \.\.\. (\d+) levels \.\.\. \} as a STRING>')
+
+
+def described_depth(ex: dict[str, Any]) -> bytes:
+    """25d's request bodies, which the recording describes (``<a JSON OBJECT nested 200
+    levels: ...>``) instead of keeping, written out; their length is the recorded
+    Content-Length."""
+    body = ex["request"]["body"]
+    if isinstance(body, str):
+        text = _DESCRIBED_DEPTH.sub(lambda m: nested(int(m.group(1) or m.group(2))), body)
+    else:
+        text = orjson.dumps(_strings_written_out(body)).decode()
+    raw = text.encode()
+    assert str(len(raw)) == dict(ex["request"]["headers"])["Content-Length"], ex.get("label")
+    return raw
+
+
+def _strings_written_out(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _strings_written_out(v) for k, v in doc.items()}
+    if isinstance(doc, str) and (m := _DESCRIBED_STRING.fullmatch(doc)):
+        return nested(int(m.group(1)))
+    return doc
+
+
 def recorded_warnings(ex: dict[str, Any]) -> list[str]:
     return [v for k, v in ex["response"]["headers"] if k == "Warning"]
 
