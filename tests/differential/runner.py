@@ -236,6 +236,7 @@ async def compare(run: Run, ex: dict[str, Any]) -> Answer:
         run.fail(
             label, f"status {got.status}, recorded {want['status']}", want.get("body"), got.body
         )
+    same_content_type(run, label, want, got.headers)
     if run.scenario.compare_warnings:
         recorded = sorted(v for k, v in want.get("headers", []) if k == "Warning")
         if sorted(got.warnings) != recorded:
@@ -249,6 +250,13 @@ async def compare(run: Run, ex: dict[str, Any]) -> Answer:
     if a != b:
         run.fail(label, "body differs (normalised: - recorded, + got)", a, b)
     return got
+
+
+def same_content_type(run: Run, label: str, want: dict[str, Any], headers: Any) -> None:
+    """The answer's Content-Type is the recorded one, parameters included."""
+    recorded, got = want.get("content_type"), headers.get("Content-Type")
+    if recorded and got != recorded:
+        run.fail(label, f"Content-Type {got!r}, recorded {recorded!r}", "", "")
 
 
 def uncut(recorded: Any, got: Any) -> Any:
@@ -299,6 +307,7 @@ async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> N
     async with run.http.get(req["path"], params=query, headers=headers) as resp:
         if resp.status != ex["response"]["status"]:
             run.fail(label, f"status {resp.status}", ex["response"]["status"], await resp.text())
+        same_content_type(run, label, ex["response"], resp.headers)
         for write in writes:
             if not run.scenario.left_out(write):
                 await compare(run, write)
