@@ -29,9 +29,6 @@ from tests.differential.targets import Target
 from tests.kubesim.replay import Answer, Replayer, expand, masked, request
 from tests.support import transcript
 
-#: How long a replayed watch stays open: long enough for its writes, short enough that a
-#: scenario costs about that much; the recorded timeoutSeconds is replaced by it.
-WATCH_SECONDS = 2
 #: A failure shows at most this many diff lines.
 DIFF_LINES = 40
 #: A namespaced collection at the start of a path: ``/api/v1/namespaces/<ns>/<plural>``.
@@ -298,11 +295,11 @@ def masked_deep(doc: Any) -> Any:
 
 async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> None:
     """Open the recorded watch (from the server's RV for the recorded one, for
-    :data:`WATCH_SECONDS`), send the writes, read to the end and compare the events other
+    the target's ``watch_seconds``), send the writes, read to the end and compare the events other
     than bookmarks: their types, and their objects normalised."""
     req = ex["request"]
     label = label_of(ex)
-    query = {**run.replayer.query(req["query"]), "timeoutSeconds": str(WATCH_SECONDS)}
+    query = {**run.replayer.query(req["query"]), "timeoutSeconds": str(run.target.watch_seconds)}
     headers = {k: v for k, v in req.get("headers", []) if k == "Accept"}
     async with run.http.get(req["path"], params=query, headers=headers) as resp:
         if resp.status != ex["response"]["status"]:

@@ -33,6 +33,8 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 PODSET_CRD = Create(CRDS, recorded_podset_crd())
 #: RecPodSet (23c's setup): the namespaces of 24a/25* used it.
 RECPODSET_CRD = SetupOf("23c", labels=("create CRD",))
+#: A Table's age cells ("0s", "3m17s"): how long ago the run made the object.
+AGE = Mask("rows.*.cells.*", "an age is the run's timing", pattern=r"^(\d+[smhdy])+$")
 TX01 = "/api/v1/namespaces/tx01/pods"
 TX01_PODS = (Namespace("tx01"), ItemsOf("01", TX01))
 
@@ -177,14 +179,15 @@ SCENARIOS: list[Scenario] = [
         ),
     ),
     # -- tables ---------------------------------------------------------------------------
-    Scenario("24a", prepare=(PODSET_CRD, RECPODSET_CRD)),
-    Scenario("24b", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a"))),
-    Scenario("24c", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a"))),
-    Scenario("24d", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a"))),
+    Scenario("24a", prepare=(PODSET_CRD, RECPODSET_CRD), masks=(AGE,)),
+    Scenario("24b", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
+    Scenario("24c", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
+    Scenario("24d", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
     Scenario(
         "24e",
         prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")),
         leave_out={"LIST podsets": SHARED_SERVER_STATE},
+        masks=(AGE,),
     ),
     # -- events, OpenAPI, protobuf --------------------------------------------------------
     Scenario(

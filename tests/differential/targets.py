@@ -84,6 +84,9 @@ class Target:
     name: str
     conn: Connection
     users: dict[str, dict[str, str]]  #: recorded identity -> its Authorization header(s)
+    #: How long a replayed watch stays open (its recorded timeoutSeconds is replaced):
+    #: long enough for its writes, short enough that a scenario costs about that much.
+    watch_seconds = 3
 
     @asynccontextmanager
     async def session(self, auth: str = "admin") -> AsyncIterator[aiohttp.ClientSession]:
@@ -112,6 +115,7 @@ class KubeSimTarget(Target):
     matter to their exchanges), its WatchList gate as the recording's, on 127.0.0.1."""
 
     name = "kubesim"
+    watch_seconds = 1  # on 127.0.0.1 a scenario's writes take milliseconds
 
     def __init__(self, sim: KubeSim) -> None:
         self.sim = sim
@@ -185,8 +189,10 @@ def cluster_kubeconfig() -> str | None:
 
 
 def kubesim_options(record: dict[str, Any]) -> dict[str, Any]:
-    """KubeSim's options for a recording's ``server``."""
+    """KubeSim's options for a recording's ``server``; a too-large RV is answered after
+    0.2 s instead of the real server's 3 s (how long is timing, which is not compared)."""
     return {
         "controllers": False,
         "watch_list": bool(record["server"].get("feature_gate_WatchList")),
+        "too_large_rv_wait": 0.2,
     }
