@@ -22,7 +22,9 @@ from tests.differential.targets import (
     ClusterTarget,
     connection_from_kubeconfig,
 )
-from tests.kubesim.replay import Replayer, recorded_podset_crd
+from tests.kubesim.replay import Replayer, nested, recorded_podset_crd
+
+PODSETS = "example.aioinformer.dev/v1/podsets"
 
 
 @pytest.fixture
@@ -91,12 +93,26 @@ async def test_cleanup_deletes_what_was_made(https_sim: KubeSim, tmp_path: Path)
     https_sim.create("configmaps", held, namespace="rec-clean-a")
     crd = recorded_podset_crd()
     https_sim.create(CRDS.removeprefix("/apis/"), crd)
+    await https_sim.wait_served(PODSETS)
     path = https_sim.write_kubeconfig(tmp_path / "kubeconfig")
     target = ClusterTarget(await connection_from_kubeconfig(str(path)))
+    meta = '{"name":"deep","finalizers":["example.com/hold"]}'
+    deep = f'{{"apiVersion":"example.aioinformer.dev/v1","kind":"PodSet","metadata":{meta},'
+    deep += f'"spec":{nested(2000)}}}'  # deeper than a JSON parser takes: listed as metadata
+    async with (
+        target.session() as http,
+        http.post(
+            "/apis/example.aioinformer.dev/v1/namespaces/rec-clean-a/podsets",
+            data=deep,
+            headers={"Content-Type": "application/json"},
+        ) as r,
+    ):
+        assert r.status == 201, await r.text()
     made = [
         f"{CRDS}/{crd['metadata']['name']}",
         "/api/v1/namespaces/rec-clean-a",
         "/api/v1/namespaces/rec-clean-a/configmaps",
+        "/apis/example.aioinformer.dev/v1/namespaces/rec-clean-a/podsets",
         "/api/v1/namespaces/rec-never-made",
     ]
     await target.cleanup(made, timeout=20.0)
