@@ -49,9 +49,12 @@ class Run:
     made: list[str] = field(default_factory=list)
     compared: int = 0
 
-    def fail(self, label: str, what: str, want: Any, got: Any) -> None:
-        diff = body_diff(want, got)
-        message = f"{self.scenario.name} [{self.target.name}] {label}: {what}\n{diff}"
+    def fail(self, ex: dict[str, Any], what: str, want: Any, got: Any) -> None:
+        """Fail naming the scenario, the target, the exchange (label, method and path) and
+        what differs, with a diff of ``want`` (recorded) and ``got``; credentials redacted."""
+        req = ex["request"]
+        where = f"{self.scenario.name} [{self.target.name}] {label_of(ex)}"
+        message = f"{where} ({req['method']} {req['path']}): {what}\n{body_diff(want, got)}"
         raise AssertionError(self.target.redact(message))
 
 
@@ -230,14 +233,11 @@ async def compare(run: Run, ex: dict[str, Any]) -> Answer:
     label = label_of(ex)
     run.compared += 1
     if got.status != want["status"]:
-        run.fail(
-            label, f"status {got.status}, recorded {want['status']}", want.get("body"), got.body
-        )
-    same_content_type(run, label, want, got.headers)
-    if run.scenario.compare_warnings:
-        recorded = sorted(v for k, v in want.get("headers", []) if k == "Warning")
-        if sorted(got.warnings) != recorded:
-            run.fail(label, "Warning headers differ", recorded, sorted(got.warnings))
+        run.fail(ex, f"status {got.status}, recorded {want['status']}", want.get("body"), got.body)
+    same_content_type(run, ex, got.headers)
+    recorded = sorted(v for k, v in want.get("headers", []) if k == "Warning")
+    if sorted(got.warnings) != recorded:
+        run.fail(ex, "Warning headers differ", recorded, sorted(got.warnings))
     if want.get("body_not_recorded") or "body" not in want:
         return got
     a = normalised(run, label, run.replayer.ours(expand(want["body"])))
@@ -245,15 +245,15 @@ async def compare(run: Run, ex: dict[str, Any]) -> Answer:
     if run.scenario.managed_fields_cut:
         b = uncut(a, b)
     if a != b:
-        run.fail(label, "body differs (normalised: - recorded, + got)", a, b)
+        run.fail(ex, "body differs (normalised: - recorded, + got)", a, b)
     return got
 
 
-def same_content_type(run: Run, label: str, want: dict[str, Any], headers: Any) -> None:
+def same_content_type(run: Run, ex: dict[str, Any], headers: Any) -> None:
     """The answer's Content-Type is the recorded one, parameters included."""
-    recorded, got = want.get("content_type"), headers.get("Content-Type")
+    recorded, got = ex["response"].get("content_type"), headers.get("Content-Type")
     if recorded and got != recorded:
-        run.fail(label, f"Content-Type {got!r}, recorded {recorded!r}", "", "")
+        run.fail(ex, f"Content-Type {got!r}, recorded {recorded!r}", "", "")
 
 
 def uncut(recorded: Any, got: Any) -> Any:
@@ -303,8 +303,8 @@ async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> N
     headers = {k: v for k, v in req.get("headers", []) if k == "Accept"}
     async with run.http.get(req["path"], params=query, headers=headers) as resp:
         if resp.status != ex["response"]["status"]:
-            run.fail(label, f"status {resp.status}", ex["response"]["status"], await resp.text())
-        same_content_type(run, label, ex["response"], resp.headers)
+            run.fail(ex, f"status {resp.status}", ex["response"]["status"], await resp.text())
+        same_content_type(run, ex, resp.headers)
         for write in writes:
             if not run.scenario.left_out(write):
                 await compare(run, write)
@@ -320,7 +320,7 @@ async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> N
         got_events = uncut(want_events, got_events)
     run.compared += 1
     if want_events != got_events:
-        run.fail(label, "watch events differ (bookmarks left out)", want_events, got_events)
+        run.fail(ex, "watch events differ (bookmarks left out)", want_events, got_events)
 
 
 def _event_name(event: dict[str, Any]) -> str:

@@ -110,11 +110,6 @@ def _walk(doc: Any, keys: list[str]) -> Iterator[tuple[Any, Any]]:
             yield doc, k
 
 
-def generated_name(path: str) -> Mask:
-    """The 5 random characters the server appends to a ``generateName``."""
-    return Mask(path, "generateName suffix is random", pattern=r"(?<=-)[a-z0-9]{5}$")
-
-
 def rv_in_message(path: str = "message") -> Mask:
     """resourceVersions (decimal revisions) written inside a message: each server's own."""
     return Mask(path, "revisions are each server's own", pattern=r"(?<=: )\d+")
@@ -124,10 +119,6 @@ def allocated_ips(prefix: str = "") -> tuple[Mask, ...]:
     """A Service's allocated cluster IPs: each server allocates from its own range."""
     why = "allocated from each server's service range"
     return (Mask(f"{prefix}spec.clusterIP", why), Mask(f"{prefix}spec.clusterIPs", why))
-
-
-def timestamp(path: str, why: str = "the time of the run") -> Mask:
-    return Mask(path, why)
 
 
 @dataclass(frozen=True)
@@ -140,9 +131,9 @@ class Scenario:
     ``kubesim_differs`` names what KubeSim answers differently (the scenario is then an
     expected failure on KubeSim, strictly: fixing KubeSim must remove it); ``cluster_skip``
     why it cannot run on an arbitrary cluster (a server configuration the recording had:
-    no controllers, an admission plugin off, a feature gate). ``watch`` compares the
-    recorded watch's events (types and masked objects, bookmarks left out: their timing is
-    the server's) with what the watch gets during the writes."""
+    no controllers, an admission plugin off, a feature gate). A recorded watch's events
+    (types and masked objects, bookmarks left out: their timing is the server's) are
+    compared with what the watch gets during the writes."""
 
     recording: str
     prepare: tuple[Prep, ...] = ()
@@ -150,8 +141,6 @@ class Scenario:
     masks: tuple[Mask, ...] = ()
     kubesim_differs: str | None = None
     cluster_skip: str | None = None
-    watch: bool = True
-    compare_warnings: bool = True
     #: the watch's first N events are initial ADDED events in no particular order (RV=0,
     #: sendInitialEvents): compared in name order
     unordered_initial: int = 0

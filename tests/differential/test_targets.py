@@ -127,10 +127,12 @@ async def test_failure_messages_hide_the_credentials(https_sim: KubeSim, tmp_pat
     async with target.session() as http:
         run = Run(SCENARIOS[0], target, http, Replayer(http))
         with pytest.raises(AssertionError) as err:
-            run.fail("main", "body differs", {"seen": "x"}, {"seen": f"Bearer {https_sim.token}"})
+            leak = {"seen": f"Bearer {https_sim.token}"}
+            run.fail(SCENARIOS[0].record, "body differs", {"seen": "x"}, leak)
     message = str(err.value)
     assert https_sim.token not in message
-    assert "<redacted>" in message and "main: body differs" in message
+    assert "<redacted>" in message
+    assert "01-list-pods [cluster] main (GET /api/v1/namespaces/tx01/pods): body differs" in message
 
 
 def test_cluster_runs_are_skipped_with_a_reason(monkeypatch: pytest.MonkeyPatch) -> None:
