@@ -99,7 +99,8 @@ async def prepare(run: Run, prep: Prep) -> None:
                 headers = {"Content-Type": "application/merge-patch+json"}
                 path = f"{prep.collection}/{name}/status"
                 got = await request(run.http, "PATCH", path, {}, patch, headers)
-                assert got.status == 200, f"prepare: PATCH {path}: {got.status} {got.body}"
+                why = f"prepare: PATCH {path}: {got.status} {got.body}"
+                assert got.status == 200, run.target.redact(why)
     else:
         await create(run, prep.collection, prep.body)
 
@@ -134,7 +135,8 @@ async def create(run: Run, collection: str, body: dict[str, Any]) -> None:
         run.http, "POST", collection, {}, data, {"Content-Type": "application/json"}
     )
     name = body.get("metadata", {}).get("name")
-    assert got.status == 201, f"prepare: POST {collection} {name}: {got.status} {got.body}"
+    why = f"prepare: POST {collection} {name}: {got.status} {got.body}"
+    assert got.status == 201, run.target.redact(why)
     made(run, "POST", collection, got)
     if body.get("kind") == "CustomResourceDefinition":
         await crd_served(run, body)
