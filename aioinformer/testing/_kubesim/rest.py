@@ -29,7 +29,12 @@ import orjson
 from aioinformer.testing._kubesim import deepjson
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
-from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.defaults import (
+    admit_create,
+    apply_defaults,
+    default_status,
+    status_kept_on_create,
+)
 from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
 from aioinformer.testing._kubesim.event_validation import (
@@ -320,7 +325,7 @@ class Api:
             meta["name"] = f"{meta['generateName']}{suffix}"
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
-        if rt.has_status and not keep_status:
+        if rt.has_status and not keep_status and not status_kept_on_create(rt):
             obj.pop("status", None)
         causes = validate_event_create(rt, obj) or (
             validate_create(rt, obj) + custom_causes(rt, obj)
@@ -344,6 +349,8 @@ class Api:
             raise self._invalid(rt, name, causes)
         if status is not None:
             obj["status"] = status
+        else:
+            admit_create(rt, obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
         meta["creationTimestamp"] = now_rfc3339()
@@ -477,6 +484,7 @@ class Api:
             else:
                 merged.pop("status", None)
             new = merged
+            default_status(rt, new)
         else:
             new_meta = new["metadata"]
             if rt.has_status:
