@@ -53,9 +53,15 @@ class Process:
         return next((m for line in self.lines if (m := re.search(pattern, line))), None)
 
     async def stop(self) -> int:
+        """SIGTERM (it cleans up after itself), then SIGKILL if it is still there after 10 s."""
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError):
-                self.proc.kill()
+                self.proc.terminate()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.proc.kill()
         code = await self.proc.wait()
         await self._reader
         return code

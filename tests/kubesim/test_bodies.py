@@ -17,8 +17,10 @@ from aioinformer.testing._kubesim.bodies import parse, summarize
 from aioinformer.testing._kubesim.status import ApiError
 from tests.kubesim.replay import (
     bad_input_namespace,
+    described_depth,
     exchange,
     exchanges,
+    nested,
     recorded_warnings,
     send_exchange,
 )
@@ -85,25 +87,13 @@ async def test_a_body_over_3_mib_is_413_and_the_connection_closes(sim: KubeSim) 
     assert resp_head.startswith(b"HTTP/1.1 413 ") and orjson.loads(resp_body) == want["body"]
 
 
-def nested(n: int) -> str:
-    return '{"a":' * n + "1" + "}" * n
-
-
 @in_module_loop
 async def test_nesting_depth_as_recorded(http: aiohttp.ClientSession, sim: KubeSim) -> None:
     """25d: 20000 levels in a string are fine; as an object where a string belongs it is a
     type error up to 10000 levels and the max-depth error beyond (checked first); inside a
     preserve-unknown-fields CR field 200 and 2000 levels are stored and returned."""
-    cm = '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s","annotations":{"nested":%s}},"data":{"k":"v1"}}'
-    cases = exchanges("25d-json-nesting-depth")
-    bodies = [cm % ("nest-str", orjson.dumps(nested(20000)).decode())]
-    bodies += [cm % (f"nest-obj-{n}", nested(n)) for n in (200, 2000, 20000)]
-    rps = '{"apiVersion":"rec.aioinformer.dev/v1","kind":"RecPodSet","metadata":{"name":"nest-%d"},"spec":{"replicas":1,"template":%s}}'
-    bodies += [rps % (n, nested(n)) for n in (200, 2000, 20000)]
-    for ex, body in zip(cases, bodies, strict=True):
-        raw = body.encode()
-        assert str(len(raw)) == dict(ex["request"]["headers"])["Content-Length"]
-        got = await send_exchange(http, ex, raw)
+    for ex in exchanges("25d-json-nesting-depth"):
+        got = await send_exchange(http, ex, described_depth(ex))
         want = ex["response"]
         assert got.status == want["status"], ex.get("label")
         if want["body"] is not None and want["body"]["kind"] == "Status":

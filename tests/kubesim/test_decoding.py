@@ -10,13 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
 from tests.kubesim.kubectl import Kubectl, kubectl_binary
-from tests.kubesim.replay import bad_input_namespace, exchanges, recorded_warnings, send_exchange
+from tests.kubesim.replay import (
+    bad_input_namespace,
+    duplicated,
+    exchanges,
+    recorded_warnings,
+    send_exchange,
+)
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -50,16 +55,6 @@ async def test_decode_errors_as_recorded(http: aiohttp.ClientSession) -> None:
         assert (got.status, got.body) == (ex["response"]["status"], ex["response"]["body"]), ex.get(
             "label"
         )
-
-
-def duplicated(ex: dict[str, Any]) -> bytes:
-    """25b's duplicate-field bodies: the recording kept the parsed form (one "data"); the
-    request had two, and its Content-Length says how long it was."""
-    body = ex["request"]["body"]
-    raw = orjson.dumps({k: v for k, v in body.items() if k != "data"})[:-1]
-    raw += b',"data":{"k":"1"},"data":' + orjson.dumps(body["data"]) + b"}"
-    assert str(len(raw)) == dict(ex["request"]["headers"])["Content-Length"]
-    return raw
 
 
 async def test_field_validation_as_recorded(http: aiohttp.ClientSession, sim: KubeSim) -> None:

@@ -14,7 +14,7 @@ import pytest_asyncio
 from aioinformer.testing import KubeSim
 from aioinformer.testing._kubesim.deletion import DeleteOptions, gc_finalizers
 from aioinformer.testing._kubesim.status import ApiError
-from tests.kubesim.replay import Replayer, masked, recorder
+from tests.kubesim.replay import Replayer, masked, recorded_podset_crd, recorder
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
 
@@ -31,22 +31,11 @@ def _ips_masked(doc: Any) -> Any:
     return out
 
 
-def _recorded_podset_crd() -> dict[str, Any]:
-    """The PodSet CRD the recording server had (conformance README): 13a's definition with a
-    whole-object ``x-kubernetes-preserve-unknown-fields`` schema."""
-    crd = copy.deepcopy(transcript("13a")["request"]["body"])
-    for version in crd["spec"]["versions"]:
-        version["schema"] = {
-            "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        }
-    return crd
-
-
 @pytest_asyncio.fixture
 async def apiserver() -> AsyncIterator[KubeSim]:
     """KubeSim serving its API alone: no namespace controller, no garbage collector."""
     async with KubeSim(controllers=False) as sim:
-        sim.create("apiextensions.k8s.io/v1/customresourcedefinitions", _recorded_podset_crd())
+        sim.create("apiextensions.k8s.io/v1/customresourcedefinitions", recorded_podset_crd())
         await sim.wait_served(PODSET_CRD)
         yield sim
 

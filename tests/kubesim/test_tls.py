@@ -166,3 +166,21 @@ def test_without_cryptography_the_error_names_the_extra(
     assert str(info.value) == INSTALL_HINT
     assert "pip install 'aioinformer[kubesim]'" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+async def test_a_start_that_fails_leaves_no_certificate_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The port is taken: start raises, and the directory of its certificate is gone (as
+    after a normal stop)."""
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    async with KubeSim(tls=True) as first:
+        assert first.ca_file is not None and Path(first.ca_file).parent.parent == tmp_path
+        with pytest.raises(OSError):
+            await KubeSim(tls=True, port=first.port).start()
+        assert entries(tmp_path) == [Path(first.ca_file).parent.name]
+    assert entries(tmp_path) == []
+
+
+def entries(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())

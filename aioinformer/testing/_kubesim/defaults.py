@@ -166,6 +166,15 @@ def qos_class(spec: Mapping[str, Any]) -> str:
     return "Guaranteed" if any_set and guaranteed else "Burstable" if any_set else "BestEffort"
 
 
+def _default_pod_conditions(status: dict[str, Any]) -> None:
+    """A PodCondition's probe and transition times are non-pointer metav1.Time fields:
+    unset, they are written as ``null`` (06: a status patch with ``{type, status}``)."""
+    for cond in map(_d, _l(status.get("conditions"))):
+        cond.setdefault("lastProbeTime", None)
+        cond.setdefault("lastTransitionTime", None)
+        _order(cond, ("type", "status", "lastProbeTime", "lastTransitionTime", "reason", "message"))
+
+
 def _default_pod(obj: dict[str, Any], creating: bool) -> None:
     spec = _sub(obj, "spec")
     default_pod_spec(spec, pod=True)
@@ -177,6 +186,7 @@ def _default_pod(obj: dict[str, Any], creating: bool) -> None:
             res["requests"] = res["limits"] | _d(res.get("requests"))
             _order(res, ("limits", "requests", "claims"))
     if not creating:
+        _default_pod_conditions(_d(obj.get("status")))
         return
     tols = [
         t for t in _l(spec.get("tolerations")) if isinstance(t, dict)
@@ -214,6 +224,24 @@ def _default_namespace(obj: dict[str, Any], creating: bool) -> None:
         obj["status"] = {"phase": "Active"}
     elif isinstance(obj.get("status"), dict):
         obj["status"].setdefault("phase", "Active")
+
+
+def status_kept_on_create(rt: ResourceType) -> bool:
+    """Whether the create strategy keeps the status in the body: a Node's (the kubelet
+    registers its node with one; 24a), where other types start from none."""
+    return not rt.custom and (rt.group, rt.plural) == ("", "nodes")
+
+
+def admit_create(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """The mutating admission a create through the API gets (not an object stored as
+    given): TaintNodesByCondition taints a new Node ``node.kubernetes.io/not-ready``
+    NoSchedule until the node lifecycle controller sees it ready (24a)."""
+    if rt.custom or (rt.group, rt.plural) != ("", "nodes"):
+        return
+    spec = _sub(obj, "spec")
+    taints = _l(spec.get("taints"))
+    if not any(_d(t).get("key") == "node.kubernetes.io/not-ready" for t in taints):
+        spec["taints"] = [*taints, {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
 
 
 def _default_node(obj: dict[str, Any], creating: bool) -> None:
@@ -296,6 +324,13 @@ _DEFAULTERS = {
     "persistentvolumeclaims": _default_pvc,
     "secrets": _default_secret,
 }
+
+
+def default_status(rt: ResourceType, obj: dict[str, Any]) -> None:
+    """Default what a status write (the /status subresource) may leave unset: a Pod's
+    condition times (``null``)."""
+    if rt.group == "" and rt.plural == "pods" and not rt.custom:
+        _default_pod_conditions(_d(obj.get("status")))
 
 
 def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = True) -> None:

@@ -141,10 +141,19 @@ class KubeSim:
         await self.stop()
 
     async def start(self) -> None:
-        """Bind and serve. Idempotent only in the sense that a second call is an error."""
+        """Bind and serve. Idempotent only in the sense that a second call is an error. A
+        start that fails (e.g. the port is taken) leaves nothing behind: no task, no
+        socket, no certificate directory."""
         if self._started:
             raise RuntimeError("KubeSim is already started")
         self._started = True
+        try:
+            await self._start()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start(self) -> None:
         loop = asyncio.get_running_loop()
 
         def call_later(delay: float, fn: Callable[[], None]) -> None:

@@ -30,7 +30,12 @@ from aioinformer.testing._kubesim import deepjson
 from aioinformer.testing._kubesim.conversion import to_storage, to_view
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
-from aioinformer.testing._kubesim.defaults import apply_defaults
+from aioinformer.testing._kubesim.defaults import (
+    admit_create,
+    apply_defaults,
+    default_status,
+    status_kept_on_create,
+)
 from aioinformer.testing._kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from aioinformer.testing._kubesim.dryrun import dry_run, is_dry_run
 from aioinformer.testing._kubesim.event_validation import (
@@ -322,7 +327,7 @@ class Api:
             meta["name"] = f"{meta['generateName']}{suffix}"
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
-        if rt.has_status and not keep_status:
+        if rt.has_status and not keep_status and not status_kept_on_create(rt):
             obj.pop("status", None)
         causes = validate_event_create(rt, obj) or (
             validate_create(rt, obj) + custom_causes(rt, obj)
@@ -346,6 +351,8 @@ class Api:
             raise self._invalid(rt, name, causes)
         if status is not None:
             obj["status"] = status
+        else:
+            admit_create(rt, obj)
         for k in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(k, None)
         meta["creationTimestamp"] = now_rfc3339()
@@ -479,6 +486,7 @@ class Api:
             else:
                 merged.pop("status", None)
             new = merged
+            default_status(rt, new)
             if causes := prepare_status(rt, old, new, subresource):
                 raise self._invalid(rt, name, causes)
         else:

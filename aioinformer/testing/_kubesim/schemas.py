@@ -242,19 +242,21 @@ def crd_type(schema: Mapping[str, Any] | None) -> Type:
 
 
 _CRD_STORE = "customresourcedefinitions.apiextensions.k8s.io"
-_crd_types: dict[tuple[str, int, str], Type] = {}
+#: Types by (CRD stored bytes, version): by content, as two servers in one process may
+#: hold a CRD of the same name at the same revision with different schemas.
+_crd_types: dict[tuple[bytes, str], Type] = {}
 
 
 def type_for(rt: ResourceType, mvcc: Mvcc) -> Type:
     """The type of ``rt``'s objects: from the v2 document, or from the served CRD (cached
-    per CRD revision)."""
+    per CRD content)."""
     if not rt.custom:
         return builtin_type(rt.group, rt.version, rt.kind)
     ts = mvcc.types.get(_CRD_STORE)
     crd = ts.get(f"{rt.plural}.{rt.group}") if ts is not None else None
     if crd is None:
         return crd_type(None)
-    key = (crd.key, crd.rv, rt.version)
+    key = (crd.raw, rt.version)
     t = _crd_types.get(key)
     if t is None:
         schema: Mapping[str, Any] | None = None

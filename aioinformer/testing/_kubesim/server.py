@@ -861,8 +861,8 @@ def _yaml_response(doc: Any, status: int) -> web.Response:
     import yaml
 
     text = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
-    return web.Response(
-        text=text,
+    return web.Response(  # bytes: no charset parameter, as kube-apiserver sends (25e, 16f)
+        body=text.encode(),
         status=status,
         content_type="application/yaml",
         headers={"Cache-Control": "no-cache, private"},
