@@ -476,10 +476,14 @@ async def test_official_client_autoscaling_and_certificates(sim: KubeSim) -> Non
     assert [c.type for c in approved.status.conditions] == ["Approved"]
 
 
-async def test_kubectl_autoscale_get_hpa_and_certificate_approve(tmp_path: Path) -> None:
+@pytest.mark.parametrize("minor", [28, 33])
+async def test_kubectl_autoscale_get_hpa_and_certificate_approve(
+    tmp_path: Path, minor: int
+) -> None:
     """kubectl autoscale deployment, kubectl get hpa (its columns), kubectl certificate
-    approve (PUT .../approval) and deny of another CSR, kubectl get csr."""
-    async with kubectl_sim(tmp_path) as (sim, kubectl):
+    approve (PUT .../approval) and deny of another CSR, kubectl get csr; kubectl 1.28 and
+    1.33 (which sends protobuf bodies where it can), each skipped when not installed."""
+    async with kubectl_sim(tmp_path, min_minor=minor) as (sim, kubectl):
         sim.create(
             "apps/v1/deployments",
             {
@@ -521,3 +525,128 @@ async def test_kubectl_autoscale_get_hpa_and_certificate_approve(tmp_path: Path)
     assert approved["status"]["conditions"][0]["reason"] == "KubectlApprove"
     rows = {line.split()[0]: line for line in csrs.splitlines()[1:]}
     assert rows["yes"].endswith("Approved") and rows["no"].endswith("Denied")
+
+
+# -- flowcontrol and APIServices ------------------------------------------------------------
+
+FC = "/apis/flowcontrol.apiserver.k8s.io"
+APISERVICES = "/apis/apiregistration.k8s.io/v1/apiservices"
+
+
+async def test_flowcontrol_bootstrap_objects_and_versions(http: aiohttp.ClientSession) -> None:
+    """The mandatory and suggested objects are there at start (FlowSchemas with the
+    Dangling condition False), one storage through v1beta3 and v1beta2 (a priority level's
+    nominalConcurrencyShares is v1beta2's assuredConcurrencyShares)."""
+    _, schemas = await call(http, "GET", f"{FC}/v1beta3/flowschemas")
+    names = {s["metadata"]["name"]: s for s in schemas["items"]}
+    assert {"exempt", "probes", "catch-all", "global-default", "system-nodes"} <= set(names)
+    exempt = names["exempt"]
+    assert exempt["spec"]["priorityLevelConfiguration"] == {"name": "exempt"}
+    assert exempt["spec"]["matchingPrecedence"] == 1
+    assert exempt["status"]["conditions"][0]["type"] == "Dangling"
+    assert exempt["metadata"]["annotations"] == {"apf.kubernetes.io/autoupdate-spec": "true"}
+    _, v3 = await call(http, "GET", f"{FC}/v1beta3/prioritylevelconfigurations/global-default")
+    _, v2 = await call(http, "GET", f"{FC}/v1beta2/prioritylevelconfigurations/global-default")
+    assert v3["spec"]["limited"]["nominalConcurrencyShares"] == 20
+    assert v2["spec"]["limited"]["assuredConcurrencyShares"] == 20
+    assert "nominalConcurrencyShares" not in v2["spec"]["limited"]
+    assert v2["apiVersion"] == "flowcontrol.apiserver.k8s.io/v1beta2"
+    # a v1beta2 write lands in the one storage
+    level = {
+        "metadata": {"name": "mine"},
+        "spec": {
+            "type": "Limited",
+            "limited": {"assuredConcurrencyShares": 7, "limitResponse": {"type": "Reject"}},
+        },
+    }
+    status, made = await call(http, "POST", f"{FC}/v1beta2/prioritylevelconfigurations", level)
+    assert status == 201, made
+    assert (made["status"], made["metadata"]["generation"]) == ({}, 1)
+    _, mine = await call(http, "GET", f"{FC}/v1beta3/prioritylevelconfigurations/mine")
+    assert mine["spec"]["limited"]["nominalConcurrencyShares"] == 7
+
+
+async def test_flowcontrol_validation_table_and_status(http: aiohttp.ClientSession) -> None:
+    """matchingPrecedence out of range and a Limited level without ``limited`` are 422;
+    the FlowSchema table has kubectl's columns; /status is served."""
+    bad = {
+        "metadata": {"name": "bad"},
+        "spec": {"priorityLevelConfiguration": {"name": "x"}, "matchingPrecedence": 20000},
+    }
+    status, err = await call(http, "POST", f"{FC}/v1beta3/flowschemas", bad)
+    assert status == 422 and err["details"]["causes"][0]["field"] == "spec.matchingPrecedence"
+    bad_level = {"metadata": {"name": "bad"}, "spec": {"type": "Limited"}}
+    status, err = await call(http, "POST", f"{FC}/v1beta3/prioritylevelconfigurations", bad_level)
+    assert status == 422 and err["details"]["causes"][0]["field"] == "spec.limited"
+    _, table = await call(http, "GET", f"{FC}/v1beta3/flowschemas", headers=TABLE)
+    assert [c["name"] for c in table["columnDefinitions"]] == [
+        "Name", "PriorityLevel", "MatchingPrecedence", "DistinguisherMethod", "Age", "MissingPL"
+    ]  # fmt: skip
+    rows = {r["cells"][0]: r["cells"] for r in table["rows"]}
+    assert rows["exempt"][1:4] == ["exempt", 1, "*"] and rows["exempt"][5] == "False"
+    assert rows["catch-all"][1:4] == ["catch-all", 10000, "ByUser"]
+    status, _ = await call(http, "GET", f"{FC}/v1beta3/flowschemas/exempt/status")
+    assert status == 200
+
+
+async def test_apiservices_match_discovery(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    """One local APIService per served group/version (``v1.``, ``v2.autoscaling``, ...),
+    Available; a CRD adds its own and removes it when it goes; a non-local one is stored
+    with Available False (ServiceNotFound)."""
+    _, listed = await call(http, "GET", APISERVICES)
+    names = {a["metadata"]["name"]: a for a in listed["items"]}
+    _, groups = await call(http, "GET", "/apis")
+    want = {"v1."} | {
+        f"{v['version']}.{g['name']}" for g in groups["groups"] for v in g["versions"]
+    }
+    assert set(names) == want
+    core = names["v1."]
+    assert core["spec"] == {"version": "v1", "groupPriorityMinimum": 18000, "versionPriority": 1}
+    (cond,) = core["status"]["conditions"]
+    assert (cond["type"], cond["status"], cond["reason"]) == ("Available", "True", "Local")
+    assert names["v2.autoscaling"]["spec"]["versionPriority"] == 30
+    _, table = await call(http, "GET", APISERVICES, headers=TABLE)
+    row = next(r["cells"] for r in table["rows"] if r["cells"][0] == "v1.apps")
+    assert row[1:3] == ["Local", "True"]
+    crd = {
+        "metadata": {"name": "things.example.dev"},
+        "spec": {
+            "group": "example.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": [
+                {"name": "v1", "served": True, "storage": True,
+                 "schema": {"openAPIV3Schema": {"type": "object"}}},
+            ],
+        },
+    }  # fmt: skip
+    await call(http, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd)
+    await sim.wait_served("example.dev/v1/things")
+    mine = sim.get("apiregistration.k8s.io/v1/apiservices", "v1.example.dev")
+    assert mine["spec"]["groupPriorityMinimum"] == 1000
+    assert mine["metadata"]["labels"] == {"kube-aggregator.kubernetes.io/automanaged": "true"}
+    await call(
+        http, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.dev"
+    )
+    for _ in range(200):
+        if (await call(http, "GET", f"{APISERVICES}/v1.example.dev"))[0] == 404:
+            break
+        await asyncio.sleep(0.02)
+    assert (await call(http, "GET", f"{APISERVICES}/v1.example.dev"))[0] == 404
+    remote = {
+        "metadata": {"name": "v1beta1.metrics.k8s.io"},
+        "spec": {
+            "group": "metrics.k8s.io", "version": "v1beta1",
+            "service": {"namespace": "kube-system", "name": "metrics-server"},
+            "groupPriorityMinimum": 100, "versionPriority": 100,
+        },
+    }  # fmt: skip
+    status, made = await call(http, "POST", APISERVICES, remote)
+    assert status == 201, made
+    (cond,) = made["status"]["conditions"]
+    assert (cond["status"], cond["reason"]) == ("False", "ServiceNotFound")
+    assert (await call(http, "GET", "/apis/metrics.k8s.io"))[0] == 404
+    status, err = await call(
+        http, "POST", APISERVICES, {**remote, "metadata": {"name": "v1.wrong"}}
+    )
+    assert status == 422 and err["details"]["causes"][0]["field"] == "metadata.name"

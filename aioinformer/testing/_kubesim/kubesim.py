@@ -16,17 +16,20 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from aioinformer.testing._kubesim.apiservices import sync_apiservices
 from aioinformer.testing._kubesim.cluster import ClusterEmulator
 from aioinformer.testing._kubesim.connguard import GuardedSite
 from aioinformer.testing._kubesim.controllers import Controllers
 from aioinformer.testing._kubesim.conversion import to_view
 from aioinformer.testing._kubesim.event_ttl import DEFAULT_EVENT_TTL, EventExpiry
 from aioinformer.testing._kubesim.faults import Faults
+from aioinformer.testing._kubesim.flowcontrol import bootstrap_objects
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
 from aioinformer.testing._kubesim.rest import Api, random_token
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector
 from aioinformer.testing._kubesim.server import SimOptions, SimServer, User, make_tokens
+from aioinformer.testing._kubesim.timefmt import now_rfc3339
 from aioinformer.testing._kubesim.tls import self_signed, write_private
 
 __all__ = ["KubeSim"]
@@ -125,6 +128,10 @@ class KubeSim:
         self._started = False
         for ns in DEFAULT_NAMESPACES:
             self.create("namespaces", {"metadata": {"name": ns}})
+        now = now_rfc3339()
+        for resource, body in bootstrap_objects(now):  # the APF configuration controller's
+            self.create(resource, body, keep_status=True)
+        sync_apiservices(self.api)  # the aggregator's local APIServices
 
     # -- lifecycle ----------------------------------------------------------------------------
 

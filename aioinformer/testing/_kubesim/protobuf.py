@@ -23,6 +23,8 @@ import datetime
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from aioinformer.testing._kubesim.protomessages import (
     EXTRA_KINDS,
     EXTRA_MESSAGES,
@@ -43,7 +45,8 @@ class ProtobufUnsupported(Exception):
 
 
 # A field is (json name, kind, message, flags); kind: "str", "bytes", "int", "bool", "msg",
-# "map" (string -> the message or scalar named in ``message``), "time", "intstr", "quantity".
+# "map" (string -> the message or scalar named in ``message``), "time", "intstr", "quantity",
+# "json" (a FieldsV1-like message whose field 1 holds raw JSON).
 
 _TYPE_META: Message = {1: ("apiVersion", "str", "", 0), 2: ("kind", "str", "", 0)}
 _UNKNOWN: Message = {
@@ -70,6 +73,16 @@ MESSAGES: dict[str, Message] = {
         12: ("annotations", "map", "str", 0),
         13: ("ownerReferences", "msg", "OwnerReference", REPEATED),
         14: ("finalizers", "str", "", REPEATED),
+        17: ("managedFields", "msg", "ManagedFieldsEntry", REPEATED),
+    },
+    "ManagedFieldsEntry": {
+        1: ("manager", "str", "", 0),
+        2: ("operation", "str", "", 0),
+        3: ("apiVersion", "str", "", 0),
+        4: ("time", "time", "", PTR),
+        6: ("fieldsType", "str", "", 0),
+        7: ("fieldsV1", "json", "", PTR),
+        8: ("subresource", "str", "", 0),
     },
     "OwnerReference": {
         1: ("kind", "str", "", 0),
@@ -320,6 +333,14 @@ def _scalar(kind: str, v: int | bytes) -> Any:
         return base64.b64encode(v).decode()
     if kind == "quantity":
         return _text(_only(v, "Quantity").get(1, b""))
+    if kind == "json":  # FieldsV1 and the like: a message whose field 1 is raw JSON
+        raw = _only(v, "FieldsV1").get(1, b"")
+        if not isinstance(raw, bytes):
+            raise ProtobufUnsupported("a FieldsV1 field is not length-delimited")
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            raise ProtobufUnsupported("a FieldsV1 field does not hold JSON") from None
     if not isinstance(v, int):
         raise ProtobufUnsupported(f"a {kind} field is not a varint")
     return bool(v) if kind == "bool" else _signed(v)

@@ -1,9 +1,12 @@
-"""Protobuf message tables of the batch, RBAC, policy, scheduling and review kinds (by field
-number, from the kinds' ``generated.proto`` and Go types of v1.28), for :mod:`._protobuf`.
+"""Protobuf message tables of the batch, RBAC, policy, scheduling, review, autoscaling/v1
+and certificates kinds (by field number, from the kinds' ``generated.proto`` and Go types of
+v1.28), for :mod:`._protobuf`.
 
 kubectl >= 1.32 sends these bodies as protobuf: ``create job|cronjob|role|rolebinding|
 clusterrole|clusterrolebinding|poddisruptionbudget|priorityclass``, ``auth can-i``
-(a SelfSubjectAccessReview) and ``auth whoami`` (a SelfSubjectReview). Status messages
+(a SelfSubjectAccessReview), ``auth whoami`` (a SelfSubjectReview), ``autoscale`` (an
+autoscaling/v1 HPA) and ``certificate approve|deny`` (a CSR; ``spec.extra`` is not decoded,
+KubeSim never sets it). Status messages
 that clients send empty are tables without fields: a field in them is reported as not
 understood. The field notation is :mod:`._protobuf`'s.
 """
@@ -210,6 +213,55 @@ EXTRA_MESSAGES: dict[str, Message] = {
         6: ("expectedPods", "int", "", 0),
     },
     **{name: {} for name in _EMPTY_STATUS},
+    "HorizontalPodAutoscaler": {
+        1: ("metadata", "msg", "ObjectMeta", 0),
+        2: ("spec", "msg", "HorizontalPodAutoscalerSpec", 0),
+        3: ("status", "msg", "HorizontalPodAutoscalerStatus", PTR),
+    },
+    "HorizontalPodAutoscalerSpec": {
+        1: ("scaleTargetRef", "msg", "CrossVersionObjectReference", 0),
+        2: ("minReplicas", "int", "", PTR),
+        3: ("maxReplicas", "int", "", 0),
+        4: ("targetCPUUtilizationPercentage", "int", "", PTR),
+    },
+    "CrossVersionObjectReference": {
+        1: ("kind", "str", "", 0),
+        2: ("name", "str", "", 0),
+        3: ("apiVersion", "str", "", PTR),
+    },
+    "HorizontalPodAutoscalerStatus": {
+        1: ("observedGeneration", "int", "", PTR),
+        2: ("lastScaleTime", "time", "", PTR),
+        3: ("currentReplicas", "int", "", 0),
+        4: ("desiredReplicas", "int", "", 0),
+        5: ("currentCPUUtilizationPercentage", "int", "", PTR),
+    },
+    "CertificateSigningRequest": {
+        1: ("metadata", "msg", "ObjectMeta", 0),
+        2: ("spec", "msg", "CertificateSigningRequestSpec", 0),
+        3: ("status", "msg", "CertificateSigningRequestStatus", PTR),
+    },
+    "CertificateSigningRequestSpec": {
+        1: ("request", "bytes", "", 0),
+        7: ("signerName", "str", "", 0),
+        8: ("expirationSeconds", "int", "", PTR),
+        5: ("usages", "str", "", REPEATED),
+        2: ("username", "str", "", PTR),
+        3: ("uid", "str", "", PTR),
+        4: ("groups", "str", "", REPEATED),
+    },
+    "CertificateSigningRequestStatus": {
+        1: ("conditions", "msg", "CertificateSigningRequestCondition", REPEATED),
+        2: ("certificate", "bytes", "", PTR),
+    },
+    "CertificateSigningRequestCondition": {
+        1: ("type", "str", "", 0),
+        6: ("status", "str", "", 0),
+        2: ("reason", "str", "", PTR),
+        3: ("message", "str", "", PTR),
+        4: ("lastUpdateTime", "time", "", PTR),
+        5: ("lastTransitionTime", "time", "", PTR),
+    },
 }
 
 #: (apiVersion, kind) -> message, for the kinds above.
@@ -232,4 +284,6 @@ EXTRA_KINDS: dict[tuple[str, str], str] = {
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "HorizontalPodAutoscaler",
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): "CertificateSigningRequest",
 }

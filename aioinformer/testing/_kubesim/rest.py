@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from aioinformer.testing._kubesim import deepjson
+from aioinformer.testing._kubesim.apiservices import sync_apiservices
 from aioinformer.testing._kubesim.conversion import to_storage, to_view
 from aioinformer.testing._kubesim.crdschema import custom_causes
 from aioinformer.testing._kubesim.decoding import decode_patched
@@ -670,6 +671,7 @@ class Api:
         }
         stored = self._stored(crd_rt, crd, self.mvcc.next_rv())
         ts.commit(stored.key, stored)
+        sync_apiservices(self)
 
     def _after_delete(self, rt: ResourceType, obj: dict[str, Any]) -> None:
         if rt.plural == "customresourcedefinitions" and rt.group == "apiextensions.k8s.io":
@@ -682,6 +684,7 @@ class Api:
                 dropped = self.mvcc.drop_type(self.type_name(gone))
                 if dropped is not None:
                     dropped.wake()
+            sync_apiservices(self)
 
     def served(self, rt: ResourceType) -> bool:
         """Whether ``rt`` is still served (a CRD may have gone since it was looked up)."""

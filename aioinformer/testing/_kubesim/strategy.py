@@ -3,7 +3,8 @@
 
 * :func:`prepare_create` allocates what the registry allocates on create: a Service's
   addresses and node ports (:mod:`._service_ips`), a Job's selector from its uid, a CSR's
-  requester identity (:mod:`._csr`).
+  requester identity (:mod:`._csr`), the empty status of flowcontrol objects, an
+  APIService's availability (:mod:`._apiservices`).
 * :func:`prepare_update` keeps, on a write of the main resource, what only another path may
   change or what was allocated: a Namespace's ``spec.finalizers`` (only ``/finalize``
   changes them), a Service's addresses and node ports, a CSR's spec and status.
@@ -25,6 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from aioinformer.testing._kubesim.apiservices import (
+    default_apiservice,
+    is_apiservice,
+    validate_apiservice,
+)
 from aioinformer.testing._kubesim.batch_defaults import generate_job_selector
 from aioinformer.testing._kubesim.csr import (
     is_csr,
@@ -32,6 +38,7 @@ from aioinformer.testing._kubesim.csr import (
     prepare_csr_update,
     validate_csr,
 )
+from aioinformer.testing._kubesim.flowcontrol import is_flowcontrol, validate_flowcontrol
 from aioinformer.testing._kubesim.hpa import is_hpa
 from aioinformer.testing._kubesim.hpa_validation import validate_hpa
 from aioinformer.testing._kubesim.namespace_lifecycle import spec_finalizers
@@ -73,6 +80,10 @@ def prepare_create(
         generate_job_selector(obj)
     if is_csr(rt):
         prepare_csr_create(obj)
+    if is_flowcontrol(rt):
+        obj["status"] = {}
+    if is_apiservice(rt):
+        default_apiservice(obj)
     return _kind_causes(rt, obj)
 
 
@@ -81,6 +92,10 @@ def _kind_causes(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
         return validate_hpa(rt, obj)
     if is_csr(rt):
         return validate_csr(obj)
+    if is_flowcontrol(rt):
+        return validate_flowcontrol(rt, obj)
+    if is_apiservice(rt):
+        return validate_apiservice(obj)
     return []
 
 

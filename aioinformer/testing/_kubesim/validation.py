@@ -221,12 +221,15 @@ NameRule = Literal["subdomain", "label", "dns1035", "path-segment"]
 def name_rule(rt: ResourceType) -> NameRule:
     """The name format of *rt*: RFC 1123 label for namespaces, DNS-1035 label for services (as
     upstream, which is stricter than RFC 1123), a path segment for Events (whose strategy
-    checks no name; events.k8s.io/v1's asks for a subdomain, :mod:`._event_validation`),
+    checks no name; events.k8s.io/v1's asks for a subdomain, :mod:`._event_validation`) and
+    APIServices,
     RFC 1123 subdomain for all others served."""
     if rt.group == "" and rt.plural in ("namespaces", "services"):
         return "label" if rt.plural == "namespaces" else "dns1035"
     if rt.plural == "events" and rt.group in ("", "events.k8s.io") and not rt.custom:
         return "path-segment"
+    if rt.plural == "apiservices" and rt.group == "apiregistration.k8s.io":
+        return "path-segment"  # ``<version>.<group>``: "v1." for core
     return "subdomain"
 
 
@@ -579,8 +582,9 @@ def uses_generation(rt: ResourceType) -> bool:
     """Whether the apiserver keeps ``metadata.generation`` for *rt* (1 on create, +1 when
     :func:`spec_changed`): custom resources, CRDs, the apps workloads and the other kinds
     whose strategies keep it (Jobs, CronJobs, ReplicationControllers, PodDisruptionBudgets,
-    Ingresses, NetworkPolicies, EndpointSlices). Pods, Nodes, Namespaces, Services,
-    ConfigMaps, Secrets, Leases, Events and RBAC objects do not (v1.28)."""
+    Ingresses, NetworkPolicies, EndpointSlices, FlowSchemas, PriorityLevelConfigurations).
+    Pods, Nodes, Namespaces, Services, ConfigMaps, Secrets, Leases, Events and RBAC objects
+    do not (v1.28)."""
     return (
         rt.custom
         or rt.group == "apiextensions.k8s.io"
@@ -598,6 +602,8 @@ _GENERATION_KINDS = frozenset(
         ("networking.k8s.io", "ingresses"),
         ("networking.k8s.io", "networkpolicies"),
         ("discovery.k8s.io", "endpointslices"),
+        ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
     }
 )
 
