@@ -188,7 +188,8 @@ class PipelineThread:
 
     async def wait(self) -> Any:
         """Await :attr:`done` without being cancelled out of it: a cancellation while
-        waiting is passed on to ``main()`` and raised once the thread has ended."""
+        waiting is passed on to ``main()``; ``main()``'s result is returned, or its
+        exception (or the cancellation) raised, only once the thread has ended."""
         cancelled = False
         while not self.done.done():
             try:
@@ -197,6 +198,8 @@ class PipelineThread:
                 if not self.done.done():
                     cancelled = True
                     self.cancel()
+            except BaseException:  # main()'s own exception: raised below, once joined
+                pass
         if self._thread is not None:
             self._thread.join()  # (it has closed its loop already: it only returns now)
         if cancelled:
