@@ -20,7 +20,7 @@ CLOCK_MONOTONIC). Also reported: the informer process's RSS per pod (after the s
 before it, / N, a fresh process) and its sync time; ``--compact`` runs the informer in
 compact mode (issue 19, sections 2 and 3: RSS per pod <= 7.6 KB by default, <= 2.5 KB
 compact; one million pods with ``--pods 1000000 --compact --modes index --pipelines thread
---rate 2000 --history 200000 --max-list-bytes 8589934592``).
+--rate 2000 --history 200000``).
 
 Target (issue 19): with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms,
 at 50k and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than
@@ -172,7 +172,6 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         "read": read,
                         "readers": args.readers,
                         "compact": args.compact,
-                        "max_list_bytes": args.max_list_bytes,
                         "uids": uids,
                     }
                     row = await run_child(sim, cfg, args)
@@ -205,12 +204,6 @@ def main() -> None:
         "--compact", action="store_true", help="the informer in compact mode (compact=True)"
     )
     p.add_argument("--history", type=int, default=100_000, help="the sim's event history")
-    p.add_argument(
-        "--max-list-bytes",
-        type=int,
-        default=2 << 30,
-        help="the informer's WatchOptions.max_list_bytes (a million pods need ~8 GiB)",
-    )
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args()
     result = asyncio.run(main_async(args))
