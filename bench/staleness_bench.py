@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ async def run_child(
         ready = (await ask({"url": sim.url, **cfg}))["ready"]
         synced = await ask({"op": "sync"})
         await sim.record()
+        load_1m = os.getloadavg()[0]  # the machine is shared: how busy it was
         await sim.churn(args.rate)
         await ask({"op": "load", "seconds": args.duration})
         await sim.churn(0)
@@ -76,6 +79,7 @@ async def run_child(
         reached = (await ask({"op": "wait_rv", "rv": target}))["reached"]
         raw = await ask({"op": "result"})
         commits = await sim.commits()
+        sim_rss = (await sim.stats())["rss_bytes"]
     finally:
         if child.returncode is None:
             stdin.close()
@@ -93,6 +97,8 @@ async def run_child(
         "objects": synced["objects"],
         "sync_seconds": round(synced["synced"], 2),
         "rss_per_pod_bytes": round((synced["rss_bytes"] - ready["rss_bytes"]) / synced["objects"]),
+        "rss_bytes": synced["rss_bytes"],
+        "sim_rss_bytes": sim_rss,
         "changes": len(in_load),
         "published_all": reached,
         "staleness_p50": round(percentile(stale, 0.5), 5),
@@ -104,6 +110,7 @@ async def run_child(
         "read_p50": round(percentile(lat, 0.5), 5),
         "read_p99": round(percentile(lat, 0.99), 5),
         "fifo_peak": raw["stats"]["fifo_peak"],
+        "load_1m": round(load_1m, 2),
         "pipeline_ran": raw["stats"]["pipeline"],
     }
 
@@ -178,12 +185,13 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     print(json.dumps(row), file=sys.stderr, flush=True)
                     rows.append(row)
     return {
-        "command": "python bench/staleness_bench.py " + " ".join(sys.argv[1:]),
+        "command": "python bench/staleness_bench.py " + shlex.join(sys.argv[1:]),
         "machine": machine_info(),
         "rate": args.rate,
         "duration": args.duration,
         "readers": args.readers,
         "compact": args.compact,
+        "note": args.note,
         "populated": populated,
         "rows": rows,
         "targets": targets(rows),
@@ -204,6 +212,9 @@ def main() -> None:
         "--compact", action="store_true", help="the informer in compact mode (compact=True)"
     )
     p.add_argument("--history", type=int, default=100_000, help="the sim's event history")
+    p.add_argument(
+        "--note", default="", help="said with the results (e.g. which run this repeats and why)"
+    )
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args()
     result = asyncio.run(main_async(args))
