@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aioinformer import WatchOptions
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
@@ -307,6 +309,8 @@ def memory_section(data: dict[str, Any]) -> list[str]:
 def million_section(data: dict[str, Any]) -> list[str]:
     r = data["rows"][0]
     p = data["populated"][0]
+    o = WatchOptions()
+    pages = -(-r["objects"] // o.page_size)
     out = [
         "## One million pods (bench/staleness_bench.py --pods 1000000 --compact)",
         "",
@@ -321,13 +325,19 @@ def million_section(data: dict[str, Any]) -> list[str]:
         f"{r['objects']:,} objects in {r['sync_seconds']:.1f} s, RSS "
         f"{kb(r['rss_per_pod_bytes'])}/pod ({r['rss_per_pod_bytes'] * r['pods'] / 2**30:.2f} "
         "GiB for the cache)"
-        + (f", {r['rss_bytes'] / 2**30:.2f} GiB in all after the sync" if "rss_bytes" in r else ""),
+        + (f", {r['rss_bytes'] / 2**30:.2f} GiB in all after the sync" if "rss_bytes" in r else "")
+        + f"; the sync is paced by the request ceiling: {pages:,} pages of {o.page_size} at "
+        f"{o.request_rate:.0f} requests/s after a burst of {o.request_burst} take at least "
+        f"{max(0, pages - o.request_burst) / o.request_rate:.0f} s (WatchOptions' defaults)",
         f"- {data['readers']} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
         f"{data['duration']:.0f} s ({r['changes']:,} changes, "
         f"{r['changes'] / data['duration']:,.0f}/s committed): staleness p50 "
         f"{ms(r['staleness_p50'])}, p99 {ms(r['staleness_p99'])}, max {ms(r['staleness_max'])}; "
         f"reader p99 {ms(r['read_p99'])} over {r['reads']:,} reads; FIFO peak {r['fifo_peak']:,}; "
         f"load {load(r)}",
+        f"- where the staleness goes: wire p99 {ms(r['wire_p99'])} (the sim's commit -> the "
+        f"informer's watcher reading the event), informer p99 {ms(r['informer_p99'])} (-> "
+        "the published snapshot)",
     ]
     if "sim_rss_bytes" in r:
         out.append(f"- KubeSim's RSS after the load: {r['sim_rss_bytes'] / 2**30:.2f} GiB")

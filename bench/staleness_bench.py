@@ -155,6 +155,19 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def measured_args(argv: list[str]) -> list[str]:
+    """``argv`` without ``--note`` and its text (an annotation, recorded on its own)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--note":
+            skip = True
+        elif not arg.startswith("--note="):
+            out.append(arg)
+    return out
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     populated = []
@@ -185,7 +198,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                     print(json.dumps(row), file=sys.stderr, flush=True)
                     rows.append(row)
     return {
-        "command": "python bench/staleness_bench.py " + shlex.join(sys.argv[1:]),
+        "command": "python bench/staleness_bench.py " + shlex.join(measured_args(sys.argv[1:])),
         "machine": machine_info(),
         "rate": args.rate,
         "duration": args.duration,
