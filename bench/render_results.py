@@ -269,7 +269,8 @@ def staleness_section(
 
 
 def rerun_section(data: dict[str, Any]) -> list[str]:
-    """A staleness_bench run of some configurations again (``staleness_50k.json``)."""
+    """A staleness_bench run of some configurations again (``staleness_50k.json``,
+    ``staleness_200k.json``)."""
     pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
     return staleness_section(
         data, f"## Staleness at {pods} pods again (bench/staleness_bench.py, the index readers)"
@@ -463,6 +464,7 @@ def main(argv: list[str] | None = None) -> int:
         ("seed.json", seed_section),
         ("staleness.json", staleness_section),
         ("staleness_50k.json", rerun_section),
+        ("staleness_200k.json", rerun_section),
         ("memory.json", memory_section),
         ("million.json", million_section),
         ("pipeline.json", pipeline_section),
