@@ -204,6 +204,8 @@ class PipelineThread:
                 if not self.done.done():
                     cancelled = True
                     self.cancel()
+            except Exception:
+                break  # main() failed: done.result() raises it below, once joined
         if self._thread is not None:
             self._thread.join()  # (it has closed its loop already: it only returns now)
         if cancelled:
