@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aioinformer import WatchOptions
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 
@@ -208,14 +210,29 @@ def kb(n: float) -> str:
     return f"{n / 1000:.2f} KB"
 
 
-def staleness_section(data: dict[str, Any]) -> list[str]:
+def load(row: dict[str, Any]) -> str:
+    """The machine's 1-minute load average when the row's load phase began ("-" when the
+    run did not record it)."""
+    return f"{row['load_1m']:.2f}" if "load_1m" in row else "-"
+
+
+def note(data: dict[str, Any]) -> list[str]:
+    """The run's ``--note`` (which run it repeats and why), as a paragraph."""
+    return ["", f"Note: {data['note']}"] if data.get("note") else []
+
+
+def staleness_section(
+    data: dict[str, Any],
+    title: str = "## Staleness under readers that never yield (bench/staleness_bench.py)",
+) -> list[str]:
     made = ", ".join(
         f"{p['pods']:,} pods populated in {p['seconds']:.0f} s" for p in data["populated"]
     )
     out = [
-        "## Staleness under readers that never yield (bench/staleness_bench.py)",
+        title,
         "",
         f"Command: `{data['command']}`",
+        *note(data),
         "",
         f"Machine: {machine_line(data.get('machine') or {})}",
         "",
@@ -225,18 +242,19 @@ def staleness_section(data: dict[str, Any]) -> list[str]:
         f"(managedFields dropped{', compact mode' if data.get('compact') else ''}). "
         "Staleness per pod change: the sim's commit -> the first published snapshot holding it. "
         "`thread`: the watcher, FIFO and writer on the informer's pipeline thread (the "
-        "default); `loop`: on the readers' event loop.",
+        "default); `loop`: on the readers' event loop. Load: the machine's 1-minute load "
+        "average as the run's load phase began (2 cores, shared).",
         "",
         "| pods | pipeline | readers | staleness p50 | p99 | max | reader p99 | reads | "
-        "FIFO peak | RSS/pod | sync |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "FIFO peak | RSS/pod | sync | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         out.append(
             f"| {r['pods']:,} | {r['pipeline']} | {r['read']} | {ms(r['staleness_p50'])} | "
             f"{ms(r['staleness_p99'])} | {ms(r['staleness_max'])} | {ms(r['read_p99'])} | "
             f"{r['reads']:,} | {r['fifo_peak']:,} | {kb(r['rss_per_pod_bytes'])} | "
-            f"{r['sync_seconds']:.1f} s |"
+            f"{r['sync_seconds']:.1f} s | {load(r)} |"
         )
     out += ["", "Targets (issue 19, ratios from this run):", ""]
     for t in data["targets"]:
@@ -248,6 +266,15 @@ def staleness_section(data: dict[str, Any]) -> list[str]:
             f"{ms(t['bound'])} (ratio {t['ratio']:.3f}): {verdict}"
         )
     return out
+
+
+def rerun_section(data: dict[str, Any]) -> list[str]:
+    """A staleness_bench run of some configurations again (``staleness_50k.json``,
+    ``staleness_200k.json``)."""
+    pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
+    return staleness_section(
+        data, f"## Staleness at {pods} pods again (bench/staleness_bench.py, the index readers)"
+    )
 
 
 def memory_section(data: dict[str, Any]) -> list[str]:
@@ -283,7 +310,9 @@ def memory_section(data: dict[str, Any]) -> list[str]:
 def million_section(data: dict[str, Any]) -> list[str]:
     r = data["rows"][0]
     p = data["populated"][0]
-    return [
+    o = WatchOptions()
+    pages = -(-r["objects"] // o.page_size)
+    out = [
         "## One million pods (bench/staleness_bench.py --pods 1000000 --compact)",
         "",
         f"Command: `{data['command']}`",
@@ -293,14 +322,27 @@ def million_section(data: dict[str, Any]) -> list[str]:
         f"- KubeSim in its own process: {p['pods']:,} pods (1000 owners x 1000) populated in "
         f"{p['seconds']:.0f} s, sim RSS {p['sim_rss_bytes'] / 2**30:.2f} GiB "
         f"({kb(p['sim_rss_bytes'] / p['pods'])}/pod)",
-        f"- the informer in compact mode, pipeline {r['pipeline']}: synced {r['objects']:,} "
-        f"objects in {r['sync_seconds']:.1f} s, RSS {kb(r['rss_per_pod_bytes'])}/pod "
-        f"({r['rss_per_pod_bytes'] * r['pods'] / 2**30:.2f} GiB)",
+        f"- the informer in compact mode, pipeline {r['pipeline']}, its own process: synced "
+        f"{r['objects']:,} objects in {r['sync_seconds']:.1f} s, RSS "
+        f"{kb(r['rss_per_pod_bytes'])}/pod ({r['rss_per_pod_bytes'] * r['pods'] / 2**30:.2f} "
+        "GiB for the cache)"
+        + (f", {r['rss_bytes'] / 2**30:.2f} GiB in all after the sync" if "rss_bytes" in r else "")
+        + f"; the sync is paced by the request ceiling: {pages:,} pages of {o.page_size} at "
+        f"{o.request_rate:.0f} requests/s after a burst of {o.request_burst} take at least "
+        f"{max(0, pages - o.request_burst) / o.request_rate:.0f} s (WatchOptions' defaults)",
         f"- {data['readers']} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
-        f"{data['duration']:.0f} s ({r['changes']:,} changes): staleness p50 "
+        f"{data['duration']:.0f} s ({r['changes']:,} changes, "
+        f"{r['changes'] / data['duration']:,.0f}/s committed): staleness p50 "
         f"{ms(r['staleness_p50'])}, p99 {ms(r['staleness_p99'])}, max {ms(r['staleness_max'])}; "
-        f"reader p99 {ms(r['read_p99'])} over {r['reads']:,} reads; FIFO peak {r['fifo_peak']:,}",
+        f"reader p99 {ms(r['read_p99'])} over {r['reads']:,} reads; FIFO peak {r['fifo_peak']:,}; "
+        f"load {load(r)}",
+        f"- where the staleness goes: wire p99 {ms(r['wire_p99'])} (the sim's commit -> the "
+        f"informer's watcher reading the event), informer p99 {ms(r['informer_p99'])} (-> "
+        "the published snapshot)",
     ]
+    if "sim_rss_bytes" in r:
+        out.append(f"- KubeSim's RSS after the load: {r['sim_rss_bytes'] / 2**30:.2f} GiB")
+    return out + note(data)
 
 
 def pipeline_section(data: dict[str, Any]) -> list[str]:
@@ -421,6 +463,8 @@ def main(argv: list[str] | None = None) -> int:
     sections = [
         ("seed.json", seed_section),
         ("staleness.json", staleness_section),
+        ("staleness_50k.json", rerun_section),
+        ("staleness_200k.json", rerun_section),
         ("memory.json", memory_section),
         ("million.json", million_section),
         ("pipeline.json", pipeline_section),

@@ -20,7 +20,7 @@ CLOCK_MONOTONIC). Also reported: the informer process's RSS per pod (after the s
 before it, / N, a fresh process) and its sync time; ``--compact`` runs the informer in
 compact mode (issue 19, sections 2 and 3: RSS per pod <= 7.6 KB by default, <= 2.5 KB
 compact; one million pods with ``--pods 1000000 --compact --modes index --pipelines thread
---rate 2000 --history 200000 --max-list-bytes 8589934592``).
+--rate 2000 --history 200000``).
 
 Target (issue 19): with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms,
 at 50k and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than
@@ -32,6 +32,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,6 +71,7 @@ async def run_child(
         ready = (await ask({"url": sim.url, **cfg}))["ready"]
         synced = await ask({"op": "sync"})
         await sim.record()
+        load_1m = os.getloadavg()[0]  # the machine is shared: how busy it was
         await sim.churn(args.rate)
         await ask({"op": "load", "seconds": args.duration})
         await sim.churn(0)
@@ -76,6 +79,7 @@ async def run_child(
         reached = (await ask({"op": "wait_rv", "rv": target}))["reached"]
         raw = await ask({"op": "result"})
         commits = await sim.commits()
+        sim_rss = (await sim.stats())["rss_bytes"]
     finally:
         if child.returncode is None:
             stdin.close()
@@ -93,6 +97,8 @@ async def run_child(
         "objects": synced["objects"],
         "sync_seconds": round(synced["synced"], 2),
         "rss_per_pod_bytes": round((synced["rss_bytes"] - ready["rss_bytes"]) / synced["objects"]),
+        "rss_bytes": synced["rss_bytes"],
+        "sim_rss_bytes": sim_rss,
         "changes": len(in_load),
         "published_all": reached,
         "staleness_p50": round(percentile(stale, 0.5), 5),
@@ -104,6 +110,7 @@ async def run_child(
         "read_p50": round(percentile(lat, 0.5), 5),
         "read_p99": round(percentile(lat, 0.99), 5),
         "fifo_peak": raw["stats"]["fifo_peak"],
+        "load_1m": round(load_1m, 2),
         "pipeline_ran": raw["stats"]["pipeline"],
     }
 
@@ -148,6 +155,19 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def measured_args(argv: list[str]) -> list[str]:
+    """``argv`` without ``--note`` and its text (an annotation, recorded on its own)."""
+    out, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--note":
+            skip = True
+        elif not arg.startswith("--note="):
+            out.append(arg)
+    return out
+
+
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     populated = []
@@ -172,19 +192,19 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         "read": read,
                         "readers": args.readers,
                         "compact": args.compact,
-                        "max_list_bytes": args.max_list_bytes,
                         "uids": uids,
                     }
                     row = await run_child(sim, cfg, args)
                     print(json.dumps(row), file=sys.stderr, flush=True)
                     rows.append(row)
     return {
-        "command": "python bench/staleness_bench.py " + " ".join(sys.argv[1:]),
+        "command": "python bench/staleness_bench.py " + shlex.join(measured_args(sys.argv[1:])),
         "machine": machine_info(),
         "rate": args.rate,
         "duration": args.duration,
         "readers": args.readers,
         "compact": args.compact,
+        "note": args.note,
         "populated": populated,
         "rows": rows,
         "targets": targets(rows),
@@ -206,10 +226,7 @@ def main() -> None:
     )
     p.add_argument("--history", type=int, default=100_000, help="the sim's event history")
     p.add_argument(
-        "--max-list-bytes",
-        type=int,
-        default=2 << 30,
-        help="the informer's WatchOptions.max_list_bytes (a million pods need ~8 GiB)",
+        "--note", default="", help="said with the results (e.g. which run this repeats and why)"
     )
     p.add_argument("--json", metavar="PATH")
     args = p.parse_args()

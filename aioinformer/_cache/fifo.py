@@ -22,7 +22,9 @@ grouping). Contract:
   wakes every waiting pop. ``close()`` is idempotent.
 * :meth:`RealFIFO.statistics` reports depth, peak depth and the age of the oldest item
   (how far the store lags what the watcher has received), by the FIFO's ``clock`` (the
-  clock the watcher stamps ``received`` with).
+  clock the watcher stamps ``received`` with). The peak is kept by the puts themselves, so
+  it is exact even when the writer drains the FIFO faster than anyone could sample its
+  depth; :meth:`RealFIFO.reset_peak` starts it over (the peak of one period).
 * **Receipt listeners** (:meth:`RealFIFO.on_put`) see every batch of items as it is put,
   before the writer can take them: for instrumentation (e.g. timing each event from the
   socket to the published state).
@@ -52,7 +54,7 @@ class FifoStatistics:
     depth: int
     """Items queued now."""
     peak_depth: int
-    """The largest ``depth`` ever reached."""
+    """The largest ``depth`` reached since the FIFO was made or its peak was last reset."""
     oldest_received: float | None
     """``received`` of the oldest queued item (the FIFO's clock); None if empty."""
     oldest_age: float
@@ -197,6 +199,14 @@ class RealFIFO:
                 self._listeners.remove(listener)
 
         return remove
+
+    def reset_peak(self) -> int:
+        """Return the peak depth so far and start it over from the current depth. Safe to
+        call from another thread than the FIFO's: a put racing with it is counted in the
+        new peak or in the returned one."""
+        peak = self._peak
+        self._peak = len(self._items)
+        return peak
 
     def _notify(self, items: Sequence[Item]) -> None:
         for listener in tuple(self._listeners):

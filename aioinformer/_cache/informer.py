@@ -115,7 +115,8 @@ class InformerStatistics:
     fifo_depth: int
     """Items waiting in the FIFO."""
     fifo_peak: int
-    """Largest FIFO depth seen."""
+    """Largest FIFO depth seen (since start, or since :meth:`Informer.reset_fifo_peak`),
+    counted by the FIFO's puts: exact whichever thread drains it."""
     staleness: float
     """Seconds the oldest unapplied delta has waited (0 when caught up)."""
     events_per_second: float
@@ -510,6 +511,12 @@ class Informer:
         the socket to the published state. Quick listeners only (on the pipeline thread
         with ``pipeline="thread"``); exceptions are logged."""
         return self._fifo.on_put(listener)
+
+    def reset_fifo_peak(self) -> int:
+        """Return :attr:`InformerStatistics.fifo_peak` and start it over from the FIFO's
+        current depth: the peak of one period (a load phase, a scrape interval). Sampling
+        ``fifo_depth`` instead misses the peaks a pipeline thread drains between samples."""
+        return self._fifo.reset_peak()
 
     # -- reads --------------------------------------------------------------------------------
 

@@ -4,8 +4,8 @@ In asyncio CPU is the lock: a reader that scans a big snapshot without awaiting 
 every other callback of its loop, the watcher's reads and the store writer among them.
 :class:`PipelineThread` runs a coroutine (the informer's watch -> FIFO -> writer) on a new
 event loop in a dedicated thread, so readers on the caller's loop cannot starve it: when
-it has work, CPython hands it the GIL within one switch interval (5 ms by default) however
-busy the readers are.
+it has work, CPython hands it the GIL within one switch interval (lowered to
+:data:`SWITCH_INTERVAL` while it runs) however busy the readers are.
 
 Contract:
 
@@ -24,13 +24,18 @@ Contract:
   to the published snapshot costs two hand-overs (the poll that waits, the read), not one
   per loop iteration.
 * **The switch interval.** While any pipeline thread runs, the interpreter's switch
-  interval (:func:`sys.setswitchinterval`) is at most :data:`SWITCH_INTERVAL` (1 ms): a
-  thread that keeps the GIL busy (a reader scanning a snapshot) gives it up within 1 ms
-  of the pipeline's asking instead of 5, and a waiting thread's turn is not postponed
-  for long by a busy loop's frequent short releases. An application that set a lower
-  interval keeps it; the interval is put back when the last pipeline thread ends, unless
-  the application changed it meanwhile. Threads only switch more often while both want
-  the GIL: an idle pipeline costs nothing.
+  interval (:func:`sys.setswitchinterval`) is at most :data:`SWITCH_INTERVAL` (0.2 ms).
+  CPython makes a thread that holds the GIL give it up to a waiting one only after the
+  waiter saw no hand-over for a whole interval; a busy event loop releases the GIL for an
+  instant at every iteration (its zero-timeout poll) and takes it straight back, which
+  counts as a hand-over. So a loop of readers whose steps are shorter than the interval
+  (index lookups of a millisecond, back to back) would keep the pipeline thread waiting
+  for the GIL for as long as they run; with 0.2 ms, any step longer than that
+  lets it in, and a reader scanning a snapshot gives the GIL up within 0.2 ms of the
+  pipeline's asking. An application that set a lower interval keeps it; the interval is
+  put back when the last pipeline thread ends, unless the application changed it
+  meanwhile. Threads only switch more often while both want the GIL: an idle pipeline
+  costs nothing.
 * Nothing is left behind: the thread ends with ``main()``, and cancels ``main()`` itself
   once the caller's loop is closed (an informer never stopped: nobody is left to tell it,
   checked every :data:`ORPHAN_CHECK` seconds); it is a daemon, so an interpreter exiting
@@ -56,7 +61,7 @@ __all__ = ["MAX_SKIPPED_POLLS", "SWITCH_INTERVAL", "THREAD_PREFIX", "PipelineThr
 ORPHAN_CHECK = 1.0
 """Seconds between the pipeline thread's checks that the caller's loop still runs."""
 
-SWITCH_INTERVAL = 0.001
+SWITCH_INTERVAL = 0.0002
 """The switch interval (seconds) while pipeline threads run (see the module docstring)."""
 
 THREAD_PREFIX = "aioinformer-pipeline-"
@@ -94,6 +99,7 @@ class _SwitchInterval:
         self._lock = threading.Lock()
         self._running = 0
         self._saved: float | None = None  # the interval before the first thread lowered it
+        self._lowered = 0.0  # what the interpreter reports once lowered (whole microseconds)
 
     def enter(self) -> None:
         with self._lock:
@@ -101,12 +107,13 @@ class _SwitchInterval:
             if self._running == 1 and sys.getswitchinterval() > SWITCH_INTERVAL:
                 self._saved = sys.getswitchinterval()
                 sys.setswitchinterval(SWITCH_INTERVAL)
+                self._lowered = sys.getswitchinterval()
 
     def leave(self) -> None:
         with self._lock:
             self._running -= 1
             if self._running == 0 and self._saved is not None:
-                if sys.getswitchinterval() == SWITCH_INTERVAL:  # (else the application's)
+                if sys.getswitchinterval() == self._lowered:  # (else the application's)
                     sys.setswitchinterval(self._saved)
                 self._saved = None
 

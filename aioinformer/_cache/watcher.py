@@ -14,8 +14,10 @@ ped, or the FIFO is closed. Recovery:
 * **Paged lists**: a continue token that expires before the list is done (a list slower
   than the server's compaction) is followed at once by one unpaged list (client-go's
   ``FullListIfExpired``); only if that fails too does the watcher back off. A continue token
-  sent twice, more than ``max_list_pages`` pages, or pages over ``max_list_bytes`` together
-  fail the list (no server can make a list loop or grow without bound).
+  sent twice, more than ``max_list_pages`` pages, or one page body over ``max_list_bytes``
+  fail the list (no server can make a list loop or grow without bound: a whole list is at
+  most ``max_list_pages`` pages of at most ``max_list_bytes`` each, and a large cluster's
+  list is never refused for its total size).
 * **Watch** from the last RV with bookmarks and ``timeoutSeconds`` drawn from
   [``min_watch_timeout``, ``max_watch_timeout``]: ADDED/MODIFIED/DELETED become
   :class:`Delta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
@@ -251,8 +253,10 @@ class WatchOptions:
     list_timeout: float = DEFAULT_LIST_TIMEOUT
     """Seconds one list page may take in all."""
     max_list_bytes: int = DEFAULT_MAX_LIST_BYTES
-    """The largest list accepted (decompressed): each page body, and all the pages of one
-    list together."""
+    """The largest list response body accepted (decompressed: a gzip bomb or a body that
+    never ends stops there). It bounds each page, not the list: a paged list may be
+    ``max_list_pages`` pages of this size. An unpaged list (``page_size`` 0, or the one
+    list that follows an expired continue token) is one body, bounded by this alone."""
     max_list_pages: int = 10_000
     """The most pages one list may have (a server that pages for ever fails the list)."""
     max_line_bytes: int = 16 * 1024 * 1024
@@ -610,7 +614,7 @@ class Watcher:
         list_rv = ""
         continue_: str | None = None
         seen: set[str] = set()
-        pages = size = 0
+        pages = 0
         limit = self.page_size
         while True:
             await self._request()
@@ -629,11 +633,10 @@ class Watcher:
                     pages,
                     exc,
                 )
-                items, list_rv, continue_, pages, size, limit = [], "", None, 0, 0, 0
+                items, list_rv, continue_, pages, limit = [], "", None, 0, 0
                 seen.clear()
                 continue
             pages += 1
-            size += getattr(page, "nbytes", 0)
             for bad in getattr(page, "bad", ()):
                 self._bad_item(bad)
             list_rv = list_rv or page_rv
@@ -649,12 +652,6 @@ class Watcher:
             if pages >= options.max_list_pages:
                 raise self._transport_error(
                     "list", f"more than {options.max_list_pages} pages (max_list_pages)"
-                )
-            if size > options.max_list_bytes:
-                raise self._transport_error(
-                    "list",
-                    f"{pages} pages of {size} bytes together, over the limit of "
-                    f"{options.max_list_bytes} (max_list_bytes)",
                 )
             seen.add(next_)
             continue_ = next_

@@ -140,6 +140,7 @@ class InformerProcess:
         """Readers (and the operators' workload) for ``seconds``, sampling as it goes."""
         cfg, readers = self.cfg, self.readers
         self.tasks = [asyncio.create_task(readers.run_one(i)) for i in range(cfg["readers"])]
+        self.pods.reset_fifo_peak()  # the load's own peak, not the sync's
         self.t_start = time.monotonic()
         self.applied0 = self.pods.statistics().applied_total
         self.cpu0 = cpu_seconds()
@@ -158,7 +159,8 @@ class InformerProcess:
             emit({"progress": progress})
             await asyncio.sleep(cfg["sample_interval"])
         self.t_end = time.monotonic()
-        self.applied1 = self.pods.statistics().applied_total
+        st = self.pods.statistics()
+        self.applied1, self.fifo_peak = st.applied_total, st.fifo_peak
         if driving is not None:
             await driving
 
@@ -192,6 +194,7 @@ class InformerProcess:
             "publishes": self.publishes,
             "receipts": RECEIPTS,
             "samples": self.samples,
+            "fifo_peak": self.fifo_peak,
             "latencies": self.readers.latencies,
             "applied": self.applied1 - self.applied0,
             "objects": stats.objects,

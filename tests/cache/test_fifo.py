@@ -192,6 +192,21 @@ async def test_statistics() -> None:
     assert stats.oldest_received is None
 
 
+def test_reset_peak_returns_the_peak_and_starts_over_from_the_depth() -> None:
+    fifo = RealFIFO()
+    fifo.put_many([bm(1), bm(2), bm(3), bm(4)])
+    fifo.pop_nowait()
+    fifo.pop_nowait()
+    assert fifo.reset_peak() == 4
+    assert fifo.statistics().peak_depth == 2  # what is still queued
+    fifo.pop_nowait()
+    fifo.put_nowait(bm(5))
+    assert fifo.statistics().peak_depth == 2
+    fifo.put_nowait(bm(6))
+    assert fifo.reset_peak() == 3
+    assert fifo.statistics().peak_depth == 3
+
+
 # An interleaving: the producer's steps (put k items at once, or yield to the loop) and the
 # max_items the consumer cycles through.
 _steps = st.lists(
