@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import shlex
 import sys
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -243,8 +244,8 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     table = report_table(report, console)
     console.print(table)
     console.print("The columns:")
-    for line in column_notes(table):
-        console.print(line, soft_wrap=True)
+    for line in column_notes(table):  # wrapped to the terminal, continued indented
+        console.print(textwrap.fill(line, console.width, subsequent_indent="    "), markup=False)
     if args.json:
         Path(args.json).write_bytes(report.to_json())
         console.print(f"report written to {args.json}")

@@ -103,6 +103,8 @@ def test_demo_command(tmp_path: Path) -> None:
     assert phases == [f"snapshot+index: {step}" for step in ("sync", "load", "drain")], lines
     assert any(line.startswith("setup: creating 100 pods") for line in lines)
     notes = printed.partition("The columns:")[2]
+    wide = [line for line in notes.splitlines() if len(line) > 80]
+    assert not wide, f"the notes are wrapped to the 80 columns of a pipe: {wide}"
     for column, meaning in SEED_COLUMNS[:5]:  # (those that always stay)
         names = {column.header, column.short} - {""}  # (a narrow table abbreviates)
         assert any(f"{n}: {meaning}" in " ".join(notes.split()) for n in names), names
