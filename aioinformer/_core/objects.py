@@ -458,12 +458,7 @@ def _raw_list(body: bytes, skip_bad: bool) -> tuple[ItemList, str, str | None]:
         raise
     except Exception as exc:
         return _split_list(body, skip_bad, exc)
-    version, kind = raw.api_version, _item_kind(raw.kind)
-    items = ItemList()
-    for one in raw.items or ():
-        _one_item(items, one, version, kind, skip_bad)
-    meta = raw.metadata or _ListMeta()
-    return items, meta.resource_version, meta.continue_ or None
+    return _decoded_items(raw, raw.items or (), skip_bad)
 
 
 def _split_list(body: bytes, skip_bad: bool, exc: Exception) -> tuple[ItemList, str, str | None]:
@@ -482,10 +477,18 @@ def _split_list(body: bytes, skip_bad: bool, exc: Exception) -> tuple[ItemList, 
         raise
     except Exception as error:
         raise _undecodable("list", error) from None
+    return _decoded_items(raw, (body[start:end] for start, end in spans), skip_bad)
+
+
+def _decoded_items(
+    raw: _List[Raw], chunks: Iterable[bytes | Raw], skip_bad: bool
+) -> tuple[ItemList, str, str | None]:
+    """Each item of the list ``raw`` (its raw ``chunks``) decoded on its own, and the
+    list's resourceVersion and continue token."""
     version, kind = raw.api_version, _item_kind(raw.kind)
     items = ItemList()
-    for start, end in spans:
-        _one_item(items, body[start:end], version, kind, skip_bad)
+    for one in chunks:
+        _one_item(items, one, version, kind, skip_bad)
     meta = raw.metadata or _ListMeta()
     return items, meta.resource_version, meta.continue_ or None
 

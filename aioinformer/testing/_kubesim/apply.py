@@ -33,6 +33,7 @@ from aioinformer.testing._kubesim.managed import (
     Entry,
     decode_entries,
     encode_entries,
+    entry_of,
     outside_subresource,
     without_managed_fields,
 )
@@ -181,13 +182,7 @@ def server_side_apply(
     live.setdefault("apiVersion", rt.api_version)
     live.setdefault("kind", rt.kind)
     entries = decode_entries(live["metadata"])
-    mine = Entry(manager, "Apply", rt.api_version, sub)
-    for e in entries:
-        if e.identity() == mine.identity():
-            mine = e
-            break
-    else:
-        entries.append(mine)
+    mine = entry_of(entries, Entry(manager, "Apply", rt.api_version, sub))
     last, mine.fields, mine.api_version = mine.fields, applied, rt.api_version
     live_fields = without_managed_fields(live)
     merged = merge(live_fields, without_managed_fields(config), t)

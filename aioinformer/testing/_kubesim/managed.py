@@ -36,6 +36,7 @@ __all__ = [
     "Entry",
     "decode_entries",
     "encode_entries",
+    "entry_of",
     "outside_subresource",
     "track_update",
     "without_managed_fields",
@@ -99,6 +100,16 @@ def decode_entries(meta: Mapping[str, Any]) -> list[Entry]:
             )
         )
     return out
+
+
+def entry_of(entries: list[Entry], wanted: Entry) -> Entry:
+    """The entry of ``entries`` with ``wanted``'s identity (manager, operation, version
+    group, subresource), or ``wanted`` itself, appended to them."""
+    for e in entries:
+        if e.identity() == wanted.identity():
+            return e
+    entries.append(wanted)
+    return wanted
 
 
 def _sort_key(e: Entry) -> tuple[str, str, str, str, str]:
@@ -223,13 +234,7 @@ def track_update(
         e.fields -= changed
         e.fields -= removed
     if changed:
-        mine = Entry(manager, "Update", rt.api_version, subresource)
-        for e in entries:
-            if e.identity() == mine.identity():
-                mine = e
-                break
-        else:
-            entries.append(mine)
+        mine = entry_of(entries, Entry(manager, "Update", rt.api_version, subresource))
         mine.fields |= changed
         # a /scale writer's entry is rebuilt from the Scale object's, which has no time
         mine.time = None if subresource == "scale" else now_rfc3339()

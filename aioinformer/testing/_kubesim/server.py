@@ -790,16 +790,21 @@ async def _request_body(request: web.Request, rt: ResourceType) -> Body:
     if ctype == PROTOBUF:
         return Body(protobuf_body(raw), raw)
     if ctype not in ("application/json", "application/yaml", ""):
-        raise ApiError(
-            415,
-            status_body(
-                415,
-                "the body of the request was in an unknown format - accepted media types "
-                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-                "UnsupportedMediaType",
-            ),
-        )
+        raise _unsupported_media_type()
     return bodies.parse(raw, ctype, rt.kind)
+
+
+def _unsupported_media_type() -> ApiError:
+    """415 for a create or update body of a media type the server does not decode."""
+    return ApiError(
+        415,
+        status_body(
+            415,
+            "the body of the request was in an unknown format - accepted media types "
+            "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            "UnsupportedMediaType",
+        ),
+    )
 
 
 async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
@@ -815,15 +820,7 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
                 return yaml.safe_load(raw)
             except Exception as exc:
                 raise ApiError.bad_request(f"yaml: {exc}") from None
-        raise ApiError(
-            415,
-            status_body(
-                415,
-                "the body of the request was in an unknown format - accepted media types "
-                "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-                "UnsupportedMediaType",
-            ),
-        )
+        raise _unsupported_media_type()
     try:
         try:
             data = deepjson.loads(raw)
