@@ -16,6 +16,7 @@ import aiohttp
 import orjson
 import yaml
 
+from tests.differential import protobuf
 from tests.differential.scenario import (
     ItemsOf,
     Namespace,
@@ -240,6 +241,13 @@ async def compare(run: Run, ex: dict[str, Any]) -> Answer:
     recorded = sorted(v for k, v in want.get("headers", []) if k == "Warning")
     if sorted(got.warnings) != recorded:
         run.fail(ex, "Warning headers differ", recorded, sorted(got.warnings))
+    if "protobuf_envelope" in want:
+        if diffs := protobuf.differences(want, got.raw, run.replayer):
+            run.fail(ex, "protobuf body differs", "", "\n".join(diffs))
+        return got
+    if "frames" in want:  # a protobuf watch, read to its end
+        protobuf_events(run, ex, got.raw)
+        return got
     if want.get("body_not_recorded") or "body" not in want:
         return got
     a = normalised(run, label, run.replayer.ours(expand(want["body"])))
@@ -310,6 +318,8 @@ async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> N
         for write in writes:
             if not run.scenario.left_out(write):
                 await compare(run, write)
+        if "frames" in ex["response"]:
+            return protobuf_events(run, ex, await resp.read())
         lines = [line async for line in resp.content if line.strip()]
     got = [orjson.loads(line) for line in lines]
     recorded = [e["line"] for e in ex["response"]["events"]]
@@ -323,6 +333,28 @@ async def watch(run: Run, ex: dict[str, Any], writes: list[dict[str, Any]]) -> N
     run.compared += 1
     if want_events != got_events:
         run.fail(ex, "watch events differ (bookmarks left out)", want_events, got_events)
+
+
+def protobuf_events(run: Run, ex: dict[str, Any], raw: bytes) -> None:
+    """A protobuf watch's frames compared with the recorded ones, in any order (the initial
+    events of a watch from the cache are in none): event types, and objects as
+    :func:`~tests.differential.protobuf.differences` compares them."""
+    ours = protobuf.watch_frames(raw)
+    recorded = ex["response"]["frames"]
+    run.compared += 1
+    if len(ours) != len(recorded):
+        run.fail(ex, f"{len(ours)} watch frames, recorded {len(recorded)}", "", "")
+    for frame in recorded:
+        tried = [
+            (kind, protobuf.differences(frame, obj, run.replayer) if kind == frame["watchEvent_type"]
+             else [f"event {kind}, recorded {frame['watchEvent_type']}"])
+            for kind, obj in ours
+        ]  # fmt: skip
+        match = next((i for i, (_, diffs) in enumerate(tried) if not diffs), None)
+        if match is None:
+            run.fail(ex, "no watch frame as recorded", "", "\n".join(tried[0][1]))
+        else:
+            del ours[match]
 
 
 def _event_name(event: dict[str, Any]) -> str:

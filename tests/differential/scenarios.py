@@ -166,12 +166,7 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario("15d", masks=(Mask("buildDate", "each build's"), Mask("gitCommit", "each build's"))),
     Scenario("15c"),
-    Scenario(
-        "16g",
-        kubesim_differs=(
-            "the 406 message lists the representations KubeSim serves, without protobuf"
-        ),
-    ),
+    Scenario("16g"),
     # -- tables ---------------------------------------------------------------------------
     Scenario("24a", prepare=(PODSET_CRD, RECPODSET_CRD), masks=(AGE,)),
     Scenario("24b", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
@@ -194,8 +189,7 @@ SCENARIOS: list[Scenario] = [
     ),
     Scenario(
         "28a",
-        prepare=(RECPODSET_CRD,),
-        kubesim_differs="answers no protobuf (406 for an Accept of protobuf only)",
+        prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")),
     ),
     # -- dry run, deletion, finalizers, namespaces ----------------------------------------
     Scenario("17a", cluster_skip=NO_CONTROLLERS),

@@ -1,4 +1,4 @@
-"""Protobuf request bodies and protobuf Accept headers, over HTTP and through kubectl."""
+"""Protobuf request bodies and protobuf answers, over HTTP and through kubectl."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -14,6 +15,8 @@ import pytest_asyncio
 
 from aioinformer.testing import KubeSim
 from aioinformer.testing._kubesim.protobuf import MAGIC, decode_object
+from tests.differential.protobuf import watch_frames
+from tests.kubesim.replay import recorded_podset_crd
 from tests.support import transcript
 
 MODULE_LOOP = pytest.mark.asyncio(loop_scope="module")
@@ -120,17 +123,20 @@ async def test_protobuf_post_creates_the_object(http: aiohttp.ClientSession) -> 
         headers={"Content-Type": PB, "Accept": f"{PB},application/json"},
     ) as r:
         assert r.status == 201
-        assert r.content_type == "application/json"  # JSON, which the client also accepts
-        body = await r.json()
+        assert r.content_type == PB  # the first the client accepts, as kube-apiserver does
+        body = decode_object(await r.read())
     assert body["data"] == {"k": "v"} and body["metadata"]["labels"] == {"app": "pb"}
     assert body["metadata"]["managedFields"][0]["fieldsV1"]["f:data"] == {".": {}, "f:k": {}}
 
 
 @MODULE_LOOP
 async def test_undecodable_protobuf_gets_an_honest_415(http: aiohttp.ClientSession) -> None:
-    pod = envelope("v1", "Pod", ld(1, object_meta("p")))
+    podset = envelope("example.aioinformer.dev/v1", "PodSet", ld(1, object_meta("p")))
     bad_field = envelope("v1", "ConfigMap", ld(1, object_meta("x")) + vi(99, 1))
-    for body, why in [(pod, "does not decode protobuf Pod"), (bad_field, "field 99 of ConfigMap")]:
+    for body, why in [
+        (podset, "does not decode protobuf PodSet"),
+        (bad_field, "field 99 of ConfigMap"),
+    ]:
         async with http.post(
             "/api/v1/namespaces/pb/configmaps", data=body, headers={"Content-Type": PB}
         ) as r:
@@ -139,32 +145,95 @@ async def test_undecodable_protobuf_gets_an_honest_415(http: aiohttp.ClientSessi
         assert status["reason"] == "UnsupportedMediaType"
         assert status["message"].startswith(
             "the body of the request was in an unknown format - accepted media types include: "
-            "application/json, application/yaml (KubeSim: "
+            "application/json, application/yaml, application/vnd.kubernetes.protobuf "
+            "(KubeSim: "
         )
-        assert why in status["message"] and "protobuf," not in status["message"]
+        assert why in status["message"]
+
+
+async def _get(http: aiohttp.ClientSession, path: str, accept: str) -> tuple[int, str, bytes]:
+    async with http.get(path, headers={"Accept": accept}) as r:
+        return r.status, r.headers["Content-Type"], await r.read()
 
 
 @MODULE_LOOP
-async def test_accept_negotiation_never_offers_protobuf(http: aiohttp.ClientSession) -> None:
-    """28a: 'protobuf, application/json' falls back to JSON (as a CR does); protobuf alone
-    is a 406, whose message lists only what is served."""
-    rec = {ex["label"]: ex for ex in transcript("28a")["more_exchanges"]}
-    cr_fallback = rec[
-        "GET RecPodSet (CR) Accept application/vnd.kubernetes.protobuf, application/json"
-    ]
+async def test_built_in_kinds_are_answered_as_protobuf_when_asked_first(
+    http: aiohttp.ClientSession,
+) -> None:
+    """28a: protobuf first gets protobuf (a GET, a LIST, an error), the same object as the
+    JSON answer; JSON first gets JSON."""
     path = "/api/v1/namespaces/pb/configmaps/from-pb"
-    accept = dict(cr_fallback["request"]["headers"])["Accept"]
-    async with http.get(path, headers={"Accept": accept}) as r:
-        assert r.status == cr_fallback["response"]["status"] == 200
-        assert r.content_type == cr_fallback["response"]["content_type"] == "application/json"
-    for accept in (PB, f"{PB};stream=watch"):
-        async with http.get(path, headers={"Accept": accept}) as r:
-            assert r.status == 406
-            body = await r.json()
-        assert body["reason"] == "NotAcceptable"
-        assert body["message"] == (
-            "only the following media types are accepted: application/json, application/yaml"
-        )
+    _, _, as_json = await _get(http, path, "application/json")
+    for accept in (PB, f"{PB}, application/json", f"{PB};stream=watch"):
+        status, ctype, raw = await _get(http, path, accept)
+        assert (status, ctype) == (200, PB) and raw.startswith(MAGIC)
+        assert decode_object(raw) == json.loads(as_json)
+    status, ctype, _ = await _get(http, path, f"application/json, {PB}")
+    assert (status, ctype) == (200, "application/json")
+    status, ctype, raw = await _get(http, "/api/v1/namespaces/pb/configmaps", PB)
+    listed = decode_object(raw)
+    assert (status, ctype, listed["kind"]) == (200, PB, "ConfigMapList")
+    assert "from-pb" in [item["metadata"]["name"] for item in listed["items"]]
+    status, ctype, raw = await _get(http, "/api/v1/namespaces/pb/configmaps/missing", PB)
+    missing = decode_object(raw)
+    assert (status, ctype, missing["kind"], missing["reason"]) == (404, PB, "Status", "NotFound")
+    assert missing["message"] == 'configmaps "missing" not found'
+
+
+@MODULE_LOOP
+async def test_custom_resources_are_never_protobuf(
+    tls_sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """28a: a CR with 'protobuf, application/json' gets JSON; protobuf alone is a 406 whose
+    Status is itself protobuf."""
+    rec = {ex["label"]: ex for ex in transcript("28a")["more_exchanges"]}
+    only = rec["GET RecPodSet (CR) Accept application/vnd.kubernetes.protobuf only"]
+    tls_sim.create("customresourcedefinitions", recorded_podset_crd())
+    await tls_sim.wait_served("podsets")
+    podset = {"apiVersion": "example.aioinformer.dev/v1", "kind": "PodSet",
+              "metadata": {"name": "w"}, "spec": {"replicas": 1}}  # fmt: skip
+    tls_sim.create("podsets", podset, "pb")
+    path = "/apis/example.aioinformer.dev/v1/namespaces/pb/podsets/w"
+    status, ctype, _ = await _get(http, path, f"{PB}, application/json")
+    assert (status, ctype) == (200, "application/json")
+    status, ctype, raw = await _get(http, path, PB)
+    assert (status, ctype) == (only["response"]["status"], only["response"]["content_type"])
+    assert len(raw) == only["response"]["body_raw_len"]
+    assert raw[:64].hex() == only["response"]["body_first64_hex"]
+    assert decode_object(raw)["message"] == (
+        "only the following media types are accepted: application/json, application/yaml, "
+        "application/vnd.kubernetes.protobuf"
+    )
+
+
+def watch_events(raw: bytes) -> list[dict[str, Any]]:
+    """A protobuf watch stream's events, their objects decoded."""
+    return [{"type": kind, "object": decode_object(obj)} for kind, obj in watch_frames(raw)]
+
+
+@MODULE_LOOP
+async def test_a_protobuf_watch_sends_length_prefixed_frames(
+    tls_sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """28a: ``stream=watch`` Content-Type; each event a 4-byte length and a WatchEvent whose
+    object is the enveloped object; bookmarks and a 410 ERROR are frames too."""
+    tls_sim.create("configmaps", {"metadata": {"name": "watched"}, "data": {"a": "1"}}, "pb")
+    query = {"watch": "1", "resourceVersion": "0", "timeoutSeconds": "1",
+             "allowWatchBookmarks": "true", "fieldSelector": "metadata.name=watched"}  # fmt: skip
+    async with http.get("/api/v1/namespaces/pb/configmaps", params=query,
+                        headers={"Accept": PB}) as r:  # fmt: skip
+        assert r.headers["Content-Type"] == f"{PB};stream=watch"
+        raw = await r.read()
+    events = watch_events(raw)
+    assert events[0]["type"] == "ADDED"
+    assert events[0]["object"]["metadata"]["name"] == "watched"
+    assert events[0]["object"]["data"] == {"a": "1"}
+    query = {"watch": "1", "resourceVersion": "1", "timeoutSeconds": "1"}
+    tls_sim.compact()
+    async with http.get("/api/v1/namespaces/pb/configmaps", params=query,
+                        headers={"Accept": PB}) as r:  # fmt: skip
+        (error,) = watch_events(await r.read())
+    assert error["type"] == "ERROR" and error["object"]["code"] == 410
 
 
 def kubectl(version: str) -> Path:
@@ -192,7 +261,8 @@ async def run(*argv: str | Path) -> tuple[int, str]:
 async def test_kubectl_creates_with_protobuf_and_reads_and_watches(
     tls_sim: KubeSim, version: str, tmp_path: Path
 ) -> None:
-    """kubectl >= 1.32 sends the generator kinds as protobuf (and never retries as JSON)."""
+    """kubectl >= 1.32 sends the generator kinds as protobuf (and never retries as JSON),
+    accepting protobuf first: it reads KubeSim's protobuf answers."""
     k = kubectl(version)
     cfg = tls_sim.write_kubeconfig(tmp_path / "kubeconfig")
     tag = version.replace(".", "")

@@ -38,8 +38,11 @@ from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.limits import watch_timeout
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.namespace_lifecycle import finalize
+from aioinformer.testing._kubesim.negotiation import errors_as_protobuf, negotiate
 from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
+from aioinformer.testing._kubesim.protoencode import encode_object
+from aioinformer.testing._kubesim.prototypes import kind_message
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType, version_info
 from aioinformer.testing._kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
 from aioinformer.testing._kubesim.reviews import is_review, open_to_everyone, review, user_groups
@@ -52,18 +55,15 @@ from aioinformer.testing._kubesim.selectors import (
     supported_field_labels,
 )
 from aioinformer.testing._kubesim.status import ApiError, status_body
-from aioinformer.testing._kubesim.tables import TableMaker, include_object, table_version
+from aioinformer.testing._kubesim.tables import TableMaker, include_object
 from aioinformer.testing._kubesim.watchstream import WatchSpec, serve_watch
 
 __all__ = ["SimOptions", "SimServer", "User"]
 
 log = logging.getLogger("aioinformer.testing.kubesim")
 
-# the recorded text without the protobuf representations, which KubeSim does not serve
-_NOT_ACCEPTABLE = (
-    "406: Not Acceptable\n\nAvailable representations: application/json, application/yaml, "
-    "application/json;stream=watch"
-)
+#: request key: whether an error Status is answered as protobuf
+_PROTOBUF_ERRORS = web.RequestKey("protobuf_errors", bool)
 _PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _LIST_CHUNK = 1 << 20
 
@@ -117,8 +117,26 @@ def _json_response(
     return web.Response(body=body, status=status, content_type="application/json", headers=hdrs)
 
 
-def _error_response(err: ApiError) -> web.Response:
-    resp = _json_response(err.body, err.code, err.headers)
+def _response(doc: Any, status: int = 200, media: str = "json") -> web.Response:
+    """``doc`` (a JSON document, or its bytes) as JSON, or as protobuf for ``media``
+    "protobuf"."""
+    if media != "protobuf":
+        return _json_response(doc, status)
+    obj = orjson.loads(doc) if isinstance(doc, bytes) else doc
+    return web.Response(
+        body=encode_object(obj),
+        status=status,
+        content_type=PROTOBUF,
+        headers={"Cache-Control": "no-cache, private"},
+    )
+
+
+def _error_response(err: ApiError, protobuf: bool = False) -> web.Response:
+    if protobuf:
+        resp = _response(err.body, err.code, "protobuf")
+        resp.headers.update(err.headers)
+    else:
+        resp = _json_response(err.body, err.code, err.headers)
     if err.headers.get("Connection") == "close":
         resp.force_close()  # as announced (413: the rest of the body is never read)
     return resp
@@ -177,6 +195,7 @@ class SimServer:
             route = self._parse_resource_path(path)
             if route is None:
                 return self._discovery(request, path, user)
+            request[_PROTOBUF_ERRORS] = errors_as_protobuf(request.headers.get("Accept", ""))
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
@@ -200,7 +219,7 @@ class SimServer:
                 raise self._fault_error(fault.status, fault.retry_after)
             return await self._resource(request, route, verb, user)
         except ApiError as err:
-            return _error_response(err)
+            return _error_response(err, request.get(_PROTOBUF_ERRORS, False))
         except (ConnectionResetError, asyncio.CancelledError):
             raise
         except Exception as exc:  # a bug in the sim must still answer like a server
@@ -331,9 +350,13 @@ class SimServer:
     async def _resource(
         self, request: web.Request, route: _Route, verb: str, user: User
     ) -> web.StreamResponse:
-        media = self._negotiate(request.headers.get("Accept", ""))
-        if is_review(route.rt.group, route.rt.plural):
-            return await self._review(request, route, verb, user)
+        rt = route.rt
+        media = negotiate(
+            request.headers.get("Accept", ""),
+            protobuf=not rt.custom and kind_message(rt.api_version, rt.kind) is not None,
+        )
+        if is_review(rt.group, rt.plural):
+            return await self._review(request, route, verb, user, media)
         if route.subresource is not None:
             _check_subresource(route, verb)
         dry = False
@@ -344,7 +367,7 @@ class SimServer:
             return await self._verb(request, route, verb, media)
 
     async def _review(
-        self, request: web.Request, route: _Route, verb: str, user: User
+        self, request: web.Request, route: _Route, verb: str, user: User, media: str
     ) -> web.StreamResponse:
         if verb != "create" or route.name is not None:
             raise ApiError.method_not_allowed()
@@ -360,7 +383,7 @@ class SimServer:
             rt.plural, rt.api_version, rt.kind, body, user.name, user.rules, rules_of,
             route.namespace,
         )  # fmt: skip
-        return _json_response(doc, 201)
+        return _response(doc, 201, media)
 
     async def _verb(
         self, request: web.Request, route: _Route, verb: str, media: str
@@ -369,7 +392,7 @@ class SimServer:
         q = request.query
         manager = _manager(request)
         if route.subresource == "scale":
-            return await self._scale(request, route, verb, manager)
+            return await self._scale(request, route, verb, manager, media)
         if route.subresource == "finalize":
             body = await _json_body(request)
             self._check_kind(rt, body)
@@ -387,7 +410,7 @@ class SimServer:
                 body = await _json_body(request)
                 target = (body.get("target") or {}).get("name", "")
                 self.api.bind(route.namespace or "", route.name or "", target)
-                return _json_response(
+                return _response(
                     {
                         "kind": "Status",
                         "apiVersion": "v1",
@@ -396,6 +419,7 @@ class SimServer:
                         "code": 201,
                     },
                     201,
+                    media,
                 )
             if route.name is not None:
                 raise ApiError.method_not_allowed()
@@ -454,7 +478,7 @@ class SimServer:
             outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
             if outcome.obj is not None:
                 return self._object_response(rt, outcome.obj, media, outcome.code)
-            return _json_response(outcome.status, outcome.code)
+            return _response(outcome.status, outcome.code, media)
         if verb == "deletecollection":
             opts = await _delete_options(request)
             lsel, fsel = self._selectors(rt, q)
@@ -465,18 +489,20 @@ class SimServer:
         raise ApiError.method_not_allowed()
 
     async def _scale(
-        self, request: web.Request, route: _Route, verb: str, manager: str
+        self, request: web.Request, route: _Route, verb: str, manager: str, media: str
     ) -> web.StreamResponse:
         rt, ns, name = route.rt, route.namespace, route.name or ""
+        media = "protobuf" if media == "protobuf" else "json"
         if verb == "get":
-            return _json_response(get_scale(self.api, rt, ns, name))
+            return _response(get_scale(self.api, rt, ns, name), media=media)
         if verb == "update":
             body = await _json_body(request)
-            return _json_response(update_scale(self.api, rt, ns, name, body, manager=manager))
+            scale = update_scale(self.api, rt, ns, name, body, manager=manager)
+            return _response(scale, media=media)
         ctype = request.headers.get("Content-Type", "")
         patch = await _json_body(request, allow_list=True)
         scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
-        return _json_response(scale)
+        return _response(scale, media=media)
 
     @staticmethod
     def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
@@ -491,34 +517,6 @@ class SimServer:
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({rt.api_version})"
             )
-
-    def _negotiate(self, accept: str) -> str:
-        """ "json", "partial", "partial-list", "table-v1", "table-v1beta1" or "yaml"; 406
-        when nothing fits."""
-        if not accept:
-            return "json"
-        for part in accept.split(","):
-            params = [p.strip() for p in part.split(";")]
-            mime = params[0].lower()
-            opts = dict(p.split("=", 1) for p in params[1:] if "=" in p)
-            if mime in ("application/json", "*/*", "application/*"):
-                as_ = opts.get("as")
-                if as_ is None:
-                    return "json"
-                if as_ == "PartialObjectMetadata":
-                    return "partial"
-                if as_ == "PartialObjectMetadataList":
-                    return "partial-list"
-                version = table_version(opts)
-                if version is not None:
-                    return f"table-{version}"
-                continue
-            if mime == "application/yaml":
-                return "yaml"
-        if all(PROTOBUF in p for p in accept.split(",")):
-            # protobuf and nothing else: answered as a resource without protobuf (28a)
-            raise ApiError.not_acceptable("application/json, application/yaml")
-        raise ApiError(406, status_body(406, _NOT_ACCEPTABLE, "NotAcceptable", {}))
 
     def _selectors(
         self, rt: ResourceType, q: Mapping[str, str]
@@ -564,7 +562,7 @@ class SimServer:
         data = self._object_bytes(rt, obj, media)
         if media == "yaml":
             return _yaml_response(orjson.loads(data), status)
-        return _json_response(data, status)
+        return _response(data, status, media)
 
     async def _list(self, request: web.Request, route: _Route, media: str) -> web.StreamResponse:
         rt = route.rt
@@ -651,10 +649,10 @@ class SimServer:
                 + b',"items":['
             )
             tail = b"]}\n"
-        if media == "yaml":
+        if media in ("yaml", "protobuf"):
             items = [orjson.loads(self._object_bytes(rt, o, "json")) for o in page.items]
             doc = orjson.loads(head + b",".join(orjson.dumps(i) for i in items) + tail)
-            return _yaml_response(doc, 200)
+            return _yaml_response(doc, 200) if media == "yaml" else _response(doc, 200, media)
         if media in ("partial", "partial-list"):
             raws = [self._object_bytes(rt, o, media) for o in page.items]
         else:
@@ -747,6 +745,7 @@ class SimServer:
             timeout=timeout,
             metadata_only=media in ("partial", "partial-list"),
             list_media_type=media == "partial-list",
+            protobuf=media == "protobuf",
             encode=(
                 TableMaker(rt, media.removeprefix("table-"), include_object(q)).watch_encoder()
                 if media.startswith("table-")

@@ -2,7 +2,9 @@
 
 Wire behaviour (recorded from kube-apiserver v1.28, ``tests/conformance`` 05d-10c, 16b):
 HTTP 200 with ``Content-Type: application/json`` and chunked encoding, headers at once;
-each event is one chunk of ``JSON + "\\n"``; at ``timeoutSeconds`` the stream ends with the
+each event is one chunk of ``JSON + "\\n"`` (as protobuf, 28a: ``Content-Type:
+application/vnd.kubernetes.protobuf;stream=watch``, each event a length-prefixed frame, the
+initial events in one chunk); at ``timeoutSeconds`` the stream ends with the
 terminating zero-length chunk and nothing else. A too-old resourceVersion is HTTP 200 plus
 exactly one ERROR event (Status 410 Expired), then EOF. An object leaving the selector is
 DELETED with its old content and the new RV; entering is ADDED. Bookmarks carry only the
@@ -34,6 +36,8 @@ from aioinformer.testing._kubesim.mvcc import (
     Stored,
     TypeStore,
 )
+from aioinformer.testing._kubesim.protobuf import PROTOBUF_WATCH
+from aioinformer.testing._kubesim.protoencode import encode_object, watch_frame
 from aioinformer.testing._kubesim.resources import ResourceType
 from aioinformer.testing._kubesim.selectors import FieldSelector, LabelSelector
 
@@ -57,6 +61,7 @@ class WatchSpec:
     timeout: float | None
     metadata_only: bool = False
     list_media_type: bool = False  # as=PartialObjectMetadataList: closes at the first event
+    protobuf: bool = False  # events as length-prefixed protobuf frames
     #: the event object's JSON from the stored object (a Table watch); None: the object
     encode: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
@@ -110,6 +115,8 @@ class _Stream:
         return obj.raw
 
     def event_line(self, type_: str, obj: Stored) -> bytes:
+        if self.spec.protobuf:
+            return watch_frame(type_, encode_object(orjson.loads(self.object_bytes(obj))))
         return b'{"type":"' + type_.encode() + b'","object":' + self.object_bytes(obj) + b"}\n"
 
     def bookmark_line(self, rv: int, initial_end: bool = False) -> bytes:
@@ -133,7 +140,7 @@ class _Stream:
             if rt.kind == "Pod" and not rt.group:
                 obj["spec"] = {"containers": None}
                 obj["status"] = {}
-        return orjson.dumps({"type": "BOOKMARK", "object": obj}) + b"\n"
+        return event_bytes("BOOKMARK", obj, self.spec.protobuf)
 
     # -- filtering --------------------------------------------------------------------------
 
@@ -198,11 +205,16 @@ class _Stream:
         pre_deadline = deadline - 2.0 if spec.timeout is not None else float("inf")
         if initial is not None:
             self.start_rv = self.last_rv = self.mvcc.rv
+            batch = bytearray()  # protobuf: the initial state's frames in one write
             for obj in initial:
                 if (spec.namespace and obj.namespace != spec.namespace) or not self.matches(obj):
                     continue
-                if not await self.send(self.event_line(ADDED, obj)):
+                if spec.protobuf:
+                    batch += self.event_line(ADDED, obj)
+                elif not await self.send(self.event_line(ADDED, obj)):
                     return
+            if batch and not await self.send(bytes(batch)):
+                return
             if spec.mode == "initial" and spec.bookmarks:
                 if not await self.send(self.bookmark_line(self.last_rv, initial_end=True)):
                     return
@@ -280,7 +292,10 @@ async def serve_watch(
     """Serve one watch request until its timeout, a fault, or the client going away."""
     resp = web.StreamResponse(
         status=200,
-        headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+        headers={
+            "Content-Type": PROTOBUF_WATCH if spec.protobuf else "application/json",
+            "Cache-Control": "no-cache, private",
+        },
     )
     resp.enable_chunked_encoding()
     await resp.prepare(request)
@@ -299,7 +314,7 @@ async def serve_watch(
                 "reason": "Expired",
                 "code": 410,
             }
-            await resp.write(orjson.dumps({"type": "ERROR", "object": status}) + b"\n")
+            await resp.write(event_bytes("ERROR", status, spec.protobuf))
             await resp.write_eof()
             return resp
     else:
@@ -320,3 +335,10 @@ async def serve_watch(
         except (ConnectionResetError, ConnectionError):
             pass
     return resp
+
+
+def event_bytes(type_: str, obj: dict[str, Any], protobuf: bool) -> bytes:
+    """One watch event of a JSON object: a JSON line, or a protobuf frame."""
+    if protobuf:
+        return watch_frame(type_, encode_object(obj))
+    return orjson.dumps({"type": type_, "object": obj}) + b"\n"
