@@ -16,7 +16,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
+from aioinformer.testing._kubesim.goyaml import marshal
 
 __all__ = ["encode_document"]
 
@@ -76,8 +76,8 @@ def _strings(field: int, values: Any) -> bytes:
 
 
 def _any(value: Any) -> bytes:
-    """``Any{yaml}``: the value's YAML text."""
-    return _str(2, orjson.dumps(value).decode(), keep_default=True)
+    """``Any{yaml}``: the value's YAML text, as gnostic writes it."""
+    return _str(2, marshal(value), keep_default=True)
 
 
 def _extensions(field: int, obj: Mapping[str, Any]) -> bytes:
