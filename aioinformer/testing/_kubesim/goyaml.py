@@ -18,6 +18,7 @@ text but not a literal block), its scalar style choice and simple-key check, and
 
 from __future__ import annotations
 
+import io
 import re
 from functools import lru_cache
 from typing import Any
@@ -242,26 +243,18 @@ def _events(value: Any, out: list[Event]) -> None:
         out.append(ScalarEvent(None, None, (True, True), orjson.dumps(value).decode()))
 
 
-class _Text:
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, data: str) -> None:
-        self.parts.append(data)
-
-
 @lru_cache(maxsize=4096)
 def _marshal_json(text: str) -> str:
     events: list[Event] = [StreamStartEvent(), DocumentStartEvent(explicit=False)]
     _events(orjson.loads(text), events)
-    out = _Text()
+    out = io.StringIO()
     emitter = _GoEmitter(out, indent=4, width=1 << 31, allow_unicode=True)
     for event in events:
         emitter.emit(event)
     emitter.emit(DocumentEndEvent(explicit=False))
     emitter.open_ended = False  # go-yaml writes no "..." at the end of the stream
     emitter.emit(StreamEndEvent())
-    return "".join(out.parts)
+    return out.getvalue()
 
 
 def marshal(value: Any) -> str:

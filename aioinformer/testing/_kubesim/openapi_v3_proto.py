@@ -55,11 +55,12 @@ def _message(fields: dict[str, tuple[int, _Field]], ext: int | None) -> _Enc:
     """The encoder of one message: ``fields`` maps a JSON key to its field number and how
     it is written; ``ext`` is the number of the ``x-`` extensions (if the message has
     them). Fields are written in field-number order, as proto3 marshals them."""
-    order: list[tuple[int, str | None, _Field | None]] = sorted(
+    order: list[tuple[int, str | None, _Field | None]] = [
         (number, key, how) for key, (number, how) in fields.items()
-    )
+    ]
     if ext is not None:
-        order = sorted([*order, (ext, None, None)], key=lambda f: f[0])
+        order.append((ext, None, None))
+    order.sort(key=lambda f: f[0])
 
     def encode(obj: Any) -> bytes:
         if not isinstance(obj, Mapping):
