@@ -183,10 +183,7 @@ SCENARIOS: list[Scenario] = [
         "26a",
         prepare=(SetupOf("18a", labels=("create namespace",)),),
     ),
-    Scenario(
-        "27a",
-        kubesim_differs="/openapi/v3 documents as protobuf are not served (406, recorded 200)",
-    ),
+    Scenario("27a"),
     Scenario(
         "28a",
         prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")),

@@ -20,6 +20,7 @@ import pytest_asyncio
 import yaml
 
 from aioinformer.testing import KubeSim
+from tests.kubesim import test_openapi_v3_proto as v3
 from tests.kubesim.kubectl import Kubectl, kubectl_binary
 from tests.support import REPO, transcript
 
@@ -28,6 +29,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 PODSET_CRD = yaml.safe_load((REPO / "examples/crds/podset.yaml").read_text())
 PODSETS = "example.aioinformer.dev/v1/podsets"
 SKIP = {"host", "user-agent", "content-length", "accept-encoding"}
+PROTOBUF_V3 = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+PROTOBUF_V3_DEPRECATED = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -98,8 +101,6 @@ async def test_openapi_headers_as_recorded(http: aiohttp.ClientSession, sim: Kub
     etags: dict[str, str] = {}
     for ex in exchanges("27a-openapi-headers"):
         label = ex.get("label", "GET /openapi/v2")
-        if label.endswith("spec.v3@v1.0+protobuf"):
-            continue  # v3 protobuf is not served: test_protobuf_v3_is_an_honest_406
         want = recorded_headers(ex)
         status, got, body = await replay(http, ex)
         assert status == ex["response"]["status"], label
@@ -132,9 +133,11 @@ async def test_openapi_headers_as_recorded(http: aiohttp.ClientSession, sim: Kub
         if ex["request"]["query"].get("hash", "0000") != "0000"
     )
     assert etags["GET /openapi/v3/apis/apps/v1 (no hash)"] == f'"{recorded_hash}"'
-    # the protobuf v2 answer shares the JSON's ETag, as recorded
+    # the protobuf answers share the JSON's ETag, as recorded
     pb = "GET /openapi/v2 Accept application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
     assert etags[pb] == etags["GET /openapi/v2"]
+    pb3 = f"GET /openapi/v3/apis/apps/v1?hash=<current> Accept {PROTOBUF_V3_DEPRECATED}"
+    assert etags[pb3] == f'"{recorded_hash}"'
 
 
 async def test_protobuf_v2_starts_as_recorded(http: aiohttp.ClientSession) -> None:
@@ -168,14 +171,88 @@ async def test_v3_index_lists_every_document_with_its_hash(http: aiohttp.ClientS
         assert r.status == 404
 
 
-async def test_protobuf_v3_is_an_honest_406(http: aiohttp.ClientSession) -> None:
-    accept = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
+async def test_protobuf_v3_is_the_recorded_message(http: aiohttp.ClientSession) -> None:
+    """The recorded apps/v1 protobuf answer: its exact length and first 64 bytes (openapi
+    "3.0.0", info {Kubernetes, v1.28.0}, the paths message and its first path item)."""
+    rec = next(
+        ex
+        for ex in exchanges("27a-openapi-headers")
+        if ex.get("label", "").endswith("spec.v3@v1.0+protobuf")
+    )
+    status, got, body = await replay(http, rec)
+    assert status == 200
+    assert got["content-type"] == [PROTOBUF_V3]
+    assert len(body) == rec["response"]["body_raw_len"]
+    assert body[:64] == bytes.fromhex(rec["response"]["body_first64_hex"])
+
+
+@pytest.mark.parametrize(
+    ("accept", "served"),
+    [
+        (PROTOBUF_V3, PROTOBUF_V3),
+        (PROTOBUF_V3_DEPRECATED, PROTOBUF_V3),
+        (f"{PROTOBUF_V3}, application/json", PROTOBUF_V3),  # the first clause wins
+        (f"application/json, {PROTOBUF_V3}", "application/json"),
+        (f"application/json;q=0.5, {PROTOBUF_V3}", PROTOBUF_V3),  # then the higher q
+        (f"*/*, {PROTOBUF_V3}", PROTOBUF_V3),  # then the more specific
+        ("application/*", "application/json"),
+        ("", "application/json"),
+        ("text/html", None),
+        ("application/yaml, text/plain", None),
+        ("application/com.github.proto-openapi.spec.v2@v1.0+protobuf", None),
+    ],
+)
+async def test_v3_content_negotiation(
+    http: aiohttp.ClientSession, accept: str, served: str | None
+) -> None:
+    """kube-openapi's choice among JSON and the v3 protobuf; neither admitted is a 406 with
+    an empty body and ``Vary: Accept``."""
     async with http.get("/openapi/v3/apis/apps/v1", headers={"Accept": accept}) as r:
+        body = await r.read()
+        if served is None:
+            assert r.status == 406 and body == b""
+            assert r.headers.getall("Vary") == ["Accept"]
+            return
+        assert r.status == 200 and r.headers["Content-Type"] == served
+    if served == "application/json":
+        assert orjson.loads(body)["openapi"] == "3.0.0"
+    else:
+        assert body.startswith(b"\x0a\x053.0.0")
+
+
+async def test_v2_content_negotiation(http: aiohttp.ClientSession) -> None:
+    pb = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    async with http.get("/openapi/v2", headers={"Accept": f"{pb}, application/json"}) as r:
+        assert r.headers["Content-Type"] == pb.replace("@", ".")
+    async with http.get("/openapi/v2", headers={"Accept": PROTOBUF_V3}) as r:
         assert r.status == 406 and await r.read() == b""
+        assert r.headers.getall("Vary") == ["Accept-Encoding", "Accept"]
+
+
+async def test_protobuf_v3_caching_headers(http: aiohttp.ClientSession) -> None:
+    """The protobuf form under the JSON's ETag: 304 for it, 301 for a wrong hash (with the
+    protobuf Content-Type, as kube-openapi sets it before redirecting), immutable with the
+    current hash."""
+    async with http.get("/openapi/v3/apis/batch/v1") as r:
+        etag = r.headers["Etag"]
+        json_modified = r.headers["Last-Modified"]
+    accept = {"Accept": PROTOBUF_V3}
+    async with http.get("/openapi/v3/apis/batch/v1", headers=accept) as r:
+        assert r.status == 200 and r.headers["Etag"] == etag
+        assert r.headers["Cache-Control"] == "no-cache, private"
+        assert r.headers["Last-Modified"] == json_modified
     async with http.get(
-        "/openapi/v3/apis/apps/v1", headers={"Accept": f"{accept}, application/json"}
+        "/openapi/v3/apis/batch/v1", headers={**accept, "If-None-Match": etag}
     ) as r:
-        assert r.status == 200 and r.headers["Content-Type"] == "application/json"
+        assert r.status == 304 and await r.read() == b""
+    async with http.get(
+        "/openapi/v3/apis/batch/v1?hash=0000", headers=accept, allow_redirects=False
+    ) as r:
+        assert r.status == 301 and r.headers["Content-Type"] == PROTOBUF_V3
+        assert r.headers["Location"] == f"/openapi/v3/apis/batch/v1?hash={etag[1:-1]}"
+    async with http.get(f"/openapi/v3/apis/batch/v1?hash={etag[1:-1]}", headers=accept) as r:
+        assert r.status == 200 and r.headers["Cache-Control"] == "public, immutable"
+        assert_one_year_ahead(r.headers["Expires"])
 
 
 async def test_anonymous_may_not_read_openapi(sim: KubeSim, http: aiohttp.ClientSession) -> None:
@@ -239,6 +316,38 @@ async def test_crd_schema_appears_in_v3_and_v2_and_goes_with_the_crd(
         assert r.status == 404
     async with http.get("/openapi/v2") as r:
         assert r.headers["Etag"] == etag_before
+
+
+async def test_a_crd_group_version_is_served_as_protobuf(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    sim.create("customresourcedefinitions", PODSET_CRD)
+    await sim.wait_served("example.aioinformer.dev/v1/podsets")
+    async with http.get("/openapi/v3") as r:
+        index = orjson.loads(await r.read())["paths"]
+    url = index["apis/example.aioinformer.dev/v1"]["serverRelativeURL"]
+    async with http.get(url) as r:
+        etag = r.headers["Etag"]
+        doc: dict[str, Any] = await r.json()
+    async with http.get(url, headers={"Accept": PROTOBUF_V3}) as r:
+        assert r.status == 200 and r.headers["Content-Type"] == PROTOBUF_V3
+        assert r.headers["Etag"] == etag and r.headers["Cache-Control"] == "public, immutable"
+        top = v3.decode(await r.read())
+    assert list(v3.named(v3.decode(top[4][0]), 1)) == list(doc["paths"])
+    schemas = v3.pairs(v3.decode(top[5][0])[1][0])
+    assert list(schemas) == list(doc["components"]["schemas"])
+    podset = v3.schema(schemas["dev.aioinformer.example.v1.PodSet"])
+    assert v3.extensions(podset, 36)["x-kubernetes-group-version-kind"] == (
+        "- group: example.aioinformer.dev\n  kind: PodSet\n  version: v1\n"
+    )
+    spec = v3.schema(v3.pairs(podset[31][0])["spec"])
+    json_spec = PODSET_CRD["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert list(v3.pairs(spec[31][0])) == list(json_spec["properties"])
+    assert [r.decode() for r in spec[23]] == json_spec["required"]
+    # the CRD goes: its document, in either form, goes with it
+    sim.delete("customresourcedefinitions", PODSET_CRD["metadata"]["name"])
+    async with http.get(url, headers={"Accept": PROTOBUF_V3}) as r:
+        assert r.status == 404
 
 
 DEPLOYMENT = """\

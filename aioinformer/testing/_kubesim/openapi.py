@@ -12,17 +12,22 @@ HTTP behaviour as recorded (27a): ``ETag`` is the quoted upper-case SHA-512 of t
 (v2 also ``Vary: Accept-Encoding``); the index is ``text/plain; charset=utf-8``; a v3
 document asked for with its current ``?hash=`` is ``Cache-Control: public, immutable``
 with ``Expires`` one year ahead (Go's RFC 1123 with ``UTC``), a wrong hash is a 301 to the
-right one, no (or an empty) hash is ``no-cache, private``. ``/openapi/v2`` is also served
-as protobuf (:mod:`._openapi_proto`; kubectl asks for nothing else), under the same ETag.
-The v3 documents are JSON only: a request that accepts only their protobuf form gets 406
-with an empty body, as kube-openapi answers a type it cannot serve (kubectl reads v3 as
-JSON).
+right one, no (or an empty) hash is ``no-cache, private``. Every document is also served as
+gnostic protobuf under the same ETag and cache headers: ``/openapi/v2`` as
+``openapi.v2.Document`` (:mod:`.openapi_proto`; kubectl asks for nothing else) and each v3
+document as ``openapi.v3.Document`` (:mod:`.openapi_v3_proto`), encoded on first request
+and cached with the JSON. The form is chosen as kube-openapi chooses it: the ``Accept``
+clauses by quality, then specificity (a missing header is ``*/*``), the first that admits
+``application/json`` or one of the protobuf types (``...spec.v3.v1.0+protobuf`` or the
+deprecated ``...spec.v3@v1.0+protobuf``; the answer is always the former) wins; an
+``Accept`` that admits neither gets 406 with an empty body.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,21 +48,18 @@ from aioinformer.testing._kubesim.crdopenapi import (
     v3_document,
 )
 from aioinformer.testing._kubesim.openapi_proto import encode_document
+from aioinformer.testing._kubesim.openapi_v3_proto import encode_document as encode_v3_document
 from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
 
 __all__ = ["OpenApiDocs", "Served", "crd_apis", "recorded_definitions"]
 
 DATA = Path(__file__).resolve().parent / "openapi"
 _EXAMPLE_GV = "apis/example.aioinformer.dev/v1"
-_PROTOBUF_V2 = (
-    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
-    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-)
 _V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
-_PROTOBUF_V3 = (
-    "application/com.github.proto-openapi.spec.v3@v1.0+protobuf",
-    "application/com.github.proto-openapi.spec.v3.v1.0+protobuf",
-)
+_V3_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
+_PROTOBUF_V2 = ("com.github.proto-openapi.spec.v2@v1.0+protobuf", _V2_PROTOBUF_TYPE[12:])
+_PROTOBUF_V3 = ("com.github.proto-openapi.spec.v3@v1.0+protobuf", _V3_PROTOBUF_TYPE[12:])
+_Q = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _YEAR = 365 * 24 * 3600
 _SORTED = orjson.OPT_SORT_KEYS
 _SCALE_SCHEMAS = "io.k8s.api.autoscaling.v1.Scale"
@@ -203,6 +205,17 @@ class OpenApiDocs:
         self._built[path] = served
         return served
 
+    def v3_protobuf(self, path: str) -> Served | None:
+        """``/openapi/v3/<path>`` as gnostic protobuf (same hash and time as the JSON)."""
+        json_doc = self.v3(path)
+        if json_doc is None:
+            return None
+        key = path + ".pb"
+        if key not in self._built:
+            body = encode_v3_document(orjson.loads(json_doc.body))
+            self._built[key] = Served(body, json_doc.hash, json_doc.last_modified)
+        return self._built[key]
+
     def v3_index(self) -> bytes:
         """``/openapi/v3``: every document's server-relative URL with its current hash."""
         self._refresh()
@@ -221,7 +234,10 @@ class OpenApiDocs:
         accept = request.headers.get("Accept", "")
         if path == "/openapi/v2":
             vary = ["Accept-Encoding", "Accept"]
-            if _only(accept, _PROTOBUF_V2):
+            form = _negotiate(accept, _PROTOBUF_V2)
+            if form is None:
+                return _not_acceptable(vary)
+            if form == "protobuf":
                 pb = self.v2_protobuf()
                 return self._document(request, pb, vary, immutable=False, ctype=_V2_PROTOBUF_TYPE)
             return self._document(request, self.v2(), vary, immutable=False)
@@ -231,24 +247,28 @@ class OpenApiDocs:
             return web.Response(
                 body=self.v3_index(), headers=headers, content_type="text/plain", charset="utf-8"
             )
-        found = self.v3(path.removeprefix("/openapi/v3/"))
+        gv = path.removeprefix("/openapi/v3/")
+        found = self.v3(gv)
         if found is None:
             return web.Response(status=404, text="404 page not found\n")
-        if _only(accept, _PROTOBUF_V3):
-            return web.Response(status=406)
-        doc = found
+        form = _negotiate(accept, _PROTOBUF_V3)
+        if form is None:
+            return _not_acceptable(["Accept"])
+        ctype = _V3_PROTOBUF_TYPE if form == "protobuf" else "application/json"
         want = request.query.get("hash", "")
-        if want and want != doc.hash:
+        if want and want != found.hash:
             moved: CIMultiDict[str] = CIMultiDict(
                 {
                     "Cache-Control": "no-cache, private",
-                    "Etag": doc.etag,
-                    "Location": f"{path}?hash={doc.hash}",
+                    "Etag": found.etag,
+                    "Location": f"{path}?hash={found.hash}",
                     "Vary": "Accept",
                 }
             )
-            return web.Response(status=301, headers=moved, content_type="application/json")
-        return self._document(request, doc, ["Accept"], immutable=bool(want))
+            return web.Response(status=301, headers=moved, content_type=ctype)
+        doc = self.v3_protobuf(gv) if form == "protobuf" else found
+        assert doc is not None
+        return self._document(request, doc, ["Accept"], immutable=bool(want), ctype=ctype)
 
     def _document(
         self,
@@ -277,9 +297,52 @@ class OpenApiDocs:
         return web.Response(body=doc.body, headers=headers)
 
 
-def _only(accept: str, protobuf: tuple[str, ...]) -> bool:
-    """Whether ``accept`` names protobuf OpenAPI and nothing JSON can satisfy."""
-    types = [part.split(";", 1)[0].strip().lower() for part in accept.split(",") if part.strip()]
-    if not any(t in protobuf for t in types):
-        return False
-    return not any(t in ("application/json", "*/*", "application/*") for t in types)
+def _not_acceptable(vary: list[str]) -> web.Response:
+    headers: CIMultiDict[str] = CIMultiDict()
+    for v in vary:
+        headers.add("Vary", v)
+    return web.Response(status=406, headers=headers)
+
+
+def _negotiate(accept: str, protobuf: tuple[str, ...]) -> str | None:
+    """``"json"``, ``"protobuf"`` or None (406): kube-openapi's choice for ``accept``.
+
+    The clauses are parsed and ordered as goautoneg does (case-sensitive types; a ``q`` that
+    does not parse is 0; an insertion sort where a clause goes before its predecessor if
+    its ``q`` is higher or it is more specific), then the first clause that admits
+    ``application/json`` or a protobuf subtype (wildcards included) decides, JSON first."""
+    clauses: list[tuple[float, str, str]] = []
+    for part in (accept or "*/*").split(","):
+        media, *params = part.strip(" ").split(";")
+        kind, *subs = media.split("/")
+        kind = kind.strip(" ")
+        if not subs and kind == "*":
+            sub = "*"
+        elif len(subs) == 1:
+            sub = subs[0].strip(" ")
+        else:
+            continue
+        q = 1.0
+        for param in params:
+            token, eq, value = param.partition("=")
+            if eq and token.strip(" ") == "q":
+                q = float(value) if _Q.fullmatch(value) else 0.0
+        clauses.append((q, kind, sub))
+    for i in range(1, len(clauses)):
+        j = i
+        while j > 0 and _before(clauses[j], clauses[j - 1]):
+            clauses[j - 1], clauses[j] = clauses[j], clauses[j - 1]
+            j -= 1
+    for _, kind, sub in clauses:
+        if kind not in ("application", "*"):
+            continue
+        if sub in ("json", "*"):
+            return "json"
+        if sub in protobuf:
+            return "protobuf"
+    return None
+
+
+def _before(a: tuple[float, str, str], b: tuple[float, str, str]) -> bool:
+    """goautoneg's ``Less``."""
+    return a[0] > b[0] or (a[1] != "*" and b[1] == "*") or (a[2] != "*" and b[2] == "*")

@@ -6,8 +6,10 @@ kubectl asks for ``/openapi/v2`` only as
 kube-openapi does. Field numbers are those of gnostic's ``OpenAPIv2.proto``; values that
 proto3 leaves out when they are defaults are left out, except inside a ``oneof``. Vendor
 extensions, ``default``, ``example`` and ``enum`` values are ``Any`` messages holding the
-value's YAML text (JSON is YAML). The encoder covers what a Kubernetes OpenAPI document
-uses (Swagger 2.0 with api-key security); anything else is dropped.
+value's YAML text as gnostic writes it (:mod:`.goyaml`); an integer field takes a JSON
+integer only. The encoder covers what a Kubernetes OpenAPI document uses (Swagger 2.0 with
+api-key security); anything else is dropped. The wire helpers here are shared with
+:mod:`.openapi_v3_proto`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import orjson
+from aioinformer.testing._kubesim.goyaml import marshal
 
 __all__ = ["encode_document"]
 
@@ -58,7 +60,7 @@ def _bool(field: int, value: Any, keep_default: bool = False) -> bytes:
 
 
 def _int(field: int, value: Any) -> bytes:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value:
+    if isinstance(value, bool) or not isinstance(value, int) or not value:
         return b""
     return _key(field, 0) + _varint(int(value))
 
@@ -76,8 +78,8 @@ def _strings(field: int, values: Any) -> bytes:
 
 
 def _any(value: Any) -> bytes:
-    """``Any{yaml}``: the value's YAML text."""
-    return _str(2, orjson.dumps(value).decode(), keep_default=True)
+    """``Any{yaml}``: the value's YAML text, as gnostic writes it."""
+    return _str(2, marshal(value), keep_default=True)
 
 
 def _extensions(field: int, obj: Mapping[str, Any]) -> bytes:
