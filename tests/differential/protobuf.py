@@ -15,8 +15,8 @@ import json
 from typing import Any
 
 from aioinformer.testing._kubesim.protobuf import MAGIC, decode_object
-from aioinformer.testing._kubesim.protobuf import wire_fields as fields
 from aioinformer.testing._kubesim.protoencode import encode_object
+from aioinformer.testing._kubesim.protowire import fields
 from tests.kubesim.replay import Replayer
 
 

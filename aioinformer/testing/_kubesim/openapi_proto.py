@@ -19,32 +19,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aioinformer.testing._kubesim.goyaml import marshal
+from aioinformer.testing._kubesim.protowire import key as _key
+from aioinformer.testing._kubesim.protowire import length_delimited as _len
+from aioinformer.testing._kubesim.protowire import varint as _varint
 
 __all__ = ["encode_document"]
 
 _Enc = Callable[[Any], bytes]
-
-
-def _varint(n: int) -> bytes:
-    if n < 0:
-        n += 1 << 64
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        if n:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def _key(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _len(field: int, payload: bytes) -> bytes:
-    return _key(field, 2) + _varint(len(payload)) + payload
 
 
 def _str(field: int, value: Any, keep_default: bool = False) -> bytes:

@@ -37,12 +37,12 @@ from aioinformer.testing._kubesim.openapi_proto import (
     _double,
     _extensions,
     _int,
-    _key,
-    _len,
     _named,
     _str,
     _strings,
 )
+from aioinformer.testing._kubesim.protowire import key as _key
+from aioinformer.testing._kubesim.protowire import length_delimited as _len
 
 __all__ = ["encode_document"]
 

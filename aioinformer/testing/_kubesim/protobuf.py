@@ -27,6 +27,7 @@ from typing import Any
 import orjson
 
 from aioinformer.testing._kubesim.prototypes import PTR, REPEATED, kind_message, message
+from aioinformer.testing._kubesim.protowire import fields as wire_fields
 from aioinformer.testing._kubesim.status import ApiError, status_body
 
 __all__ = [
@@ -36,7 +37,6 @@ __all__ = [
     "ProtobufUnsupported",
     "decode_object",
     "protobuf_body",
-    "wire_fields",
 ]
 
 MAGIC = b"k8s\x00"
@@ -48,44 +48,6 @@ ACCEPTED_BODIES = "application/json, application/yaml, application/vnd.kubernete
 
 class ProtobufUnsupported(Exception):
     """A protobuf body KubeSim cannot decode faithfully (the message says what)."""
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        if i >= len(buf) or shift > 63:
-            raise ProtobufUnsupported("truncated protobuf varint")
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, i
-        shift += 7
-
-
-def wire_fields(buf: bytes) -> list[tuple[int, int | bytes]]:
-    """The (field number, value) pairs of a message: varints as ints, the rest as bytes."""
-    out: list[tuple[int, int | bytes]] = []
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        num, wire = key >> 3, key & 7
-        if wire == 0:
-            v, i = _varint(buf, i)
-            out.append((num, v))
-        elif wire == 2:
-            n, i = _varint(buf, i)
-            if i + n > len(buf):
-                raise ProtobufUnsupported("truncated protobuf field")
-            out.append((num, buf[i : i + n]))
-            i += n
-        elif wire in (1, 5):
-            n = 8 if wire == 1 else 4
-            out.append((num, buf[i : i + n]))
-            i += n
-        else:
-            raise ProtobufUnsupported(f"protobuf wire type {wire} is not supported")
-    return out
 
 
 def _signed(v: int) -> int:

@@ -25,6 +25,8 @@ import orjson
 
 from aioinformer.testing._kubesim.protobuf import MAGIC
 from aioinformer.testing._kubesim.prototypes import PTR, REPEATED, kind_message, message
+from aioinformer.testing._kubesim.protowire import length_delimited as _ld
+from aioinformer.testing._kubesim.protowire import varint as _varint
 
 __all__ = ["encode_message", "encode_object", "watch_frame"]
 
@@ -32,20 +34,6 @@ _EMPTY_STRINGS = b"\x1a\x00\x22\x00"  # Unknown.contentEncoding and contentType:
 _SCHEMA = "apiextensions.k8s.io/v1.JSONSchemaProps"
 #: the kinds written as a length-delimited message (the others are varints or doubles)
 _VARINT = frozenset({"int", "bool"})
-
-
-def _varint(n: int) -> bytes:
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def _ld(num: int, payload: bytes) -> bytes:
-    return _varint(num << 3 | 2) + _varint(len(payload)) + payload
 
 
 def _timestamp(value: Any) -> bytes:
