@@ -101,6 +101,11 @@ def test_pointer_fields_keep_zero_values_and_structs_stay_objects() -> None:
 async def tls_sim() -> AsyncIterator[KubeSim]:
     async with KubeSim(tls=True) as sim:
         sim.create("namespaces", {"metadata": {"name": "pb"}})
+        sim.create("customresourcedefinitions", recorded_podset_crd())
+        await sim.wait_served("podsets")
+        podset = {"apiVersion": "example.aioinformer.dev/v1", "kind": "PodSet",
+                  "metadata": {"name": "w"}, "spec": {"replicas": 1}}  # fmt: skip
+        sim.create("podsets", podset, "pb")
         yield sim
 
 
@@ -181,18 +186,11 @@ async def test_built_in_kinds_are_answered_as_protobuf_when_asked_first(
 
 
 @MODULE_LOOP
-async def test_custom_resources_are_never_protobuf(
-    tls_sim: KubeSim, http: aiohttp.ClientSession
-) -> None:
+async def test_custom_resources_are_never_protobuf(http: aiohttp.ClientSession) -> None:
     """28a: a CR with 'protobuf, application/json' gets JSON; protobuf alone is a 406 whose
     Status is itself protobuf."""
     rec = {ex["label"]: ex for ex in transcript("28a")["more_exchanges"]}
     only = rec["GET RecPodSet (CR) Accept application/vnd.kubernetes.protobuf only"]
-    tls_sim.create("customresourcedefinitions", recorded_podset_crd())
-    await tls_sim.wait_served("podsets")
-    podset = {"apiVersion": "example.aioinformer.dev/v1", "kind": "PodSet",
-              "metadata": {"name": "w"}, "spec": {"replicas": 1}}  # fmt: skip
-    tls_sim.create("podsets", podset, "pb")
     path = "/apis/example.aioinformer.dev/v1/namespaces/pb/podsets/w"
     status, ctype, _ = await _get(http, path, f"{PB}, application/json")
     assert (status, ctype) == (200, "application/json")
@@ -323,3 +321,44 @@ async def test_kubectl_creates_with_protobuf_and_reads_and_watches(
         if watch.returncode is None:
             watch.kill()
         await watch.wait()
+
+
+def metadata_accept(as_: str) -> str:
+    """The Accept of client-go's metadata client (protobuf first)."""
+    view = f"as={as_};g=meta.k8s.io;v=v1"
+    return f"{PB};{view},application/json;{view},application/json"
+
+
+@MODULE_LOOP
+@pytest.mark.parametrize(
+    "collection",
+    ["/api/v1/namespaces/pb/configmaps", "/apis/example.aioinformer.dev/v1/namespaces/pb/podsets"],
+)
+async def test_metadata_views_are_protobuf_for_any_kind(
+    http: aiohttp.ClientSession, collection: str
+) -> None:
+    """The metadata client's protobuf PartialObjectMetadata(List) views: for built-in kinds
+    and custom resources alike, the metadata of the JSON view, in list and watch too."""
+    json_list_accept = metadata_accept("PartialObjectMetadataList").split(",", 1)[1]
+    _, _, as_json = await _get(http, collection, json_list_accept)
+    status, ctype, raw = await _get(http, collection, metadata_accept("PartialObjectMetadataList"))
+    listed = decode_object(raw)
+    assert (status, ctype, listed["kind"]) == (200, PB, "PartialObjectMetadataList")
+    assert listed["apiVersion"] == "meta.k8s.io/v1"
+    assert [i["metadata"] for i in listed["items"]] == [
+        i["metadata"] for i in json.loads(as_json)["items"]
+    ]
+    name = listed["items"][0]["metadata"]["name"]
+    status, ctype, raw = await _get(
+        http, f"{collection}/{name}", metadata_accept("PartialObjectMetadata")
+    )
+    one = decode_object(raw)
+    assert (status, ctype, one["kind"]) == (200, PB, "PartialObjectMetadata")
+    assert one["metadata"] == listed["items"][0]["metadata"]
+    query = {"watch": "1", "resourceVersion": "0", "timeoutSeconds": "1"}
+    accept = metadata_accept("PartialObjectMetadata")
+    async with http.get(collection, params=query, headers={"Accept": accept}) as r:
+        assert r.headers["Content-Type"] == f"{PB};stream=watch"
+        events = watch_events(await r.read())
+    assert {e["object"]["kind"] for e in events} == {"PartialObjectMetadata"}
+    assert name in [e["object"]["metadata"]["name"] for e in events]

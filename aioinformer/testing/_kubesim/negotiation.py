@@ -3,19 +3,22 @@ kube-apiserver v1.28 chooses (recordings 16a-16g, 24a-24f, 28a).
 
 The media types are tried in the order the client lists them. JSON may ask for a
 ``PartialObjectMetadata``, ``PartialObjectMetadataList`` or ``Table`` view (``as=``);
-protobuf is served for the built-in kinds (a custom resource skips it, so
-``protobuf, application/json`` gets JSON) and only as the object itself; YAML as the
-object. Nothing acceptable is a 406: for an ``Accept`` of protobuf alone (a custom
-resource) the short message, otherwise the list of available representations.
+protobuf for the object itself (built-in kinds only: a custom resource skips it, so
+``protobuf, application/json`` gets JSON) or its ``PartialObjectMetadata`` views (any
+kind; a Table has no protobuf form); YAML as the object. Nothing acceptable is a 406: for
+an ``Accept`` of protobuf alone (a custom resource) the short message, otherwise the list
+of available representations.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from aioinformer.testing._kubesim.protobuf import PROTOBUF
 from aioinformer.testing._kubesim.status import ApiError, status_body
 from aioinformer.testing._kubesim.tables import table_version
 
-__all__ = ["errors_as_protobuf", "negotiate"]
+__all__ = ["JSON", "Media", "errors_as_protobuf", "negotiate"]
 
 _JSON = frozenset({"application/json", "*/*", "application/*"})
 _NOT_ACCEPTABLE = (
@@ -35,28 +38,54 @@ def _parts(accept: str) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-def negotiate(accept: str, protobuf: bool) -> str:
-    """ "json", "partial", "partial-list", "table-v1", "table-v1beta1", "yaml" or
-    "protobuf" (``protobuf``: the resource has a protobuf form); 406 when nothing fits."""
+@dataclass(frozen=True)
+class Media:
+    """The negotiated answer: a ``view`` ("object", "partial", "partial-list",
+    "table-v1", "table-v1beta1") in an encoding ("json", "yaml" or "protobuf")."""
+
+    view: str = "object"
+    encoding: str = "json"
+
+    @property
+    def partial(self) -> bool:
+        return self.view in ("partial", "partial-list")
+
+    @property
+    def table(self) -> str | None:
+        """The Table version asked for, or None."""
+        return self.view.removeprefix("table-") if self.view.startswith("table-") else None
+
+    @property
+    def protobuf(self) -> bool:
+        return self.encoding == "protobuf"
+
+
+JSON = Media()
+_VIEWS = {"PartialObjectMetadata": "partial", "PartialObjectMetadataList": "partial-list"}
+
+
+def negotiate(accept: str, protobuf: bool) -> Media:
+    """The first representation ``accept`` lists that is served (``protobuf``: the
+    resource itself has a protobuf form); 406 when none is."""
     if not accept:
-        return "json"
+        return JSON
     parts = _parts(accept)
     for mime, opts in parts:
         as_ = opts.get("as")
         if mime in _JSON:
             if as_ is None:
-                return "json"
-            if as_ == "PartialObjectMetadata":
-                return "partial"
-            if as_ == "PartialObjectMetadataList":
-                return "partial-list"
+                return JSON
+            if as_ in _VIEWS:
+                return Media(_VIEWS[as_])
             version = table_version(opts)
             if version is not None:
-                return f"table-{version}"
+                return Media(f"table-{version}")
         elif mime == "application/yaml":
-            return "yaml"
-        elif mime == PROTOBUF and protobuf and as_ is None:
-            return "protobuf"
+            return Media(encoding="yaml")
+        elif mime == PROTOBUF and as_ is None and protobuf:
+            return Media(encoding="protobuf")
+        elif mime == PROTOBUF and as_ in _VIEWS:
+            return Media(_VIEWS[as_], "protobuf")
     if all(mime == PROTOBUF for mime, _ in parts):
         raise ApiError.not_acceptable(_ACCEPTED)
     raise ApiError(406, status_body(406, _NOT_ACCEPTABLE, "NotAcceptable", {}))
@@ -68,6 +97,6 @@ def errors_as_protobuf(accept: str) -> bool:
     for mime, opts in _parts(accept):
         if mime in _JSON or mime == "application/yaml":
             return False
-        if mime == PROTOBUF and "as" not in opts:
+        if mime == PROTOBUF and opts.get("as") in (None, *_VIEWS):
             return True
     return False

@@ -38,7 +38,7 @@ from aioinformer.testing._kubesim.health import health_response, is_health_path
 from aioinformer.testing._kubesim.limits import watch_timeout
 from aioinformer.testing._kubesim.mvcc import Mvcc, Stored
 from aioinformer.testing._kubesim.namespace_lifecycle import finalize
-from aioinformer.testing._kubesim.negotiation import errors_as_protobuf, negotiate
+from aioinformer.testing._kubesim.negotiation import JSON, Media, errors_as_protobuf, negotiate
 from aioinformer.testing._kubesim.openapi import OpenApiDocs
 from aioinformer.testing._kubesim.protobuf import PROTOBUF, protobuf_body
 from aioinformer.testing._kubesim.protoencode import encode_object
@@ -117,10 +117,10 @@ def _json_response(
     return web.Response(body=body, status=status, content_type="application/json", headers=hdrs)
 
 
-def _response(doc: Any, status: int = 200, media: str = "json") -> web.Response:
-    """``doc`` (a JSON document, or its bytes) as JSON, or as protobuf for ``media``
-    "protobuf"."""
-    if media != "protobuf":
+def _response(doc: Any, status: int = 200, media: Media = JSON) -> web.Response:
+    """``doc`` (a JSON document, or its bytes) as JSON, or as protobuf for a protobuf
+    ``media``."""
+    if not media.protobuf:
         return _json_response(doc, status)
     obj = orjson.loads(doc) if isinstance(doc, bytes) else doc
     return web.Response(
@@ -133,7 +133,7 @@ def _response(doc: Any, status: int = 200, media: str = "json") -> web.Response:
 
 def _error_response(err: ApiError, protobuf: bool = False) -> web.Response:
     if protobuf:
-        resp = _response(err.body, err.code, "protobuf")
+        resp = _response(err.body, err.code, Media(encoding="protobuf"))
         resp.headers.update(err.headers)
     else:
         resp = _json_response(err.body, err.code, err.headers)
@@ -367,7 +367,7 @@ class SimServer:
             return await self._verb(request, route, verb, media)
 
     async def _review(
-        self, request: web.Request, route: _Route, verb: str, user: User, media: str
+        self, request: web.Request, route: _Route, verb: str, user: User, media: Media
     ) -> web.StreamResponse:
         if verb != "create" or route.name is not None:
             raise ApiError.method_not_allowed()
@@ -386,7 +386,7 @@ class SimServer:
         return _response(doc, 201, media)
 
     async def _verb(
-        self, request: web.Request, route: _Route, verb: str, media: str
+        self, request: web.Request, route: _Route, verb: str, media: Media
     ) -> web.StreamResponse:
         rt = route.rt
         q = request.query
@@ -489,10 +489,9 @@ class SimServer:
         raise ApiError.method_not_allowed()
 
     async def _scale(
-        self, request: web.Request, route: _Route, verb: str, manager: str, media: str
+        self, request: web.Request, route: _Route, verb: str, manager: str, media: Media
     ) -> web.StreamResponse:
         rt, ns, name = route.rt, route.namespace, route.name or ""
-        media = "protobuf" if media == "protobuf" else "json"
         if verb == "get":
             return _response(get_scale(self.api, rt, ns, name), media=media)
         if verb == "update":
@@ -539,8 +538,8 @@ class SimServer:
 
     # -- encoding ------------------------------------------------------------------------------
 
-    def _object_bytes(self, rt: ResourceType, obj: Stored, media: str) -> bytes:
-        if media in ("partial", "partial-list"):
+    def _object_bytes(self, rt: ResourceType, obj: Stored, media: Media) -> bytes:
+        if media.partial:
             meta = orjson.loads(obj.raw)["metadata"]
             return orjson.dumps(
                 {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
@@ -551,20 +550,20 @@ class SimServer:
         self,
         rt: ResourceType,
         obj: Stored,
-        media: str,
+        media: Media,
         status: int = 200,
         query: Mapping[str, str] | None = None,
     ) -> web.Response:
-        if media.startswith("table-"):
-            maker = TableMaker(rt, media.removeprefix("table-"), include_object(query or {}))
+        if media.table:
+            maker = TableMaker(rt, media.table, include_object(query or {}))
             meta = {"resourceVersion": str(obj.rv)}
             return _json_response(maker.table([self.api.view(rt, obj)], meta), status)
         data = self._object_bytes(rt, obj, media)
-        if media == "yaml":
+        if media.encoding == "yaml":
             return _yaml_response(orjson.loads(data), status)
         return _response(data, status, media)
 
-    async def _list(self, request: web.Request, route: _Route, media: str) -> web.StreamResponse:
+    async def _list(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
         rt = route.rt
         q = request.query
         rv = q.get("resourceVersion", "")
@@ -608,19 +607,19 @@ class SimServer:
         return await self._list_response(request, rt, page, media)
 
     async def _list_response(
-        self, request: web.Request, rt: ResourceType, page: ListResult, media: str
+        self, request: web.Request, rt: ResourceType, page: ListResult, media: Media
     ) -> web.StreamResponse:
         meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
         if page.continue_token is not None:
             meta["continue"] = page.continue_token
         if page.remaining is not None:
             meta["remainingItemCount"] = page.remaining
-        if media in ("partial", "partial-list"):
+        if media.partial:
             head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
             head += orjson.dumps(meta) + b',"items":['
             tail = b"]}\n"
-        elif media.startswith("table-"):
-            maker = TableMaker(rt, media.removeprefix("table-"), include_object(request.query))
+        elif media.table:
+            maker = TableMaker(rt, media.table, include_object(request.query))
             return _json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
         elif rt.custom:
             meta.setdefault("continue", "")
@@ -649,11 +648,13 @@ class SimServer:
                 + b',"items":['
             )
             tail = b"]}\n"
-        if media in ("yaml", "protobuf"):
-            items = [orjson.loads(self._object_bytes(rt, o, "json")) for o in page.items]
-            doc = orjson.loads(head + b",".join(orjson.dumps(i) for i in items) + tail)
-            return _yaml_response(doc, 200) if media == "yaml" else _response(doc, 200, media)
-        if media in ("partial", "partial-list"):
+        if media.encoding != "json":
+            items = [self._object_bytes(rt, o, media) for o in page.items]
+            doc = orjson.loads(head + b",".join(items) + tail)
+            return (
+                _yaml_response(doc, 200) if media.encoding == "yaml" else _response(doc, 200, media)
+            )
+        if media.partial:
             raws = [self._object_bytes(rt, o, media) for o in page.items]
         else:
             raws = [view_json(rt, o, typed=False) for o in page.items]
@@ -685,7 +686,7 @@ class SimServer:
 
     # -- watch -------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, route: _Route, media: str) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
         rt = route.rt
         q = request.query
         rv = q.get("resourceVersion", "")
@@ -743,12 +744,12 @@ class SimServer:
             start_rv=start_rv if mode == "from_rv" else self.mvcc.rv if mode == "initial" else 0,
             bookmarks=q.get("allowWatchBookmarks") in ("true", "1", "True"),
             timeout=timeout,
-            metadata_only=media in ("partial", "partial-list"),
-            list_media_type=media == "partial-list",
-            protobuf=media == "protobuf",
+            metadata_only=media.partial,
+            list_media_type=media.view == "partial-list",
+            protobuf=media.protobuf,
             encode=(
-                TableMaker(rt, media.removeprefix("table-"), include_object(q)).watch_encoder()
-                if media.startswith("table-")
+                TableMaker(rt, media.table, include_object(q)).watch_encoder()
+                if media.table
                 else None
             ),
         )
