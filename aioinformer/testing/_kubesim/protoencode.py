@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import struct
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -25,6 +26,7 @@ import orjson
 
 from aioinformer.testing._kubesim.protobuf import MAGIC
 from aioinformer.testing._kubesim.prototypes import PTR, REPEATED, kind_message, message
+from aioinformer.testing._kubesim.protowire import key as _key
 from aioinformer.testing._kubesim.protowire import length_delimited as _ld
 from aioinformer.testing._kubesim.protowire import varint as _varint
 
@@ -90,24 +92,45 @@ def _payload(kind: str, msg: str, value: Any) -> bytes:
     raise ValueError(f"no protobuf encoding for a {kind} field")
 
 
-def _field(num: int, kind: str, msg: str, value: Any) -> bytes:
+def _field(tag: bytes, kind: str, msg: str, value: Any) -> bytes:
+    """One field: ``tag`` (its key, for the kind's wire type), then its value."""
     if kind in _VARINT:
-        return _varint(num << 3) + _varint(int(value or 0))
+        return tag + _varint(int(value or 0))
     if kind == "float":
-        return _varint(num << 3 | 1) + struct.pack("<d", float(value or 0))
-    return _ld(num, _payload(kind, msg, value))
+        return tag + struct.pack("<d", float(value or 0))
+    payload = _payload(kind, msg, value)
+    return tag + _varint(len(payload)) + payload
 
 
-def _entries(num: int, kind: str, value: Mapping[str, Any]) -> Iterable[bytes]:
-    for key in sorted(value):
-        v = value[key]
+_ENTRY_VALUE = _key(2, 2)  # every map value of the tables is length-delimited
+
+
+def _entries(tag: bytes, kind: str, value: Mapping[str, Any]) -> Iterable[bytes]:
+    for name in sorted(value):
+        v = value[name]
         if kind.startswith("msg:"):
             item = _ld(2, encode_message(v or {}, kind[4:]))
         elif kind == "bytes" and v is None:
             item = b""  # a nil []byte value: the key alone
         else:
-            item = _field(2, kind, "", v)
-        yield _ld(num, _ld(1, key.encode()) + item)
+            item = _field(_ENTRY_VALUE, kind, "", v)
+        entry = _ld(1, name.encode()) + item
+        yield tag + _varint(len(entry)) + entry
+
+
+def _wire(kind: str) -> int:
+    return 0 if kind in _VARINT else 1 if kind == "float" else 2
+
+
+@functools.cache
+def _plan(name: str) -> tuple[tuple[bytes, str, str, str, int], ...]:
+    """Message ``name``'s fields as (key bytes, json name, kind, message, flags)."""
+    fields = message(name)
+    if fields is None:
+        raise ValueError(f"no protobuf table for {name}")
+    return tuple(
+        (_key(num, _wire(kind)), key, kind, msg, flags) for num, key, kind, msg, flags in fields
+    )
 
 
 #: kinds whose unset non-pointer value Go leaves out (a nil slice of bytes)
@@ -116,25 +139,22 @@ _NIL_OMITTED = frozenset({"bytes"})
 
 def encode_message(obj: Mapping[str, Any], name: str) -> bytes:
     """The JSON object ``obj`` as message ``name`` (see :func:`._prototypes.message`)."""
-    fields = message(name)
-    if fields is None:
-        raise ValueError(f"no protobuf table for {name}")
     out = bytearray()
-    for num, key, kind, msg, flags in fields:
+    for tag, key, kind, msg, flags in _plan(name):
         if kind == "inline":
-            out += _ld(num, encode_message(obj, msg))
+            out += _field(tag, "msg", msg, obj)
             continue
         value = obj.get(key)
         if flags & REPEATED:
             for item in value or ():
-                out += _field(num, kind, msg, item)
+                out += _field(tag, kind, msg, item)
         elif kind == "map":
-            for entry in _entries(num, msg, value or {}):
+            for entry in _entries(tag, msg, value or {}):
                 out += entry
         elif value is None and (flags & PTR or kind in _NIL_OMITTED):
             continue
         else:
-            out += _field(num, kind, msg, value)
+            out += _field(tag, kind, msg, value)
     return bytes(out)
 
 

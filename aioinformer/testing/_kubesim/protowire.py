@@ -15,8 +15,13 @@ class WireError(ValueError):
     """Bytes that are not a well-formed protobuf message (the message says where)."""
 
 
+_ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))
+
+
 def varint(n: int) -> bytes:
     """``n`` as a varint (a negative ``n`` as its 64-bit two's complement)."""
+    if 0 <= n < 0x80:
+        return _ONE_BYTE[n]
     n &= (1 << 64) - 1
     out = bytearray()
     while n > 0x7F:
