@@ -1,4 +1,5 @@
-"""Protobuf request bodies (``application/vnd.kubernetes.protobuf``) decoded to JSON objects.
+"""Protobuf bodies (``application/vnd.kubernetes.protobuf``) decoded to JSON objects; the
+encoding of answers is :mod:`._protoencode`'s.
 
 client-go's generated clients (kubectl >= 1.32 ``create namespace|configmap|secret|
 deployment|job|role ...``, ``auth can-i``, ``autoscale``, and any Go controller on client-go
@@ -35,6 +36,7 @@ __all__ = [
     "PROTOBUF",
     "PROTOBUF_WATCH",
     "ProtobufUnsupported",
+    "decode_message",
     "decode_object",
     "protobuf_body",
 ]
