@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 import aiohttp
+import pytest
 
 from aioinformer.testing import KubeSim
+from aioinformer.testing._kubesim import server
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.support import eventually, transcript
 
@@ -444,3 +447,28 @@ async def test_events_committed_while_a_slow_client_blocks_a_write_are_sent(
         reader = WatchReader(r)
         names = [(await reader.next_event())["object"]["metadata"]["name"] for _ in range(600)]
     assert names == [f"cm-{b}-{i}" for b in range(20) for i in range(30)]
+
+
+async def test_a_client_gone_before_the_headers_is_no_server_error(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watch whose connection closed before its headers were written (the write raises
+    aiohttp's ClientConnectionResetError, as when the client or a shutdown closed it) ends
+    quietly: no "Error handling request" from the HTTP server, and the sim keeps serving."""
+
+    async def closed_before_headers(*args: object, **kwargs: object) -> None:
+        raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+
+    monkeypatch.setattr(server, "serve_watch", closed_before_headers)
+    caplog.set_level(logging.ERROR)
+    async with KubeSim() as sim:
+        headers = {"Authorization": f"Bearer {sim.token}"}
+        async with aiohttp.ClientSession(base_url=sim.url, headers=headers) as http:
+            path = "/api/v1/namespaces/default/configmaps"
+            with pytest.raises(aiohttp.ClientError):  # the connection is closed, no answer
+                async with http.get(path, params={"watch": "1"}) as r:
+                    await r.read()
+            async with http.get(path) as r:
+                assert r.status == 200
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == []

@@ -220,7 +220,11 @@ class SimServer:
             return await self._resource(request, route, verb, user)
         except ApiError as err:
             return _error_response(err, request.get(_PROTOBUF_ERRORS, False))
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the client went away mid-answer: nothing to report
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response(status=499)  # never sent: the connection is closed
+        except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the sim must still answer like a server
             log.exception("KubeSim internal error on %s %s", request.method, path)
