@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import base64
 import datetime
+import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
-from aioinformer.testing._kubesim.prototypes import PTR, REPEATED, kind_message, message
+from aioinformer.testing._kubesim.prototypes import PTR, REPEATED, Field, kind_message, message
 from aioinformer.testing._kubesim.protowire import fields as wire_fields
 from aioinformer.testing._kubesim.status import ApiError, status_body
 
@@ -175,12 +176,17 @@ _ZERO: dict[str, Callable[[Any], bool]] = {
 }
 
 
-def decode_message(buf: bytes, name: str) -> dict[str, Any]:
-    """Message ``name`` (see :func:`._prototypes.message`) as JSON, following the Go types."""
+@functools.cache
+def _by_number(name: str) -> Mapping[int, Field]:
     fields = message(name)
     if fields is None:
         raise ProtobufUnsupported(f"KubeSim does not decode protobuf {name} messages")
-    spec = {f[0]: f for f in fields}
+    return {f[0]: f for f in fields}
+
+
+def decode_message(buf: bytes, name: str) -> dict[str, Any]:
+    """Message ``name`` (see :func:`._prototypes.message`) as JSON, following the Go types."""
+    spec = _by_number(name)
     out: dict[str, Any] = {}
     for num, v in wire_fields(buf):
         f = spec.get(num)
@@ -202,7 +208,7 @@ def decode_message(buf: bytes, name: str) -> dict[str, Any]:
             continue
         else:
             out[key] = value
-    for _, key, kind, _, flags in fields:
+    for _, key, kind, _, flags in spec.values():
         if kind == "time" and not flags & PTR and key not in out:
             out[key] = None
     return out

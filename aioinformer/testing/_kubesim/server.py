@@ -62,8 +62,6 @@ __all__ = ["SimOptions", "SimServer", "User"]
 
 log = logging.getLogger("aioinformer.testing.kubesim")
 
-#: request key: whether an error Status is answered as protobuf
-_PROTOBUF_ERRORS = web.RequestKey("protobuf_errors", bool)
 _PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
 _LIST_CHUNK = 1 << 20
 
@@ -185,6 +183,7 @@ class SimServer:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self.requests_served += 1
         path = request.path.rstrip("/") or "/"
+        on_resource = False  # an error of a resource request may be a protobuf Status
         try:
             user = self._authenticate(request)
             delay = self.faults.latency_for(path)
@@ -195,7 +194,7 @@ class SimServer:
             route = self._parse_resource_path(path)
             if route is None:
                 return self._discovery(request, path, user)
-            request[_PROTOBUF_ERRORS] = errors_as_protobuf(request.headers.get("Accept", ""))
+            on_resource = True
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
@@ -219,7 +218,8 @@ class SimServer:
                 raise self._fault_error(fault.status, fault.retry_after)
             return await self._resource(request, route, verb, user)
         except ApiError as err:
-            return _error_response(err, request.get(_PROTOBUF_ERRORS, False))
+            accept = request.headers.get("Accept", "")
+            return _error_response(err, on_resource and errors_as_protobuf(accept))
         except ConnectionResetError:  # the client went away mid-answer: nothing to report
             if request.transport is not None:
                 request.transport.close()
