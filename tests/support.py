@@ -36,13 +36,13 @@ from aioinformer._core.backoff import Backoff
 from aioinformer._core.objects import KubeObject, decode_object
 
 #: Recorded kube-apiserver v1.28 exchanges, copied into the repository (see its README).
-CONFORMANCE = Path(__file__).resolve().parent / "conformance"
+CONFORMANCE = Path(__file__).resolve().parent / "kubesim" / "conformance"
 #: The repository's root (examples/, bench/ and README.md live there).
 REPO = Path(__file__).resolve().parents[1]
 
 
 def transcript(name: str) -> dict[str, Any]:
-    """Load one recorded kube-apiserver exchange from tests/conformance (``"13a"`` or the
+    """Load one recorded kube-apiserver exchange from tests/kubesim/conformance (``"13a"`` or the
     whole file name)."""
     stem = name.removesuffix(".json")
     matches = sorted(CONFORMANCE.glob(f"{stem}*.json"))

@@ -113,7 +113,7 @@ def _token(args: argparse.Namespace) -> str | None:
 
 
 async def _serve(args: argparse.Namespace, token: str | None) -> None:
-    from aioinformer.testing._kubesim.kubesim import KubeSim
+    from kubesim import KubeSim
 
     sim = KubeSim(
         host=args.host,
@@ -165,7 +165,7 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
 
 def run_sim(args: argparse.Namespace) -> int:
     """Serve until interrupted: exit status 0; 1 when it cannot start (in one line)."""
-    from aioinformer.testing._kubesim.tls import TlsUnavailable
+    from kubesim.tls import TlsUnavailable
 
     try:
         token = _token(args)

@@ -41,9 +41,9 @@ import orjson
 
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
 from aioinformer._harness.workload import realistic_pod
-from aioinformer.testing._kubesim.kubesim import KubeSim
-from aioinformer.testing._kubesim.mvcc import TypeStore
-from aioinformer.testing._kubesim.rest import STRATEGIC_PATCH
+from kubesim import KubeSim
+from kubesim.mvcc import TypeStore
+from kubesim.rest import STRATEGIC_PATCH
 
 __all__: list[str] = []
 

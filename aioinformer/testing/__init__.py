@@ -21,10 +21,10 @@ from aioinformer.testing._faultmix import Operator as Operator
 from aioinformer.testing._faultmix import example_operators as example_operators
 from aioinformer.testing._helpers import eventually as eventually
 from aioinformer.testing._helpers import install_crd as install_crd
-from aioinformer.testing._kubesim.faults import Faults as Faults
-from aioinformer.testing._kubesim.kubesim import KubeSim as KubeSim
-from aioinformer.testing._kubesim.server import User as User
-from aioinformer.testing._kubesim.status import ApiError as ApiError
+from kubesim import ApiError as ApiError
+from kubesim import Faults as Faults
+from kubesim import KubeSim as KubeSim
+from kubesim import User as User
 
 __all__ = [
     "ApiError",

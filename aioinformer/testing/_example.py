@@ -39,7 +39,7 @@ from aioinformer._client.config import load_api_client
 from aioinformer._core.errors import AlreadyExists, ConfigError
 from aioinformer._runtime.manager import Manager
 from aioinformer.testing._helpers import install_crd
-from aioinformer.testing._kubesim.kubesim import KubeSim
+from kubesim import KubeSim
 
 __all__ = ["Example"]
 

@@ -69,8 +69,7 @@ from aioinformer import (
     WatchOptions,
 )
 from aioinformer._runtime.target import module_from_file
-from aioinformer.testing._kubesim.kubesim import KubeSim
-from aioinformer.testing._kubesim.status import ApiError
+from kubesim import ApiError, KubeSim
 
 __all__ = [
     "FAULT_KINDS",

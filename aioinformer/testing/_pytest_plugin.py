@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -36,7 +36,9 @@ from aioinformer._client.client import Client
 from aioinformer._runtime.manager import Manager
 from aioinformer._runtime.target import build_manager
 from aioinformer.testing._helpers import crd_resource, eventually, install_crd, load_crd
-from aioinformer.testing._kubesim.kubesim import KubeSim
+
+if TYPE_CHECKING:  # (KubeSim is imported by the fixture that starts one: see kubesim())
+    from kubesim import KubeSim
 
 __all__ = ["eventually", "install_crd"]
 
@@ -90,6 +92,12 @@ async def kubesim(
         options.update(marker.kwargs)
     cluster = options.pop("cluster", False)
     crds = [load_crd(crd) for crd in options.pop("crds", ())]
+    try:
+        from kubesim import KubeSim
+    except ImportError as exc:
+        pytest.fail(
+            f"the kubesim fixture needs KubeSim: pip install 'aioinformer[kubesim]' ({exc})"
+        )
     async with KubeSim(**options) as sim:
         if cluster:
             chosen = cluster if isinstance(cluster, Mapping) else {}

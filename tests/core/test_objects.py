@@ -1,5 +1,5 @@
 """KubeObject decoding (_objects.py) against the kube-apiserver v1.28 transcripts in
-tests/conformance, plus the error cases, a round-trip property and the memory/GC
+tests/kubesim/conformance, plus the error cases, a round-trip property and the memory/GC
 contract (exact-size bytes, nothing retained from the line, nothing GC-tracked)."""
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim import deepjson
-from aioinformer.testing._kubesim.bodies import parse, summarize
-from aioinformer.testing._kubesim.status import ApiError
+from kubesim import deepjson
+from kubesim.bodies import parse, summarize
+from kubesim.status import ApiError
 from tests.kubesim.replay import (
     bad_input_namespace,
     described_depth,

@@ -9,9 +9,9 @@ import aiohttp
 import orjson
 import pytest
 
-from aioinformer.testing._kubesim.cluster import ClusterEmulator
-from aioinformer.testing._kubesim.kubesim import KubeSim
-from aioinformer.testing._kubesim.status import ApiError
+from kubesim.cluster import ClusterEmulator
+from kubesim.kubesim import KubeSim
+from kubesim.status import ApiError
 from tests.support import eventually
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aioinformer.testing._kubesim.columns import (
+from kubesim.columns import (
     doc,
     format_label_selector,
     format_labels,

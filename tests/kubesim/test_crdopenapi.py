@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from aioinformer.testing._kubesim.crdopenapi import (
+from kubesim.crdopenapi import (
     CrdApi,
     object_schema,
     schema_name,
@@ -21,7 +21,7 @@ from aioinformer.testing._kubesim.crdopenapi import (
 )
 from tests.support import REPO
 
-DATA = REPO / "aioinformer/testing/_kubesim/openapi"
+DATA = REPO / "kubesim/src/kubesim/openapi"
 
 
 def load(name: str) -> Any:

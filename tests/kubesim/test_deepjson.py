@@ -9,7 +9,7 @@ import json
 import orjson
 import pytest
 
-from aioinformer.testing._kubesim import deepjson
+from kubesim import deepjson
 
 DOC = {"a": [1, -2.5e-7, {"b": None, "c": 'é"\\\n\u2028'}], "e": {}, "f": [], "g": True, "h": False}
 

@@ -1,5 +1,5 @@
 """Defaulting (_defaults.py) against the kube-apiserver v1.28 transcripts in
-tests/conformance: recorded create responses, key order, per-kind defaults."""
+tests/kubesim/conformance: recorded create responses, key order, per-kind defaults."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from aioinformer.testing._kubesim.defaults import apply_defaults, qos_class
-from aioinformer.testing._kubesim.validation import validate_create
+from kubesim.defaults import apply_defaults, qos_class
+from kubesim.validation import validate_create
 from tests.kubesim.test_validation import PODS, pod, rt
 from tests.support import transcript
 

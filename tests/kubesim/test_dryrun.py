@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim import dryrun
-from aioinformer.testing._kubesim.dryrun import parse_dry_run
-from aioinformer.testing._kubesim.status import ApiError
+from kubesim import dryrun
+from kubesim.dryrun import parse_dry_run
+from kubesim.status import ApiError
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import MERGE, masked, recorder, send
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params

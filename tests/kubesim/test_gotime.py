@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from aioinformer.testing._kubesim.gotime import (
+from kubesim.gotime import (
     GoTimeError,
     age,
     format_micro_time,

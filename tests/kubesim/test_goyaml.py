@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from aioinformer.testing._kubesim.goyaml import marshal
+from kubesim.goyaml import marshal
 
 
 @pytest.mark.parametrize(

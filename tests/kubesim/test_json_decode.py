@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim.json_decode import loads
+from kubesim.json_decode import loads
 from tests.kubesim.replay import recorder
 
 

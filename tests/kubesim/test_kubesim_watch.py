@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim import server
+from kubesim import server
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.support import eventually, transcript
 

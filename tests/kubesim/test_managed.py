@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim.managed import track_update
-from aioinformer.testing._kubesim.schemas import builtin_type
+from kubesim.managed import track_update
+from kubesim.schemas import builtin_type
 from tests.support import transcript
 
 RECORDER_UA = "aioinformer-recorder/0.2"

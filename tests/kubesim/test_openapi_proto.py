@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import yaml
 
-from aioinformer.testing._kubesim.openapi import OpenApiDocs
-from aioinformer.testing._kubesim.openapi_proto import encode_document
-from aioinformer.testing._kubesim.resources import ResourceRegistry
+from kubesim.openapi import OpenApiDocs
+from kubesim.openapi_proto import encode_document
+from kubesim.resources import ResourceRegistry
 
 Fields = dict[int, list[Any]]
 

@@ -10,9 +10,9 @@ import struct
 import orjson
 import pytest
 
-from aioinformer.testing._kubesim.openapi import OpenApiDocs
-from aioinformer.testing._kubesim.openapi_v3_proto import encode_document
-from aioinformer.testing._kubesim.resources import ResourceRegistry
+from kubesim.openapi import OpenApiDocs
+from kubesim.openapi_v3_proto import encode_document
+from kubesim.resources import ResourceRegistry
 from tests.kubesim.test_openapi_proto import Fields, decode, named
 from tests.support import REPO
 
@@ -154,9 +154,7 @@ def test_enum_default_and_extension_values() -> None:
 @pytest.mark.parametrize(
     "path",
     sorted(
-        orjson.loads((REPO / "aioinformer/testing/_kubesim/openapi/v3-index.json").read_bytes())[
-            "paths"
-        ]
+        orjson.loads((REPO / "kubesim/src/kubesim/openapi/v3-index.json").read_bytes())["paths"]
     ),
 )
 def test_every_builtin_document_decodes_to_its_json(path: str) -> None:

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer.testing._kubesim.patch import (
+from kubesim.patch import (
     STRATEGIC_MERGE_KINDS,
     PatchError,
     json_merge_patch,

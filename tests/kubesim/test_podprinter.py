@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer.testing._kubesim.podprinter import POD_PRINTER
+from kubesim.podprinter import POD_PRINTER
 from tests.kubesim.test_printers import AGO_5M, cells
 
 

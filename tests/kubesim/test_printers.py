@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer.testing._kubesim.gotime import format_time
-from aioinformer.testing._kubesim.printers import default_printer, printer_for
+from kubesim.gotime import format_time
+from kubesim.printers import default_printer, printer_for
 
 NOW = time.time()
 AGO_5M = format_time(datetime.datetime.fromtimestamp(NOW - 300, datetime.UTC))

@@ -14,8 +14,8 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim.protobuf import MAGIC, decode_object
-from tests.differential.protobuf import watch_frames
+from kubesim.protobuf import MAGIC, decode_object
+from tests.kubesim.differential.protobuf import watch_frames
 from tests.kubesim.replay import recorded_podset_crd
 from tests.support import transcript
 

@@ -11,9 +11,9 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim.protobuf import decode_message, decode_object
-from aioinformer.testing._kubesim.protoencode import encode_message, encode_object
-from tests.differential.protobuf import fields
+from kubesim.protobuf import decode_message, decode_object
+from kubesim.protoencode import encode_message, encode_object
+from tests.kubesim.differential.protobuf import fields
 from tests.kubesim.replay import recorded_podset_crd
 
 PB = "application/vnd.kubernetes.protobuf"

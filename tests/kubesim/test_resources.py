@@ -1,5 +1,5 @@
 """Served resource types, CRD-defined types and discovery documents (_resources.py), checked
-against the kube-apiserver v1.28 transcripts in tests/conformance."""
+against the kube-apiserver v1.28 transcripts in tests/kubesim/conformance."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer.testing._kubesim.resources import (
+from kubesim.resources import (
     BUILTIN_RESOURCES,
     CRD_VERBS,
     STANDARD_VERBS,

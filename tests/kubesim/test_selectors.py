@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from aioinformer.testing._kubesim.selectors import (
+from kubesim.selectors import (
     FieldSelector,
     LabelSelector,
     SelectorError,

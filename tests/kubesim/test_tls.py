@@ -20,7 +20,7 @@ import pytest
 from cryptography import x509
 
 from aioinformer.testing import KubeSim
-from aioinformer.testing._kubesim.tls import INSTALL_HINT, TlsUnavailable, self_signed
+from kubesim.tls import INSTALL_HINT, TlsUnavailable, self_signed
 from tests.kubesim.kubectl import Kubectl, kubectl_binary
 
 

@@ -1,5 +1,5 @@
 """Create/update validation and generation rules (_validation.py) against the kube-apiserver
-v1.28 transcripts in tests/conformance. Defaulting alone is in test_defaults.py."""
+v1.28 transcripts in tests/kubesim/conformance. Defaulting alone is in test_defaults.py."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import copy
 import json
 from typing import Any
 
-from aioinformer.testing._kubesim.defaults import apply_defaults
-from aioinformer.testing._kubesim.resources import ResourceRegistry, ResourceType
-from aioinformer.testing._kubesim.validation import (
+from kubesim.defaults import apply_defaults
+from kubesim.resources import ResourceRegistry, ResourceType
+from kubesim.validation import (
     Cause,
     go_quote,
     invalid_message,

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from aioinformer.testing._kubesim.status import ApiError
-from aioinformer.testing._kubesim.yamlbody import alias_budget_exceeded, parse_yaml
+from kubesim.status import ApiError
+from kubesim.yamlbody import alias_budget_exceeded, parse_yaml
 
 
 def laughs(levels: int, width: int) -> str:
