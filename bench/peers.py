@@ -127,6 +127,11 @@ TOKEN_ENV = "AIOINFORMER_PEER_TOKEN"
 _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
 
 
+def _python_path() -> str:
+    """The child's PYTHONPATH: this checkout first, then the caller's."""
+    return os.pathsep.join(p for p in (_BENCH_ROOT, os.environ.get("PYTHONPATH")) if p)
+
+
 def parse_bytes(text: str) -> int:
     """``8G``, ``512M``, ``1.5GiB`` or a plain number of bytes."""
     t = text.strip().upper().removesuffix("IB").removesuffix("B")
@@ -154,7 +159,7 @@ class PeerProcess:
 
     async def start(self, sim: SimProcess, cfg: dict[str, Any]) -> dict[str, Any]:
         self.proc = await spawn_python(
-            "bench._peerchild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _BENCH_ROOT}
+            "bench._peerchild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _python_path()}
         )
         await self.send({"peer": self.peer, "url": sim.url, **cfg})
         return (await self.until("ready"))["ready"]

@@ -46,6 +46,11 @@ from aioinformer._harness.seedclient import owner_uids
 from aioinformer._harness.simproc import SimProcess, spawn_python
 
 _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def _python_path() -> str:
+    """The child's PYTHONPATH: this checkout first, then the caller's."""
+    return os.pathsep.join(p for p in (_BENCH_ROOT, os.environ.get("PYTHONPATH")) if p)
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
 
@@ -53,7 +58,7 @@ async def run_child(
     sim: SimProcess, cfg: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
     child = await spawn_python(
-        "bench._stalechild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _BENCH_ROOT}
+        "bench._stalechild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _python_path()}
     )
     assert child.stdin is not None and child.stdout is not None
     stdin, stdout = child.stdin, child.stdout

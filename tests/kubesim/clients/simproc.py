@@ -101,7 +101,8 @@ def sim_process(workdir: Path, *args: str, aioinformer: Path = REPO) -> Iterator
     workdir.mkdir(parents=True, exist_ok=True)
     kubeconfig = workdir / "kubeconfig"
     log = workdir / "sim.log"
-    env = {**os.environ, "PYTHONPATH": str(aioinformer)}
+    path = [str(aioinformer), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in path if p)}
     cmd = [sys.executable, "-m", "aioinformer", "sim", "--port", "0"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
