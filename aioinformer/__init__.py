@@ -12,19 +12,16 @@ Controllers run on top (:class:`Manager`, :class:`Controller`), and
         mine = pods.snapshot().by_index("controller", owner_uid)
 
 The public API is what this module exports (``__all__``); everything in the underscored
-subpackages is private. Names kept from older releases (``ApiStatusError``,
-``WatchExpired``, ``StreamError``, ``WatchError``, ``InformerStats``, ``DeltaType``, ``Delta``,
-``Replace``, ``Bookmark``, ``DeltaFIFO``) still import, with a ``DeprecationWarning``.
+subpackages is private.
 """
 
 from __future__ import annotations
 
-import warnings
-
 from aioinformer._cache.deltas import Change as Change
 from aioinformer._cache.deltas import ChangeType as ChangeType
 from aioinformer._cache.factory import InformerFactory as InformerFactory
-from aioinformer._cache.handlers import EventStream as EventStream
+from aioinformer._cache.factory import InformerSpec as InformerSpec
+from aioinformer._cache.handlers import ChangeStream as ChangeStream
 from aioinformer._cache.handlers import HandlerFailure as HandlerFailure
 from aioinformer._cache.handlers import Subscription as Subscription
 from aioinformer._cache.handlers import SubscriptionStatistics as SubscriptionStatistics
@@ -35,10 +32,8 @@ from aioinformer._cache.index import by_label as by_label
 from aioinformer._cache.index import by_namespace as by_namespace
 from aioinformer._cache.informer import Informer as Informer
 from aioinformer._cache.informer import InformerStatistics as InformerStatistics
+from aioinformer._cache.process import ProcessSettings as ProcessSettings
 from aioinformer._cache.snapshot_store import Snapshot as Snapshot
-from aioinformer._cache.store import StoreKind as StoreKind
-from aioinformer._cache.store import StoreReader as StoreReader
-from aioinformer._cache.store import StoreView as StoreView
 from aioinformer._cache.watcher import WatchOptions as WatchOptions
 from aioinformer._client.client import Client as Client
 from aioinformer._client.client import ObjectLike as ObjectLike
@@ -87,6 +82,7 @@ from aioinformer._runtime.context import Reconciling as Reconciling
 from aioinformer._runtime.context import current_reconcile as current_reconcile
 from aioinformer._runtime.context import install_log_context as install_log_context
 from aioinformer._runtime.controller import Controller as Controller
+from aioinformer._runtime.controller import ControllerOptions as ControllerOptions
 from aioinformer._runtime.controller import ControllerStatistics as ControllerStatistics
 from aioinformer._runtime.controller import Mapper as Mapper
 from aioinformer._runtime.controller import Predicate as Predicate
@@ -127,17 +123,18 @@ __all__ = [
     "BuildFunction",
     "Cause",
     "Change",
+    "ChangeStream",
     "ChangeType",
     "Client",
     "ClosedError",
     "ConfigError",
     "Conflict",
     "Controller",
+    "ControllerOptions",
     "ControllerStatistics",
     "DecodeError",
     "Discovery",
     "EventRecorder",
-    "EventStream",
     "EventType",
     "Expectations",
     "Expired",
@@ -147,6 +144,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "InformerFactory",
+    "InformerSpec",
     "InformerStatistics",
     "Invalid",
     "ItemExponentialFailureRateLimiter",
@@ -166,6 +164,7 @@ __all__ = [
     "OwnerReference",
     "PatchType",
     "Predicate",
+    "ProcessSettings",
     "RateLimiter",
     "Reconciler",
     "Reconciling",
@@ -176,9 +175,6 @@ __all__ = [
     "Sharding",
     "Snapshot",
     "StatusError",
-    "StoreKind",
-    "StoreReader",
-    "StoreView",
     "Subscription",
     "SubscriptionStatistics",
     "TooManyRequests",
@@ -219,32 +215,3 @@ for _name in __all__:
         except (AttributeError, TypeError):  # (a C type that does not allow it)
             pass
 del _name, _obj
-
-_DEPRECATED = {
-    "ApiStatusError": ("aioinformer._core.errors", "StatusError"),
-    "WatchExpired": ("aioinformer._core.errors", "Expired"),
-    "StreamError": ("aioinformer._core.errors", "TransportError"),
-    "WatchError": ("aioinformer._core.errors", "ApiError"),
-    "InformerStats": ("aioinformer._cache.informer", "InformerStatistics"),
-    "DeltaType": ("aioinformer._cache.deltas", "DeltaType"),
-    "Delta": ("aioinformer._cache.deltas", "Delta"),
-    "Replace": ("aioinformer._cache.deltas", "Replace"),
-    "Bookmark": ("aioinformer._cache.deltas", "Bookmark"),
-    "DeltaFIFO": ("aioinformer._cache.fifo", "RealFIFO"),
-}
-
-
-def __getattr__(name: str) -> object:
-    """The deprecated names of older releases (see the module docstring)."""
-    if name in _DEPRECATED:
-        import importlib
-
-        module, new = _DEPRECATED[name]
-        warnings.warn(
-            f"aioinformer.{name} is deprecated"
-            + (f": use aioinformer.{new}" if new in __all__ else " (an internal type)"),
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(module), new)
-    raise AttributeError(f"module 'aioinformer' has no attribute {name!r}")

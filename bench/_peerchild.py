@@ -119,7 +119,7 @@ class AioinformerPeer(Peer):
         from kubernetes_asyncio import client
 
         from aioinformer import InformerFactory
-        from aioinformer._harness.seedclient import Readers
+        from aioinformer._harness.informer_process import Readers
 
         self.api = client.ApiClient(configuration=configuration(client, cfg["url"]))
         self.factory = InformerFactory(self.api, store=store)  # type: ignore[arg-type]

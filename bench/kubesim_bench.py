@@ -1,4 +1,4 @@
-"""KubeSim at the seed scenario's scale: bulk create, full list, watch fan-out, memory.
+"""KubeSim at the contention scenario's scale: bulk create, full list, watch fan-out, memory.
 
 The sim runs in a child process (so its CPU and memory are measured apart from the
 client's); the parent talks to it over HTTP like any client, and drives in-process writes

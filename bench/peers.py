@@ -73,8 +73,8 @@ import orjson
 from rich.console import Console
 from rich.table import Table
 
+from aioinformer._harness.contention import percentile
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.seed import percentile
 from aioinformer._harness.simproc import SimProcess, SimProcessError, spawn_python
 from aioinformer._harness.workload import statefulset_uid
 

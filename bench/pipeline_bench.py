@@ -38,7 +38,7 @@ from typing import Any
 
 import orjson
 
-from aioinformer._cache.deltas import Delta, DeltaType, Replace
+from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
 from aioinformer._cache.informer import Informer
 from aioinformer._cache.snapshot_store import snapshot_store
 from aioinformer._client.listwatch import ListWatch
@@ -235,7 +235,7 @@ def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]
     * ``decode``: decode_event, the object dropped at once.
     * ``decode_into_dict``: the objects kept in a dict by key, replacing the previous
       version: the least any cache of them costs (new memory, the old object freed).
-    * ``decode_into_snapshot_store``: Delta items applied to a snapshot store with the
+    * ``decode_into_snapshot_store``: ObjectDelta items applied to a snapshot store with the
       default indexes, one batch (and one snapshot) per read's lines, as the writer does.
     """
     batch = max(1, READ_BYTES * len(lines) // sum(map(len, lines)))
@@ -257,7 +257,7 @@ def stages(body: bytes, lines: list[bytes], chunk: int = 1000) -> dict[str, Any]
     def decode_into_snapshot_store(part: list[bytes]) -> None:
         for start in range(0, len(part), batch):
             deltas = [
-                Delta(DeltaType.UPDATED, decode_event(line)[1], 0.0)  # type: ignore[arg-type]
+                ObjectDelta(ChangeType.UPDATED, decode_event(line)[1], 0.0)  # type: ignore[arg-type]
                 for line in part[start : start + batch]
             ]
             writer.apply(deltas, changes=False)

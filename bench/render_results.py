@@ -40,12 +40,12 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
-def seed_section(data: dict[str, Any]) -> list[str]:
+def contention_section(data: dict[str, Any]) -> list[str]:
     o = data["options"]
     out = [
-        "## The seed scenario (bench/seed.py)",
+        "## The contention scenario (bench/contention.py)",
         "",
-        f"Command: `{data.get('command') or 'python bench/seed.py'}`",
+        f"Command: `{data.get('command') or 'python bench/contention.py'}`",
         "",
         f"Machine: {machine_line(data.get('machine') or {})}",
         "",
@@ -107,8 +107,8 @@ def seed_section(data: dict[str, Any]) -> list[str]:
             f"{(ours.get('conflicts_409') or {}).get('podset/protected', '-')}, NodeAgent extra "
             f"pods {(ours.get('extra_pods') or {}).get('nodeagent/protected', '-')} (target 0, 0)",
         ]
-    if (RESULTS / "seed.png").exists():
-        out += ["", "![FIFO depth and staleness over time](results/seed.png)"]
+    if (RESULTS / "contention.png").exists():
+        out += ["", "![FIFO depth and staleness over time](results/contention.png)"]
     return out
 
 
@@ -186,7 +186,7 @@ def soak_section(data: dict[str, Any]) -> list[str]:
 
 def kubesim_section(data: dict[str, Any]) -> list[str]:
     return [
-        "## KubeSim at the seed's scale (bench/kubesim_bench.py)",
+        "## KubeSim at the incident's scale (bench/kubesim_bench.py)",
         "",
         "Command: `python bench/kubesim_bench.py --pods 200000 --owners 200 --churn 20000 "
         "--json bench/results/kubesim.json`",
@@ -429,8 +429,8 @@ def headline(data: dict[str, Any]) -> list[str]:
             f"{c.get('podset/protected', '-')} / {c.get('podset/unprotected', '-')} | "
             f"{e.get('nodeagent/protected', '-')} / {e.get('nodeagent/unprotected', '-')} |"
         )
-    if (RESULTS / "seed.png").exists():
-        out += ["", "![FIFO depth and staleness over time](bench/results/seed.png)"]
+    if (RESULTS / "contention.png").exists():
+        out += ["", "![FIFO depth and staleness over time](bench/results/contention.png)"]
     return out
 
 
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     sections = [
-        ("seed.json", seed_section),
+        ("contention.json", contention_section),
         ("staleness.json", staleness_section),
         ("staleness_50k.json", rerun_section),
         ("staleness_200k.json", rerun_section),
@@ -482,12 +482,12 @@ def main(argv: list[str] | None = None) -> int:
         lines.append("")
     Path(args.out).write_text("\n".join(lines))
     print(f"wrote {args.out}")
-    seed = RESULTS / "seed.json"
+    contention = RESULTS / "contention.json"
     readme = HERE.parent / "README.md"
     if (
         args.readme
-        and seed.exists()
-        and update_readme(readme, headline(json.loads(seed.read_text())))
+        and contention.exists()
+        and update_readme(readme, headline(json.loads(contention.read_text())))
     ):
         print(f"updated the headline table in {readme}")
     return 0

@@ -40,9 +40,9 @@ from typing import Any
 
 import orjson
 
+from aioinformer._harness.contention import percentile, split_staleness, staleness_of
+from aioinformer._harness.informer_process import owner_uids
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.seed import percentile, split_staleness, staleness_of
-from aioinformer._harness.seedclient import owner_uids
 from aioinformer._harness.simproc import SimProcess, spawn_python
 
 _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
@@ -51,6 +51,8 @@ _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
 def _python_path() -> str:
     """The child's PYTHONPATH: this checkout first, then the caller's."""
     return os.pathsep.join(p for p in (_BENCH_ROOT, os.environ.get("PYTHONPATH")) if p)
+
+
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
 

@@ -2,7 +2,7 @@
 iteration, memory.
 
 For each store size (default 10k and 200k realistic pods, 1000 per StatefulSet, managed
-fields dropped, the seed scenario's shape; ``--per-owner 100`` for owners the size of most
+fields dropped, the contention scenario's shape; ``--per-owner 100`` for owners the size of most
 ReplicaSets, whose index buckets are small) and each store kind this measures:
 
 * **publish cost per update**: applying batches (``async with writer.writing():
@@ -14,7 +14,7 @@ ReplicaSets, whose index buckets are small) and each store kind this measures:
   interleaved, ``--pairs`` ratios of two back-to-back passes (the per-size figures are
   measured tens of seconds apart, and this host runs 1.6x slower for seconds at a time).
 * **by_index vs full scan**: the 1000 pods of one StatefulSet through the "controller" index,
-  against ``list()`` + a filter on the controller uid (what the seed's controllers did);
+  against ``list()`` + a filter on the controller uid (what the incident's controllers did);
   by_index also of a random owner per call, as controllers ask (cold memory: the same
   owner again and again stays in the CPU caches).
 * **index churn cost per update**: batches of 50 deletions, then 50 re-additions, of
@@ -51,10 +51,10 @@ from typing import Any
 
 import msgspec
 import orjson
-
-from aioinformer._cache.deltas import Delta, DeltaType, Item, Replace
-from aioinformer._cache.snapshot_store import Snapshot
 from aioinformer._cache.store import StoreKind, open_store
+
+from aioinformer._cache.deltas import ChangeType, Delta, ObjectDelta, Replace
+from aioinformer._cache.snapshot_store import Snapshot
 from aioinformer._core.objects import KubeObject, decode_object, drop_managed_fields
 from aioinformer._harness.workload import realistic_pod
 
@@ -69,7 +69,7 @@ class Store:
         self.kind = kind
         self.reader, self.writer = open_store(kind)
 
-    async def apply(self, batch: list[Item]) -> None:
+    async def apply(self, batch: list[Delta]) -> None:
         async with self.writer.writing():
             self.writer.apply(batch)
 
@@ -118,7 +118,7 @@ async def publish_pass(
     (new resourceVersion, same index values) to random pods of ``pods``."""
     replace = msgspec.structs.replace
     deltas = [
-        Delta(DeltaType.UPDATED, replace(rng.choice(pods), rv=next(_RV)), 0.0)
+        ObjectDelta(ChangeType.UPDATED, replace(rng.choice(pods), rv=next(_RV)), 0.0)
         for _ in range(updates)
     ]
     batches = [deltas[i : i + batch] for i in range(0, len(deltas), batch)]
@@ -170,8 +170,8 @@ async def churn_cost(store: Store, pods: list[KubeObject], updates: int, repeat:
         batches = []
         for _ in range(max(1, updates // 100)):
             chosen = rng.sample(pods, 50)
-            batches.append([Delta(DeltaType.DELETED, p, 0.0) for p in chosen])
-            batches.append([Delta(DeltaType.ADDED, p, 0.0) for p in chosen])
+            batches.append([ObjectDelta(ChangeType.DELETED, p, 0.0) for p in chosen])
+            batches.append([ObjectDelta(ChangeType.ADDED, p, 0.0) for p in chosen])
         t0 = cpu()
         for b in batches:
             await store.apply(b)
@@ -265,7 +265,7 @@ async def memory(kind: StoreKind, pods: list[KubeObject]) -> dict[str, float]:
         old = store.snapshot()
         before = tracemalloc.get_traced_memory()[0]
         for u in updates:
-            await store.apply([Delta(DeltaType.UPDATED, u, 0.0)])
+            await store.apply([ObjectDelta(ChangeType.UPDATED, u, 0.0)])
         gc.collect()
         with_old = tracemalloc.get_traced_memory()[0] - before
         del old

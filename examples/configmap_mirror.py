@@ -40,13 +40,13 @@ from aioinformer import (
     AlreadyExists,
     Client,
     Conflict,
+    ControllerOptions,
     KubeObject,
     Manager,
     NotFound,
     Result,
     finalizer,
 )
-from aioinformer.testing import Example
 
 ENABLED_LABEL = "mirror.aioinformer.dev/enabled"
 TARGET_SELECTOR = "mirror.aioinformer.dev/target=true"
@@ -97,8 +97,8 @@ class MirrorOperator:
             self.reconcile,
             primary=self.sources,
             watches=[(self.copies, source_of), (self.targets, self._every_source)],
-            concurrency=concurrency,
-            freshness=protect,  # (expectations need owns=, ownerReferences: not here)
+            # (expectations need owns=, ownerReferences: not here)
+            options=ControllerOptions(concurrency=concurrency, freshness=protect),
         )
         # the copies are written in other namespaces than the sources' informer watches
         manager.require_permission("", "configmaps", ["create", "update", "delete"])
@@ -274,7 +274,11 @@ async def progress(
     return line, done
 
 
-EXAMPLE = Example("configmap_mirror", build, progress, samples=samples())
+SAMPLES = samples()
+"""What ``python examples/configmap_mirror.py`` creates first: the namespaces and the
+ConfigMaps it mirrors."""
 
-if __name__ == "__main__":
-    sys.exit(EXAMPLE.main())
+if __name__ == "__main__":  # python examples/configmap_mirror.py: run it on an embedded KubeSim
+    from aioinformer.testing import Example
+
+    sys.exit(Example.from_module(sys.modules[__name__]).main())

@@ -36,8 +36,16 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from aioinformer import Client, Conflict, KubeObject, Manager, NotFound, Result, is_condition_true
-from aioinformer.testing import Example
+from aioinformer import (
+    Client,
+    Conflict,
+    ControllerOptions,
+    KubeObject,
+    Manager,
+    NotFound,
+    Result,
+    is_condition_true,
+)
 
 GROUP_VERSION = "example.aioinformer.dev/v1"
 CRD = Path(__file__).resolve().parent / "crds" / "nodeagent.yaml"
@@ -58,12 +66,9 @@ class NodeAgentOperator:
         name = "nodeagent" if namespace is None else f"nodeagent-{namespace}"
         self.client = manager.client
         self.events = manager.event_recorder(name)
-        # NodeAgents and nodes are read from snapshots whatever the manager's default store
-        self.agents = manager.informer(
-            GROUP_VERSION, "nodeagents", namespace=namespace, store="snapshot"
-        )
+        self.agents = manager.informer(GROUP_VERSION, "nodeagents", namespace=namespace)
         self.pods = manager.informer("v1", "pods")
-        self.nodes = manager.informer("v1", "nodes", store="snapshot")
+        self.nodes = manager.informer("v1", "nodes")
         self.counters: Counter[str] = Counter()
         """``creates`` and ``surplus`` (second pods found on a node: creates on a stale cache)."""
         self._surplus_seen: set[str] = set()
@@ -73,9 +78,9 @@ class NodeAgentOperator:
             primary=self.agents,
             owns=[self.pods],
             watches=[(self.nodes, self._every_agent)],
-            concurrency=concurrency,
-            freshness=protect,
-            expectations=protect,
+            options=ControllerOptions(
+                concurrency=concurrency, freshness=protect, expectations=protect
+            ),
         )
 
     def _every_agent(self, _node: KubeObject) -> Iterable[str]:
@@ -86,8 +91,7 @@ class NodeAgentOperator:
         agent = self.agents.snapshot().get(key)
         if agent is None or terminating(agent):
             return None  # its pods are garbage collected
-        async with self.pods.read() as view:  # (read(): the pods may be in a lock-based store)
-            pods = view.by_index("controller", agent.uid)
+        pods = self.pods.snapshot().by_index("controller", agent.uid)
         nodes = sorted(
             n.name for n in self.nodes.snapshot().list() if is_condition_true(n, "Ready")
         )
@@ -227,7 +231,12 @@ async def progress(
     return line, done
 
 
-EXAMPLE = Example("nodeagent", build, progress, crds=[CRD], samples=[nodeagent_body(SAMPLE_NAME)])
+CRDS = [CRD]
+"""What ``python examples/nodeagent.py`` installs first."""
+SAMPLES = [nodeagent_body(SAMPLE_NAME)]
+"""What it creates then: the NodeAgent it converges."""
 
-if __name__ == "__main__":
-    sys.exit(EXAMPLE.main())
+if __name__ == "__main__":  # python examples/nodeagent.py: run it on an embedded KubeSim
+    from aioinformer.testing import Example
+
+    sys.exit(Example.from_module(sys.modules[__name__]).main())

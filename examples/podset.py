@@ -39,13 +39,13 @@ from aioinformer import (
     AlreadyExists,
     Client,
     Conflict,
+    ControllerOptions,
     KubeObject,
     Manager,
     NotFound,
     Result,
     is_condition_true,
 )
-from aioinformer.testing import Example
 
 GROUP_VERSION = "example.aioinformer.dev/v1"
 CRD = Path(__file__).resolve().parent / "crds" / "podset.yaml"
@@ -68,10 +68,7 @@ class PodSetOperator:
         name = "podset" if namespace is None else f"podset-{namespace}"
         self.client = manager.client
         self.events = manager.event_recorder(name)
-        # the PodSets are read from snapshots whatever the manager's default store
-        self.podsets = manager.informer(
-            GROUP_VERSION, "podsets", namespace=namespace, store="snapshot"
-        )
+        self.podsets = manager.informer(GROUP_VERSION, "podsets", namespace=namespace)
         self.pods = manager.informer("v1", "pods")
         self.counters: Counter[str] = Counter()
         """``creates`` and ``conflicts`` (409 AlreadyExists: a create on a stale cache)."""
@@ -80,9 +77,9 @@ class PodSetOperator:
             self.reconcile,
             primary=self.podsets,
             owns=[self.pods],
-            concurrency=concurrency,
-            freshness=protect,
-            expectations=protect,
+            options=ControllerOptions(
+                concurrency=concurrency, freshness=protect, expectations=protect
+            ),
         )
 
     async def reconcile(self, key: str) -> Result | None:
@@ -90,11 +87,11 @@ class PodSetOperator:
         if podset is None or terminating(podset):
             return None  # its pods are garbage collected
         replicas = podset.field("spec.replicas", 0, type=int)
-        async with self.pods.read() as view:  # (read(): the pods may be in a lock-based store)
-            owned = view.by_index("controller", podset.uid)
-            by_ordinal = {ordinal(p, podset.name): p for p in owned}
-            missing = first_missing(by_ordinal, replicas)
-            name_taken = missing is not None and f"{key}-{missing}" in view
+        pods = self.pods.snapshot()
+        owned = pods.by_index("controller", podset.uid)
+        by_ordinal = {ordinal(p, podset.name): p for p in owned}
+        missing = first_missing(by_ordinal, replicas)
+        name_taken = missing is not None and f"{key}-{missing}" in pods
         misnamed = [p for p in owned if ordinal(p, podset.name) < 0 and not terminating(p)]
         doomed = misnamed + excess(by_ordinal, replicas)
         for pod in doomed:
@@ -213,9 +210,12 @@ async def progress(
     return line, done
 
 
-EXAMPLE = Example(
-    "podset", build, progress, crds=[CRD], samples=[podset_body(SAMPLE_NAME, replicas=3)]
-)
+CRDS = [CRD]
+"""What ``python examples/podset.py`` installs first."""
+SAMPLES = [podset_body(SAMPLE_NAME, replicas=3)]
+"""What it creates then: the PodSet it converges."""
 
-if __name__ == "__main__":
-    sys.exit(EXAMPLE.main())
+if __name__ == "__main__":  # python examples/podset.py: run it on an embedded KubeSim
+    from aioinformer.testing import Example
+
+    sys.exit(Example.from_module(sys.modules[__name__]).main())

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from aioinformer import Client, KubeObject, Manager, Result, finalizer, is_condition_true
-from aioinformer.testing import Example
 
 GROUP_VERSION = "example.aioinformer.dev/v1"
 CRD = Path(__file__).resolve().parent / "crds" / "website.yaml"
@@ -105,9 +104,12 @@ async def progress(client: Client) -> tuple[str, bool]:
     return f"website default/hello: {ready}/{replicas} pods ready", seen and ready == replicas
 
 
-EXAMPLE = Example(
-    "website", build, progress, crds=[CRD], samples=[website_body("hello", {"index.html": "Hi"})]
-)
+CRDS = [CRD]
+"""What ``python examples/website.py`` installs first."""
+SAMPLES = [website_body("hello", {"index.html": "Hi"})]
+"""What it creates then: the Website it converges."""
 
-if __name__ == "__main__":
-    sys.exit(EXAMPLE.main())
+if __name__ == "__main__":  # python examples/website.py: run it on an embedded KubeSim
+    from aioinformer.testing import Example
+
+    sys.exit(Example.from_module(sys.modules[__name__]).main())

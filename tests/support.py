@@ -20,20 +20,20 @@ import os
 import sys
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import orjson
 from aiohttp import web
 
-from aioinformer._cache.deltas import Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Change, ObjectDelta, ChangeType, Delta, Replace
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.snapshot_store import Snapshot
-from aioinformer._cache.store import StoreKind, open_store
+from aioinformer._cache.snapshot_store import Snapshot, snapshot_store
 from aioinformer._cache.watcher import Watcher, WatchOptions
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.objects import KubeObject, decode_object
+from aioinformer._harness.locked_store import locked_store
 
 #: Recorded kube-apiserver v1.28 exchanges, copied into the repository (see its README).
 CONFORMANCE = Path(__file__).resolve().parent / "kubesim" / "conformance"
@@ -110,14 +110,14 @@ def pod_object(
     return decode_object(orjson.dumps(doc))
 
 
-def delta(kind: DeltaType, obj: KubeObject, received: float = 0.0) -> Delta:
+def delta(kind: ChangeType, obj: KubeObject, received: float = 0.0) -> ObjectDelta:
     """A FIFO delta (``received`` on the informer clock; 0.0 where no one measures lag)."""
-    return Delta(kind, obj, received)
+    return ObjectDelta(kind, obj, received)
 
 
-def upsert(obj: KubeObject) -> Delta:
+def upsert(obj: KubeObject) -> ObjectDelta:
     """An UPDATED delta: the store adds or replaces ``obj``."""
-    return delta(DeltaType.UPDATED, obj)
+    return delta(ChangeType.UPDATED, obj)
 
 
 def many_pods(n: int, rv0: int = 1) -> list[KubeObject]:
@@ -128,36 +128,55 @@ def many_pods(n: int, rv0: int = 1) -> list[KubeObject]:
     return [replace(base, key=f"default/p{i}", rv=rv0 + i) for i in range(n)]
 
 
+StoreKind = Literal["snapshot", "locked"]
+"""The stores the tests compare: the library's, and the benchmarks' lock-based baseline."""
+STORE_KINDS: tuple[StoreKind, ...] = ("snapshot", "locked")
+
+
 class Store:
-    """A store's reader/writer pair (``open_store(kind)``), with the informer's way of
-    applying a batch (``async with writer.writing(): writer.apply(batch)``) as one call, and
-    the seq of every publish noted in ``published``."""
+    """A store's reader/writer pair (the snapshot store, or the harness's lock-based
+    baseline), with the informer's way of applying a batch (the baseline under its write
+    lock) as one call, and the seq of every publish noted in ``published``."""
 
     def __init__(self, kind: StoreKind, indexers: dict[str, IndexFunc] | None = None) -> None:
         self.kind = kind
-        self.reader, self.writer = open_store(kind, indexers)
+        self.reader: Any
+        self.writer: Any
+        if kind == "snapshot":
+            self.reader, self.writer = snapshot_store(indexers)
+        else:
+            self.reader, self.writer = locked_store(indexers)
         self.published: list[int] = []
 
-    async def apply(self, batch: Sequence[Item], changes: bool = True) -> list[Change]:
-        async with self.writer.writing():
+    async def apply(self, batch: Sequence[Delta], changes: bool = True) -> list[Change]:
+        if self.kind == "locked":
+            async with self.writer.writing():
+                applied: list[Change] = self.writer.apply(batch, changes=changes)
+        else:
             applied = self.writer.apply(batch, changes=changes)
         if batch:
             self.published.append(self.reader.seq)
         return applied
 
     def snapshot(self) -> Snapshot:
-        return self.reader.snapshot()
+        snap: Snapshot = self.reader.snapshot()
+        return snap
 
     def read(self) -> Any:
-        return self.reader.read()
+        """``async with store.read() as view``: the baseline's read lock, or a snapshot."""
+        if self.kind == "locked":
+            return self.reader.read()
+        return contextlib.nullcontext(self.reader.snapshot())
 
     @property
     def indexers(self) -> list[str]:
-        return self.reader.indexers
+        names: list[str] = self.reader.indexers
+        return names
 
     @property
     def index_errors(self) -> int:
-        return self.reader.index_errors
+        errors: int = self.reader.index_errors
+        return errors
 
     async def add_indexer(self, name: str, fn: IndexFunc, **options: Any) -> None:
         before = self.reader.seq
@@ -294,24 +313,24 @@ class ModelFifo:
     """A FIFO sink that records every item and applies it to ``{key: rv}``."""
 
     def __init__(self) -> None:
-        self.items: list[Item] = []
+        self.items: list[Delta] = []
         self.state: dict[str, str] = {}
         self.objects: dict[str, KubeObject] = {}
 
-    def put_nowait(self, item: Item) -> None:
+    def put_nowait(self, item: Delta) -> None:
         self.items.append(item)
         if isinstance(item, Replace):
             self.objects = {o.key: o for o in item.objects}
             self.state = {o.key: str(o.rv) for o in item.objects}
-        elif isinstance(item, Delta):
-            if item.type is DeltaType.DELETED:
+        elif isinstance(item, ObjectDelta):
+            if item.type is ChangeType.DELETED:
                 self.state.pop(item.obj.key, None)
                 self.objects.pop(item.obj.key, None)
             else:
                 self.state[item.obj.key] = str(item.obj.rv)
                 self.objects[item.obj.key] = item.obj
 
-    def put_many(self, items: Sequence[Item]) -> None:
+    def put_many(self, items: Sequence[Delta]) -> None:
         for item in items:
             self.put_nowait(item)
 

@@ -67,7 +67,7 @@ def test_public_classes_show_the_public_module() -> None:
         ("StreamError", "TransportError"),
         ("WatchError", "ApiError"),
         ("InformerStats", "InformerStatistics"),
-        ("DeltaType", "ChangeType"),
+        ("ChangeType", "ChangeType"),
     ],
 )
 def test_old_names_still_import_with_a_warning(old: str, new: str) -> None:

@@ -4,18 +4,18 @@ A store hands :func:`apply_batch` a :class:`BatchState` (its object map and inde
 changed for this one batch) and gets back the :class:`~aioinformer._cache.deltas.Change` s
 and the new resourceVersion. Per item:
 
-* a :class:`Delta` ADDED/UPDATED upserts, DELETED removes (deleting an unknown key is a
+* a :class:`ObjectDelta` ADDED/UPDATED upserts, DELETED removes (deleting an unknown key is a
   no-op, reported as nothing);
 * a :class:`Replace` makes the store equal to its objects: ADDED and UPDATED (the
   resourceVersion changed) for what it brings, DELETED tombstones for the keys that vanished;
 * a :class:`Bookmark` changes no object.
 
 The batch's resourceVersion is the resourceVersion of its **last** item (a Replace's list RV,
-a Bookmark's, a Delta's object's): the store then reflects the server's state as of that
+a Bookmark's, a ObjectDelta's object's): the store then reflects the server's state as of that
 item, even when the server's revisions went backwards (an etcd restore, a new server on the
 same address), which only a Replace can bring about. Within a watch, RVs only grow.
 
-:func:`check_batch` rejects a malformed batch (an item that is not a Delta of a KubeObject, a
+:func:`check_batch` rejects a malformed batch (an item that is not a ObjectDelta of a KubeObject, a
 Replace of KubeObjects or a Bookmark) with ``TypeError`` before a store changes anything.
 """
 
@@ -25,7 +25,7 @@ import builtins
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from aioinformer._cache.deltas import Bookmark, Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Change, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._core.objects import KubeObject
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BatchState", "apply_batch", "check_batch"]
 
-_ADDED, _UPDATED, _DELETED = DeltaType.ADDED, DeltaType.UPDATED, DeltaType.DELETED
+_ADDED, _UPDATED, _DELETED = ChangeType.ADDED, ChangeType.UPDATED, ChangeType.DELETED
 
 
 class BatchState(Protocol):
@@ -61,7 +61,7 @@ class BatchState(Protocol):
 
 def apply_batch(
     state: BatchState,
-    batch: Sequence[Item],
+    batch: Sequence[Delta],
     rv: int,
     collect: bool = True,
     *,
@@ -69,15 +69,15 @@ def apply_batch(
 ) -> tuple[builtins.list[Change], int]:
     """Apply ``batch`` to ``state``; return the changes (none built unless ``collect``) and
     the resourceVersion after it (see the module docstring; ``rv`` if the batch is empty).
-    ``upserts``: every item is a Delta that adds or updates (:func:`check_batch` tells),
+    ``upserts``: every item is a ObjectDelta that adds or updates (:func:`check_batch` tells),
     and the batch takes the bulk path."""
     if upserts and len(batch) > 1:  # (for one item the lists cost more than they save)
-        return _apply_upserts(state, cast("Sequence[Delta]", batch), collect)
+        return _apply_upserts(state, cast("Sequence[ObjectDelta]", batch), collect)
     changes: list[Change] = []
     append = changes.append if collect else None
     get, put, pop, reindex, same = state.get, state.put, state.pop, state.reindex, state.same
     for item in batch:
-        if type(item) is Delta:
+        if type(item) is ObjectDelta:
             obj = item.obj
             rv = obj.rv
             key = obj.key
@@ -118,7 +118,7 @@ def apply_batch(
 
 
 def _apply_upserts(
-    state: BatchState, batch: Sequence[Delta], collect: bool
+    state: BatchState, batch: Sequence[ObjectDelta], collect: bool
 ) -> tuple[builtins.list[Change], int]:
     """:func:`apply_batch` for a batch of Deltas that all add or update (the usual batch
     of a watch): the map takes them in one call, then the indexes follow in order."""
@@ -141,16 +141,16 @@ def _apply_upserts(
 
 
 def check_batch(batch: Iterable[object]) -> bool:
-    """Raise TypeError for an item that is not a Delta (with a KubeObject), a Replace or a
-    Bookmark, before anything is applied. Return whether every item is a Delta that adds
+    """Raise TypeError for an item that is not a ObjectDelta (with a KubeObject), a Replace or a
+    Bookmark, before anything is applied. Return whether every item is a ObjectDelta that adds
     or updates (``apply_batch(..., upserts=True)``)."""
     upserts = True
     for item in batch:
         cls = type(item)
-        if cls is Delta:
-            delta = cast("Delta", item)
+        if cls is ObjectDelta:
+            delta = cast("ObjectDelta", item)
             if not isinstance(delta.obj, KubeObject):
-                raise TypeError(f"Delta of a {type(delta.obj).__name__}, not a KubeObject")
+                raise TypeError(f"ObjectDelta of a {type(delta.obj).__name__}, not a KubeObject")
             if delta.type == _DELETED:
                 upserts = False
             continue
@@ -160,5 +160,5 @@ def check_batch(batch: Iterable[object]) -> bool:
                 if not isinstance(one, KubeObject):
                     raise TypeError(f"Replace of a {type(one).__name__}, not a KubeObject")
         elif cls is not Bookmark:
-            raise TypeError(f"not a store item (Delta, Replace or Bookmark): {cls.__name__}")
+            raise TypeError(f"not a store item (ObjectDelta, Replace or Bookmark): {cls.__name__}")
     return upserts

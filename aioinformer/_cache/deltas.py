@@ -1,12 +1,18 @@
-"""What flows through an informer: Deltas into the store, Changes out of it.
+"""What flows through an informer: deltas into the store, changes out of it.
 
-The watcher turns the server's events into FIFO :data:`Item` s: a :class:`Delta` (one watch
-event), a :class:`Replace` (a relist: the complete new state, applied as one atomic swap)
-or a :class:`Bookmark` (a resourceVersion with no object change). The store applies them
-and reports each effect as a :class:`Change`, which the handlers fan out. One vocabulary
-names what happened to an object everywhere: :class:`DeltaType` (client-go's
-``Added``/``Updated``/``Deleted``); the server's ``ADDED``/``MODIFIED``/``DELETED`` only
-appear on the wire.
+The vocabulary, one word per idea:
+
+* a **watch event** is what the server sends (``ADDED``/``MODIFIED``/``DELETED``/
+  ``BOOKMARK``/``ERROR``); it exists only on the wire and in the watcher;
+* a **delta** (:data:`Delta`) is what the watcher queues in the FIFO and the writer applies:
+  an :class:`ObjectDelta` (one object changed: one watch event), a :class:`Replace` (a
+  relist: the complete new state, applied as one atomic swap) or a :class:`Bookmark` (a
+  resourceVersion with no object change);
+* a **change** (:class:`Change`) is what applying a delta did to the store, of a
+  :class:`ChangeType` (client-go's ``Added``/``Updated``/``Deleted``): what handlers and
+  ``informer.changes()`` receive;
+* an **Event** (capital E) is a Kubernetes Event object, written by
+  :class:`~aioinformer.EventRecorder`.
 """
 
 from __future__ import annotations
@@ -20,22 +26,18 @@ import msgspec
 
 from aioinformer._core.objects import KubeObject
 
-__all__ = ["Bookmark", "Change", "ChangeType", "Delta", "DeltaType", "Item", "Replace"]
+__all__ = ["Bookmark", "Change", "ChangeType", "Delta", "ObjectDelta", "Replace"]
 
 
-class DeltaType(enum.StrEnum):
-    """What happened to one object."""
+class ChangeType(enum.StrEnum):
+    """What happened to one object (an :class:`ObjectDelta`'s and a :class:`Change`'s)."""
 
     ADDED = "Added"
     UPDATED = "Updated"
     DELETED = "Deleted"
 
 
-ChangeType: TypeAlias = DeltaType
-"""The type of a :class:`Change` (the same vocabulary as a Delta's)."""
-
-
-class Delta(msgspec.Struct, frozen=True, gc=False):
+class ObjectDelta(msgspec.Struct, frozen=True, gc=False):
     """One watch event: ``type`` happened to ``obj``.
 
     ``received`` is the informer clock's time when the watcher read the event. For DELETED,
@@ -44,7 +46,7 @@ class Delta(msgspec.Struct, frozen=True, gc=False):
     since it only refers to an untracked object, a str and a float).
     """
 
-    type: DeltaType
+    type: ChangeType
     obj: KubeObject
     received: float
 
@@ -70,15 +72,15 @@ class Bookmark:
     received: float
 
 
-Item: TypeAlias = Delta | Replace | Bookmark
-"""One entry of the FIFO, one item of a store batch."""
+Delta: TypeAlias = ObjectDelta | Replace | Bookmark
+"""One entry of the FIFO: what the writer applies (a batch is a sequence of them)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
     """What one batch item did to the store: what handlers and ``events()`` receive."""
 
-    type: DeltaType
+    type: ChangeType
     """ADDED, UPDATED or DELETED (:class:`~aioinformer.ChangeType`)."""
     obj: KubeObject
     """The object now; for DELETED the last known state: the object of the delete event,

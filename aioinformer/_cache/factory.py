@@ -1,13 +1,28 @@
-"""InformerFactory: one shared informer per resource and options, run as a group.
+"""InformerFactory: one shared informer per :class:`InformerSpec`, run as a group.
 
-``async with InformerFactory(api_client) as factory:`` starts every informer created
-through ``factory.informer(...)`` (before or after entering) and stops them all on exit.
-Asking twice for the same resource with the same options returns the same informer (its
-indexers are merged), as client-go's SharedInformerFactory does. Cancelling the task that
-runs the factory stops every child task; an error in one informer's watcher is retried by
-that watcher and never stops the others; an informer that dies all the same (e.g. an index
-function raising in its writer) is logged at ERROR when it dies, and the others go on.
-:meth:`InformerFactory.stop` is idempotent.
+``async with InformerFactory(api_client) as factory:`` runs every informer created through
+``factory.informer(...)`` (before or after entering) and stops them all on exit: each runs
+as a task of the factory's own task group, so none outlives the block. Asking twice for the
+same spec returns the same informer (its indexers are merged), as client-go's
+SharedInformerFactory does.
+
+Contracts:
+
+* **One pipeline host per factory.** With ``pipeline="thread"`` (the default) every
+  informer's watch -> FIFO -> writer runs on the factory's one pipeline thread, with one
+  event loop and one HTTP session (:mod:`~aioinformer._cache.pipeline`); with ``"loop"``,
+  on the caller's loop. The thread starts with the first informer and ends when the
+  factory exits. What the factory does to the process beyond that is its
+  :class:`~aioinformer.ProcessSettings`, and nothing else.
+* **Sharing.** The spec is the sharing key. A transform is the same when it is the same
+  function, or a function of the same code over the same captured objects (a lambda
+  written once but made anew per call: ``lambda o: project(o, FIELDS)``); any other
+  difference makes a second informer, with its own watch and cache, and is logged at
+  WARNING when it is for a resource the factory already watches in the same scope.
+* **Failures.** An error in one informer's watcher is retried by that watcher and never
+  stops the others; an informer that dies all the same (e.g. an index function raising in
+  its writer) is logged at ERROR when it dies, and the others go on. Cancelling the task
+  that runs the factory stops every informer.
 """
 
 from __future__ import annotations
@@ -15,32 +30,32 @@ from __future__ import annotations
 import asyncio
 import enum
 import functools
-import logging
 import time
-import warnings
 from collections.abc import Callable, Mapping
-from types import TracebackType
-from typing import Any, Final, Literal
+from dataclasses import dataclass, field, fields
+from typing import Final, Literal
 
-from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer, Pipeline
-from aioinformer._cache.store import STORE_KINDS, StoreKind
+from aioinformer._cache.index import IndexFunc, check_indexers
+from aioinformer._cache.informer import PIPELINES, Informer, Pipeline
+from aioinformer._cache.pipeline import LoopHost, PipelineHost, ThreadHost
+from aioinformer._cache.process import ProcessSettings
 from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.listwatch import ListWatch
-from aioinformer._client.rest import RestClient
-from aioinformer._core.backoff import Backoff
+from aioinformer._client.rest import ApiClientLike, RestClient
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._core.objects import Transform
+from aioinformer._core.service import Service
 
 __all__ = [
     "ALL_NAMESPACES",
     "FACTORY_NAMESPACE",
     "InformerFactory",
+    "InformerSpec",
     "NamespaceDefault",
-    "watch_options_from",
 ]
 
-log = logging.getLogger("aioinformer.factory")
+log = logs.logger("aioinformer.factory")
 
 
 class NamespaceDefault(enum.Enum):
@@ -55,98 +70,167 @@ ALL_NAMESPACES: Final = None
 """``namespace=ALL_NAMESPACES`` (None): watch every namespace."""
 
 
-def watch_options_from(options: WatchOptions | Mapping[str, Any] | None) -> WatchOptions:
-    """A :class:`WatchOptions` from itself, None (the defaults) or a mapping of its field
-    names (the older ``watcher_options`` form; a ``backoff`` entry, a Backoff, gives its
-    settings). An unknown name is a :class:`ConfigError`."""
-    if options is None:
-        return WatchOptions()
-    if isinstance(options, WatchOptions):
-        return options
-    fields = dict(options)
-    backoff = fields.pop("backoff", None)
-    if isinstance(backoff, Backoff):
-        fields.update(
-            backoff_initial=backoff.initial,
-            backoff_maximum=backoff.maximum,
-            backoff_reset_after=backoff.reset_after,
-            backoff_jitter=backoff.jitter,
+def _transform_key(transform: Transform | None) -> object:
+    """What makes two transforms the same: the function itself, or its code over the same
+    captured objects and defaults (so a lambda made anew per call is still the same one);
+    a ``functools.partial`` by its function and arguments. Identities (``id``) stand for
+    the captured objects: the spec keeps the transform, so they stay alive and unique."""
+    if transform is None:
+        return None
+    if isinstance(transform, functools.partial):
+        return (
+            "partial",
+            _transform_key(transform.func),
+            tuple(map(id, transform.args)),
+            tuple((k, id(v)) for k, v in sorted(transform.keywords.items())),
         )
-    try:
-        return WatchOptions(**fields)
-    except TypeError as exc:
-        raise ConfigError(f"watch options: {exc}") from None
+    code = getattr(transform, "__code__", None)
+    if code is None:  # a callable object: only itself
+        return ("object", id(transform))
+    cells = getattr(transform, "__closure__", None) or ()
+    return (
+        "function",
+        code,
+        id(getattr(transform, "__self__", None)),
+        tuple(id(c.cell_contents) for c in cells),
+        tuple(map(id, getattr(transform, "__defaults__", None) or ())),
+        tuple((k, id(v)) for k, v in sorted((transform.__kwdefaults__ or {}).items())),
+    )
 
 
-class InformerFactory:
-    """Creates, shares and runs informers on one kubernetes_asyncio ``ApiClient``.
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InformerSpec:
+    """What one informer caches and how: the factory's sharing key (see the module
+    docstring). :meth:`InformerFactory.informer` builds it from its arguments."""
+
+    group_version: str
+    """``"v1"`` for the core group, else ``"GROUP/VERSION"``."""
+    plural: str
+    """The resource's plural name (``"pods"``)."""
+    namespace: str | None = None
+    """One namespace, or None for all (or a cluster-scoped resource)."""
+    label_selector: str | None = None
+    """A server-side label selector (``"app=web,tier!=db"``)."""
+    field_selector: str | None = None
+    """A server-side field selector (``"spec.nodeName=node-1"``)."""
+    metadata_only: bool = False
+    """Cache PartialObjectMetadata only."""
+    transform: Transform | None = field(default=None, compare=False)
+    """Applied to each object before it is stored; returning None drops the object."""
+    streaming_list: bool = False
+    """Sync with a streaming list (WatchList) instead of a list."""
+    compact: bool = False
+    """Keep the bodies compressed with a dictionary trained on the first objects."""
+    _transform: object = field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        if not self.group_version or not self.plural or "/" in self.plural:
+            raise ConfigError(
+                f"bad resource: group_version={self.group_version!r} plural={self.plural!r}"
+            )
+        object.__setattr__(self, "_transform", _transform_key(self.transform))
+
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group)."""
+        return self.group_version.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        """The informer's name: ``plural[.group]``, plus ``[namespace]``."""
+        name = f"{self.plural}.{self.group}" if self.group else self.plural
+        return f"{name}[{self.namespace}]" if self.namespace else name
+
+    def scope(self) -> tuple[object, ...]:
+        """What the informer watches (resource, namespace, selectors, metadata only),
+        without how it keeps it: two specs of one scope hold the same objects."""
+        return (
+            self.group_version,
+            self.plural,
+            self.namespace,
+            self.label_selector,
+            self.field_selector,
+            self.metadata_only,
+        )
+
+    def differences(self, other: InformerSpec) -> list[str]:
+        """The names of the fields in which ``other`` differs (``transform`` by the rule
+        of the module docstring)."""
+        names = [f.name for f in fields(self) if f.compare and f.name != "_transform"]
+        found = [n for n in names if getattr(self, n) != getattr(other, n)]
+        if self._transform != other._transform:
+            found.append("transform")
+        return found
+
+
+class InformerFactory(Service):
+    """Creates, shares and runs informers on one API server (see the module docstring).
 
     Args:
         api_client: a kubernetes_asyncio ``ApiClient`` (its configuration gives the host,
             credentials and TLS settings), or a :class:`~aioinformer._client.rest.RestClient`.
         namespace: the default namespace of the informers (None: all namespaces).
-        store: the default store kind: "snapshot" (immutable snapshots, readers take no
-            lock) or "locked" (the lock-based baseline, for comparisons).
         staleness_bound: seconds; freshness-aware reads of every informer also wait while
             its store lags the watcher by more than this (None: no bound).
         watch_options: how every informer lists, watches and recovers
             (:class:`~aioinformer.WatchOptions`: page size, watch timeouts, watchdog,
             limits, backoff).
-        watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
-            :class:`~aioinformer.WatchOptions` field names.
         clock: the informers' clock (``time.monotonic``): receive times and staleness.
         batch_size: the most deltas each informer's writer applies per published state
-            (per write lock for the locked baseline; client-go's RealFIFO PopBatch takes
-            1000, its DeltaFIFO Pop before 1.33 one).
-        pipeline: where each informer's watcher and writer run: "thread" (a thread of
-            their own per informer, so that readers keeping this loop busy cannot delay
-            them; the default for the snapshot store) or "loop" (this event loop; always
-            for the locked baseline).
+            (client-go's RealFIFO PopBatch takes 1000).
+        pipeline: where the informers' watchers and writers run: "thread" (one thread
+            for all of them, so that readers keeping this loop busy cannot delay them) or
+            "loop" (this event loop).
         compact: the informers' default for ``compact`` (see :meth:`informer`): bodies
             kept compressed with a dictionary per resource, for huge caches.
+        process: the process-wide effects the factory may have
+            (:class:`~aioinformer.ProcessSettings`).
     """
 
     def __init__(
         self,
-        api_client: Any,
+        api_client: ApiClientLike | RestClient,
         namespace: str | None = None,
         *,
-        store: StoreKind = "snapshot",
         staleness_bound: float | None = None,
         watch_options: WatchOptions | None = None,
-        watcher_options: Mapping[str, Any] | None = None,
         clock: Callable[[], float] = time.monotonic,
-        pipeline: Pipeline | None = None,
         batch_size: int = 1000,
+        pipeline: Pipeline = "thread",
         compact: bool = False,
+        process: ProcessSettings | None = None,
     ) -> None:
-        if store not in STORE_KINDS:
-            raise ConfigError(f"store must be one of {STORE_KINDS}, not {store!r}")
-        if watcher_options is not None:
-            if watch_options is not None:
-                raise ConfigError("give watch_options or watcher_options, not both")
-            warnings.warn(
-                "watcher_options= is deprecated: pass watch_options=WatchOptions(...)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        self.api_client = api_client
+        if pipeline not in PIPELINES:
+            raise ConfigError(f"pipeline must be one of {PIPELINES}, not {pipeline!r}")
         self.rest = api_client if isinstance(api_client, RestClient) else RestClient(api_client)
         """The client layer every informer's requests go through."""
         self.namespace = namespace
-        self.store: StoreKind = store
         self.staleness_bound = staleness_bound
-        self.watch_options = watch_options_from(watch_options or watcher_options)
+        self.watch_options = watch_options or WatchOptions()
         self.clock = clock
-        self.pipeline = pipeline
         self.batch_size = batch_size
-        """Used for the informers created from now on."""
         self.compact = compact
         """The informers' default for ``compact`` (see :meth:`informer`)."""
-        self._informers: dict[tuple[object, ...], Informer] = {}
+        self.process = process or ProcessSettings()
+        """The process-wide effects this factory may have."""
+        self.host: PipelineHost = (
+            ThreadHost(f"{id(self):x}", self.process)
+            if pipeline == "thread"
+            else LoopHost(self.process)
+        )
+        """Where every informer's pipeline runs."""
+        self._informers: dict[InformerSpec, Informer] = {}
+        self._group: asyncio.TaskGroup | None = None
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
-        self._running = False
         self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<InformerFactory {self.rest!r} informers={len(self._informers)}>"
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """Where the informers' pipelines run: "thread" or "loop"."""
+        return "thread" if self.host.threaded else "loop"
 
     def informer(
         self,
@@ -159,9 +243,7 @@ class InformerFactory:
         label_selector: str | None = None,
         field_selector: str | None = None,
         metadata_only: bool = False,
-        store: StoreKind | None = None,
         streaming_list: bool = False,
-        pipeline: Pipeline | None = None,
         compact: bool | None = None,
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
@@ -173,87 +255,102 @@ class InformerFactory:
             namespace: one namespace, or None for all (default: the factory's).
             indexers: extra indexes, name -> function (merged when the informer is shared).
             transform: applied to each object before it is stored (e.g.
-                :func:`~aioinformer.drop_managed_fields`); None drops the object.
+                :func:`~aioinformer.drop_managed_fields`); returning None drops the object.
             label_selector: a server-side label selector (``"app=web,tier!=db"``).
             field_selector: a server-side field selector (``"spec.nodeName=node-1"``).
             metadata_only: cache PartialObjectMetadata only.
-            store: this informer's store kind (default: the factory's).
             streaming_list: sync with a streaming list (WatchList) instead of a list.
-            pipeline: where its watcher and writer run (default: the factory's; see
-                :class:`InformerFactory`).
             compact: keep the objects' bodies compressed with a dictionary trained on the
                 first objects (for huge caches: a fraction of the memory, a decompression
                 per body access; default: the factory's).
         """
+        spec = InformerSpec(
+            group_version=group_version,
+            plural=plural,
+            namespace=self.namespace if namespace is FACTORY_NAMESPACE else namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            metadata_only=metadata_only,
+            transform=transform,
+            streaming_list=streaming_list,
+            compact=self.compact if compact is None else compact,
+        )
+        return self.informer_for(spec, indexers)
+
+    def informer_for(
+        self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None = None
+    ) -> Informer:
+        """The shared informer of ``spec`` (created on first use), with ``indexers``
+        merged into it (see :meth:`informer`)."""
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
-        if not group_version or not plural or "/" in plural:
-            raise ConfigError(f"bad resource: group_version={group_version!r} plural={plural!r}")
-        kind = store or self.store
-        if kind not in STORE_KINDS:
-            raise ConfigError(f"store must be one of {STORE_KINDS}, not {kind!r}")
-        ns = self.namespace if namespace is FACTORY_NAMESPACE else namespace
-        key = (
-            group_version,
-            plural,
-            ns,
-            label_selector,
-            field_selector,
-            metadata_only,
-            kind,
-            transform,
-            streaming_list,
-            pipeline or self.pipeline,
-            self.compact if compact is None else compact,
-        )
-        inf = self._informers.get(key)
+        check_indexers(indexers)
+        inf = self._informers.get(spec)
         if inf is not None:
             for name, fn in (indexers or {}).items():
                 if name not in inf.indexers:
-                    if self._running:
+                    if inf in self._tasks:
                         raise ConfigError(
                             f"indexer {name!r} for a running informer: use "
                             "`await informer.add_indexer(name, fn)`"
                         )
                     inf.merge_indexer(name, fn)
             return inf
-        group = group_version.split("/")[0] if "/" in group_version else ""
-        name = f"{plural}.{group}" if group else plural
-        if ns:
-            name = f"{name}[{ns}]"
+        for other in self._informers:
+            if other.scope() == spec.scope():
+                log.warning(
+                    "a second informer of %s: it differs from the one this factory already "
+                    "runs in %s, so it keeps its own watch and cache (ask with the same "
+                    "options to share one)",
+                    spec.name,
+                    ", ".join(other.differences(spec)),
+                )
+                break
+        inf = self._informers[spec] = self._new_informer(spec, indexers)
+        if self._group is not None:
+            self._start(inf)
+        return inf
+
+    def _new_informer(
+        self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None
+    ) -> Informer:
+        """The informer of a new ``spec``."""
+        return self._build_informer(Informer, spec, indexers)
+
+    def _build_informer(
+        self,
+        cls: type[Informer],
+        spec: InformerSpec,
+        indexers: Mapping[str, IndexFunc] | None,
+    ) -> Informer:
         options = self.watch_options
-        lw = ListWatch(
+        list_watch = ListWatch(
             self.rest,
-            group_version,
-            plural,
-            namespace=ns,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            metadata_only=metadata_only,
+            spec.group_version,
+            spec.plural,
+            namespace=spec.namespace,
+            label_selector=spec.label_selector,
+            field_selector=spec.field_selector,
+            metadata_only=spec.metadata_only,
             max_line_bytes=options.max_line_bytes,
             max_list_bytes=options.max_list_bytes,
             header_timeout=options.header_timeout,
             list_timeout=options.list_timeout,
             watch_deadline_margin=options.watch_deadline_margin,
         )
-        inf = Informer(
-            lw,
-            name=name,
-            store=kind,
+        return cls(
+            list_watch,
+            name=spec.name,
+            host=self.host,
             indexers=indexers,
-            transform=transform,
+            transform=spec.transform,
             staleness_bound=self.staleness_bound,
-            streaming_list=streaming_list,
+            streaming_list=spec.streaming_list,
             watch_options=options,
             clock=self.clock,
             batch_size=self.batch_size,
-            pipeline=pipeline or (self.pipeline if kind == "snapshot" else None),
-            compact=self.compact if compact is None else compact,
+            compact=spec.compact,
         )
-        self._informers[key] = inf
-        if self._running:
-            self._start(inf)
-        return inf
 
     @property
     def informers(self) -> list[Informer]:
@@ -261,18 +358,8 @@ class InformerFactory:
         return list(self._informers.values())
 
     def _start(self, inf: Informer) -> None:
-        task = asyncio.create_task(inf.run(), name=f"informer-{inf.name}")
-        task.add_done_callback(functools.partial(_report_death, inf.name))
-        self._tasks[inf] = task
-
-    async def start(self) -> None:
-        """Start every informer (and any created later)."""
-        if self._closed:
-            raise ConfigError("this InformerFactory has been closed")
-        self._running = True
-        for inf in self._informers.values():
-            if inf not in self._tasks:
-                self._start(inf)
+        assert self._group is not None
+        self._tasks[inf] = self._group.create_task(_run(inf), name=f"informer-{inf.name}")
 
     async def wait_for_sync(self, timeout: float | None = None) -> None:
         """Wait until every informer has applied its initial list; after ``timeout``
@@ -291,36 +378,38 @@ class InformerFactory:
             ]
             raise FreshnessTimeout(f"not synced after {timeout}s: {'; '.join(pending)}") from None
 
-    async def stop(self) -> None:
-        """Stop every informer and wait for their tasks. A second call is harmless."""
-        self._running = False
-        self._closed = True
-        for inf in self._informers.values():
-            inf.stop()
-        tasks = list(self._tasks.values())
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)  # failures were logged
-        self._tasks.clear()
+    def _service_name(self) -> str:
+        return f"informer-factory-{id(self):x}"
 
-    async def __aenter__(self) -> InformerFactory:
-        await self.start()
-        return self
+    async def run(self) -> None:
+        """Run every informer (and those created while it runs) until cancelled, each on
+        the factory's pipeline host; then stop them (each ends its pipeline first) and the
+        pipeline thread. ``async with factory:`` runs it in a task of its own. A factory
+        runs once."""
+        if self._closed:
+            raise ConfigError("this InformerFactory has run already")
+        self._begin()
+        try:
+            async with asyncio.TaskGroup() as group:
+                self._group = group
+                for inf in self._informers.values():
+                    self._start(inf)
+                self._ready()
+                await asyncio.get_running_loop().create_future()  # until cancelled
+        finally:
+            self._closed = True
+            self._group = None
+            self._tasks.clear()
+            try:
+                await self.host.aclose()
+            finally:
+                self._end()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
-
-def _report_death(name: str, task: asyncio.Task[None]) -> None:
-    """Log an informer that ended with an error, when it ends (not at the factory's stop):
-    its cache no longer follows the server; the other informers keep running."""
-    if task.cancelled():
-        return
-    exc = task.exception()
-    if exc is not None:
-        log.error("informer %s stopped: %r; the others keep running", name, exc, exc_info=exc)
+async def _run(inf: Informer) -> None:
+    """Run ``inf``; an informer that dies is logged when it dies (its cache no longer
+    follows the server) and the others keep running."""
+    try:
+        await inf.run()
+    except Exception as exc:
+        log.error("informer %s stopped: %r; the others keep running", inf.name, exc, exc_info=exc)

@@ -1,9 +1,9 @@
 """The informer's FIFO: an async, in-order, unbounded queue from the watcher to the writer.
 
-Items are :mod:`~aioinformer._cache.deltas` items: a ``Delta`` (one watch event), a
+Items are :mod:`~aioinformer._cache.deltas` items: a ``ObjectDelta`` (one watch event), a
 ``Replace`` (a relist: the full new state, applied by the store as one atomic swap) and a
 ``Bookmark`` (a resourceVersion with no object change). :class:`RealFIFO` is client-go's
-RealFIFO in asyncio (the FIFO the seed's "RealFIFO backlog" is about, minus the per-key
+RealFIFO in asyncio (the FIFO the incident's "RealFIFO backlog" is about, minus the per-key
 grouping). Contract:
 
 * **In order, nothing dropped, nothing merged.** Items come out exactly in the order they
@@ -33,18 +33,18 @@ grouping). Contract:
 from __future__ import annotations
 
 import asyncio
-import logging
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from aioinformer._cache.deltas import Item
+from aioinformer._cache.deltas import Delta
+from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 
 __all__ = ["FifoStatistics", "RealFIFO"]
 
-log = logging.getLogger("aioinformer.fifo")
+log = logs.logger("aioinformer.fifo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class FifoStatistics:
 
 
 class RealFIFO:
-    """An unbounded, in-order async queue of :data:`Item` with a closed state.
+    """An unbounded, in-order async queue of :data:`Delta` with a closed state.
 
     Intended for one producer (the watcher) and one consumer (the store writer), but safe
     for any number of either within one event loop.
@@ -76,8 +76,8 @@ class RealFIFO:
     Example::
 
         fifo = RealFIFO()
-        fifo.put_nowait(Delta(DeltaType.ADDED, obj, time.monotonic()))
-        batch = await fifo.pop_batch(1000)   # [Delta(...)]
+        fifo.put_nowait(ObjectDelta(ChangeType.ADDED, obj, time.monotonic()))
+        batch = await fifo.pop_batch(1000)   # [ObjectDelta(...)]
         fifo.close()
         await fifo.pop()                     # raises ClosedError
     """
@@ -86,8 +86,8 @@ class RealFIFO:
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._listeners: list[Callable[[Sequence[Item]], None]] = []
-        self._items: deque[Item] = deque()
+        self._listeners: list[Callable[[Sequence[Delta]], None]] = []
+        self._items: deque[Delta] = deque()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._closed = False
         self._peak = 0
@@ -103,7 +103,7 @@ class RealFIFO:
         """Whether :meth:`close` has been called (items may still be left to pop)."""
         return self._closed
 
-    def put_nowait(self, item: Item) -> None:
+    def put_nowait(self, item: Delta) -> None:
         """Append ``item``. Never blocks; raises :class:`ClosedError` once closed."""
         if self._closed:
             raise ClosedError("put on a closed RealFIFO")
@@ -117,7 +117,7 @@ class RealFIFO:
         if self._waiters:
             self._wake_one()
 
-    def put_many(self, items: Sequence[Item]) -> None:
+    def put_many(self, items: Sequence[Delta]) -> None:
         """Append ``items`` in order, as that many :meth:`put_nowait` calls would (one call
         for the events of one read of a watch). Raises :class:`ClosedError` once closed,
         with nothing appended."""
@@ -133,12 +133,12 @@ class RealFIFO:
         for _ in range(min(len(items), len(self._waiters))):
             self._wake_one()
 
-    async def put(self, item: Item) -> None:
+    async def put(self, item: Delta) -> None:
         """Append ``item`` (see :meth:`put_nowait`), then let other tasks run once."""
         self.put_nowait(item)
         await asyncio.sleep(0)
 
-    def pop_nowait(self) -> Item:
+    def pop_nowait(self) -> Delta:
         """Remove and return the oldest item.
 
         Raises :class:`WouldBlock` when empty, :class:`ClosedError` when closed and empty.
@@ -150,7 +150,7 @@ class RealFIFO:
         self._pops += 1
         return self._items.popleft()
 
-    async def pop(self) -> Item:
+    async def pop(self) -> Delta:
         """Wait for an item, then remove and return the oldest one.
 
         Raises :class:`ClosedError` when the FIFO is closed and drained.
@@ -158,7 +158,7 @@ class RealFIFO:
         await self._wait_nonempty()
         return self.pop_nowait()
 
-    async def pop_batch(self, max_items: int = 1000) -> list[Item]:
+    async def pop_batch(self, max_items: int = 1000) -> list[Delta]:
         """Wait for at least one item, then remove and return up to ``max_items`` of those
         already queued, oldest first. Does not wait for a batch to fill.
 
@@ -187,7 +187,7 @@ class RealFIFO:
             if not fut.done():
                 fut.set_result(None)
 
-    def on_put(self, listener: Callable[[Sequence[Item]], None]) -> Callable[[], None]:
+    def on_put(self, listener: Callable[[Sequence[Delta]], None]) -> Callable[[], None]:
         """Call ``listener(items)`` with the items of every put, in order, as they are put
         (before any pop can take them); returns a function that removes it. The listener
         runs on the watcher's path, so it must be quick; what it raises is logged and the
@@ -208,7 +208,7 @@ class RealFIFO:
         self._peak = len(self._items)
         return peak
 
-    def _notify(self, items: Sequence[Item]) -> None:
+    def _notify(self, items: Sequence[Delta]) -> None:
         for listener in tuple(self._listeners):
             try:
                 listener(items)

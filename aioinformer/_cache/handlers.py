@@ -4,14 +4,14 @@ The store writer applies a batch and calls :meth:`Dispatcher.dispatch` with its 
 list; ``dispatch`` never awaits or blocks, it appends to one queue per subscription. Each
 subscription drains its queue in its own task (:meth:`Dispatcher.add_handler`, sync or async
 ``on_add(obj)``, ``on_update(old, new)``, ``on_delete(obj)``) or through an async iterator
-(:meth:`Dispatcher.events`), so a handler that awaits for minutes delays only itself, never
+(:meth:`Dispatcher.changes`), so a handler that awaits for minutes delays only itself, never
 the writer nor another subscriber (client-go's processorListener). Per subscription:
 
 * **Order.** Exact subscribers get every change in dispatch order. Coalescing ones get each
-  key's notifications in order, with the key's newest object, keys in the order of their
+  key's changes in order, with the key's newest object, keys in the order of their
   oldest pending change. A key's resourceVersion never goes backwards; ``old`` of an
   UPDATED is what the subscriber last saw (for a key re-created meanwhile: the deleted one).
-* **Coalescing** (``coalesce=True``) keeps at most one pending notification per key, so a
+* **Coalescing** (``coalesce=True``) keeps at most one pending change per key, so a
   queue never holds more entries than there are objects. Pending + new gives::
 
       ADDED + UPDATED -> ADDED(newest)      UPDATED + UPDATED -> UPDATED(first old, newest)
@@ -26,7 +26,7 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   ``max_queue``.
 * **Memory bound.** ``max_queue`` defaults to :data:`DEFAULT_MAX_QUEUE` (10,000), so by
   default no subscriber, however stuck, holds more than ``max(DEFAULT_MAX_QUEUE, number of
-  objects)`` notifications: a stuck handler costs at most that many references, not one
+  objects)`` changes: a stuck handler costs at most that many references, not one
   per event for as long as it is stuck. ``max_queue=None`` opts out (exact forever,
   unbounded: an audit log that must see every intermediate state, at the price of memory).
   The backlog is visible as ``depth``/``peak_depth``/``overflows`` in
@@ -35,24 +35,24 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
 * **Errors.** A handler's exception is logged at ERROR with its traceback, the subscriber
   and the object key, counted in ``errors_total`` and kept as ``last_error`` (a
   :class:`HandlerFailure`); the subscription goes on. ``CancelledError`` is never swallowed.
-* **Slow warning.** While a synced subscription holds ``slow_warning_depth`` notifications
+* **Slow warning.** While a synced subscription holds ``slow_warning_depth`` changes
   or more, a WARNING names the dispatcher, the subscriber and the depth, at most once per
   ``slow_warning_interval`` (client-go's "DeltaFIFO Pop Process ... slow event handlers
   blocking the queue"). The initial backlog, before ``has_synced``, is expected: no warning.
 * **Sync** (client-go's per-handler HasSynced). After :meth:`Dispatcher.mark_synced` a
-  subscription's ``has_synced`` turns True once it has handled every notification queued
+  subscription's ``has_synced`` turns True once it has handled every change queued
   before that call. One added later first gets ADDED for each object of ``initial`` (read
   the snapshot and subscribe without awaiting in between) and syncs once it handled those.
 * **Namespace.** A subscription made with ``namespace="ns"`` is given only the changes of
   objects in that namespace (a namespace never changes, so nothing else is ever owed to
   it). The others are never queued: a namespaced controller on a cluster-wide informer
-  does not pay, per event of the other namespaces, for a notification and a handler call.
+  does not pay, per event of the other namespaces, for a change and a handler call.
 * **Fairness.** A consumer draining a backlog yields to the loop at least every ~2 ms. A
   slow *async* handler delays only its own subscription; a *sync* handler runs on the loop,
   and one that blocks, blocks everything (``Informer.add_handler(..., in_thread=True)`` runs
   sync handlers in a thread instead).
 * **Shutdown.** :meth:`Dispatcher.aclose` drops what is queued, cancels running handlers,
-  awaits every task and ends every stream; idempotent. Nothing is drained: notifications
+  awaits every task and ends every stream; idempotent. Nothing is drained: changes
   are hints over state the final snapshot holds, and a stuck handler must not hang shutdown.
 """
 
@@ -68,14 +68,15 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Self, TypeAlias
 
-from aioinformer._cache.deltas import Change, DeltaType
+from aioinformer._cache.deltas import Change, ChangeType
+from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
+    "ChangeStream",
     "Dispatcher",
-    "EventStream",
     "HandlerFailure",
     "OnAdd",
     "OnDelete",
@@ -94,7 +95,7 @@ _Handlers: TypeAlias = tuple[OnAdd | None, OnUpdate | None, OnDelete | None]
 
 DEFAULT_MAX_QUEUE = 10_000
 """The default ``max_queue`` of exact subscribers (see the module docstring): a backlog
-beyond it is merged per key. About 1 s of the seed scenario's peak event rate, ten times the
+beyond it is merged per key. About 1 s of the contention scenario's peak event rate, ten times the
 slow-handler warning depth: a healthy handler never reaches it."""
 
 _YIELD_INTERVAL = 0.002  # a consumer draining a backlog yields to the loop this often (s)
@@ -107,7 +108,7 @@ class HandlerFailure:
 
     key: str
     """The key of the object the handler was handling."""
-    change: DeltaType
+    change: ChangeType
     """The type of the change it was handling."""
     error: Exception
     """What it raised."""
@@ -120,57 +121,59 @@ class SubscriptionStatistics:
     name: str
     """The subscriber's name (``add_handler(name=...)``, or one made from its handlers)."""
     depth: int
-    """Notifications queued, not yet handed to the consumer."""
+    """Changes queued, not yet handed to the consumer."""
     peak_depth: int
     """The largest ``depth`` seen."""
     handled_total: int
-    """Notifications handled, including those whose handler raised."""
+    """Changes handled, including those whose handler raised."""
     errors_total: int
     """Handler calls that raised."""
     overflows: int
     """Times the backlog exceeded ``max_queue`` (and was merged per key)."""
     coalescing: bool
-    """Whether notifications are merged per key now."""
+    """Whether changes are merged per key now."""
     has_synced: bool
-    """Whether every notification queued before the informer synced was handled."""
+    """Whether every change queued before the informer synced was handled."""
 
 
 @dataclass(slots=True)
 class _Pending:
-    """One key's pending notification when coalescing: from ``base`` to ``last.obj``."""
+    """One key's pending change when coalescing: from ``base`` to ``last.obj``."""
 
     seq: int  # number of the oldest change merged in; _pending is ordered by it
     had: bool  # the subscriber's view holds the key (it saw ``base``)
     base: KubeObject | None
     last: Change
 
-    def notification(self) -> Change:
+    def change(self) -> Change:
         last = self.last
-        if last.type == DeltaType.DELETED:  # so ``had``: entries that cancel out are removed
+        if last.type == ChangeType.DELETED:  # so ``had``: entries that cancel out are removed
             return last
         if not self.had:
-            return last if last.type == DeltaType.ADDED else Change(DeltaType.ADDED, last.obj, None)
-        if last.type == DeltaType.UPDATED and last.old is self.base:
+            return (
+                last if last.type == ChangeType.ADDED else Change(ChangeType.ADDED, last.obj, None)
+            )
+        if last.type == ChangeType.UPDATED and last.old is self.base:
             return last
-        return Change(DeltaType.UPDATED, last.obj, self.base)
+        return Change(ChangeType.UPDATED, last.obj, self.base)
 
 
 class Subscription:
     """One subscriber: its queue, counters and sync state (see the module docstring).
 
     Made by :meth:`Informer.add_handler <aioinformer.Informer.add_handler>` or
-    :meth:`Informer.events <aioinformer.Informer.events>`, not by users. The counters
+    :meth:`Informer.changes <aioinformer.Informer.changes>`, not by users. The counters
     ``peak_depth``, ``handled_total``, ``errors_total``, ``overflows`` and ``last_error``
     are read-only for users.
 
     Args:
         dispatcher: the informer's fan-out this subscription belongs to.
         name: the subscriber's name, in logs, statistics and metrics.
-        coalesce: keep at most one pending notification per key.
+        coalesce: keep at most one pending change per key.
         max_queue: an exact subscriber's backlog beyond which it is merged per key
             (None: unbounded).
         namespace: only changes of objects in this namespace are queued (None: all).
-        after: the number (seq) of the store state its initial notifications came from:
+        after: the number (seq) of the store state its initial changes came from:
             changes of that state or older are skipped, the initial ones hold them.
     """
 
@@ -199,7 +202,7 @@ class Subscription:
         self._fifo: deque[Change] = deque()
         self._pending: OrderedDict[str, _Pending] = OrderedDict()
         self._seq = 0  # changes enqueued so far
-        self._inflight: int | None = None  # number of the notification being handled
+        self._inflight: int | None = None  # number of the change being handled
         self._sync_target: int | None = None  # synced once every number <= it is handled
         self._synced = self._closed = False
         self._task: asyncio.Task[None] | None = None
@@ -212,17 +215,17 @@ class Subscription:
 
     @property
     def has_synced(self) -> bool:
-        """True once every notification queued before the informer synced was handled."""
+        """True once every change queued before the informer synced was handled."""
         return self._synced
 
     @property
     def depth(self) -> int:
-        """Notifications queued, not yet handed to the consumer."""
+        """Changes queued, not yet handed to the consumer."""
         return len(self._fifo) + len(self._pending)
 
     @property
     def coalescing(self) -> bool:
-        """Whether notifications are merged per key (as configured, or after an overflow)."""
+        """Whether changes are merged per key (as configured, or after an overflow)."""
         return self._coalescing
 
     @property
@@ -290,25 +293,25 @@ class Subscription:
         depth = self.depth
         self.peak_depth = max(self.peak_depth, depth)
         if self._synced and depth >= self._dispatcher._slow_depth:
-            self._warn(_SLOW, "slow event handler %r: %d notifications queued", depth)
+            self._warn(_SLOW, "slow handler %r: %d changes queued", depth)
         self._settle()
 
     def _merge(self, change: Change, seq: int) -> None:
         key = change.obj.key
         entry = self._pending.get(key)
         if entry is None:
-            if change.type == DeltaType.ADDED:
+            if change.type == ChangeType.ADDED:
                 self._pending[key] = _Pending(seq, False, None, change)
             else:  # the subscriber saw the previous state: UPDATED's old, DELETED's obj
                 base = (
                     change.obj
-                    if change.type == DeltaType.DELETED or change.old is None
+                    if change.type == ChangeType.DELETED or change.old is None
                     else change.old
                 )
                 self._pending[key] = _Pending(seq, True, base, change)
         else:
             entry.last = change
-            if change.type == DeltaType.DELETED and not entry.had:
+            if change.type == ChangeType.DELETED and not entry.had:
                 del self._pending[key]  # added and deleted while pending: nothing to say
 
     def _overflow(self) -> None:
@@ -329,7 +332,7 @@ class Subscription:
             self._warned[which] = now
             self._dispatcher._logger.warning("%s: " + msg, self._dispatcher.name, self.name, *args)
 
-    # -- consumer side (the handler task or an EventStream) --------------------------------
+    # -- consumer side (the handler task or an ChangeStream) --------------------------------
 
     def _settle(self) -> None:
         """After the queue changed: wake the consumer, update the idle and sync states."""
@@ -369,11 +372,11 @@ class Subscription:
             self._inflight = entry.seq
             if not self._pending and not self._coalesce:
                 self._coalescing = False  # caught up after an overflow: exact again
-            return entry.notification()
+            return entry.change()
         return None
 
     async def _next(self) -> Change | None:
-        """Count the previous notification as handled; return the next (None: closed)."""
+        """Count the previous change as handled; return the next (None: closed)."""
         if self._inflight is not None:
             self._inflight = None
             self.handled_total += 1
@@ -397,9 +400,9 @@ class Subscription:
         while (change := await self._next()) is not None:
             obj = change.obj
             try:
-                if change.type == DeltaType.ADDED:
+                if change.type == ChangeType.ADDED:
                     result = on_add(obj) if on_add else None
-                elif change.type == DeltaType.UPDATED:
+                elif change.type == ChangeType.UPDATED:
                     old = change.old if change.old is not None else obj
                     result = on_update(old, obj) if on_update else None
                 else:
@@ -420,16 +423,16 @@ class Subscription:
                 )
 
 
-class EventStream:
-    """``async for change in dispatcher.events(): ...``: a subscription read as a stream.
+class ChangeStream:
+    """``async for change in dispatcher.changes(): ...``: a subscription read as a stream.
 
-    Yields :class:`Change` objects (merged ones when coalescing). A notification counts as
+    Yields :class:`Change` objects (merged ones when coalescing). A change counts as
     handled when the consumer asks for the next. Iteration ends when the stream or the
     dispatcher is closed; close it (``async with`` or :meth:`aclose`) when done, or its
     queue keeps filling. One consumer at a time.
 
     Args:
-        subscription: the subscription to read (made by ``Informer.events()``).
+        subscription: the subscription to read (made by ``Informer.changes()``).
     """
 
     def __init__(self, subscription: Subscription) -> None:
@@ -485,7 +488,7 @@ class Dispatcher:
         self.name = name
         self._slow_depth = slow_warning_depth
         self._slow_interval = slow_warning_interval
-        self._logger = logger if logger is not None else logging.getLogger("aioinformer.handlers")
+        self._logger = logger if logger is not None else logs.logger("aioinformer.handlers")
         self._clock = clock
         self._subs: list[Subscription] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -521,7 +524,7 @@ class Dispatcher:
         a subscriber added after it synced); ``after``: the number of the store state
         ``initial`` was read from, so that the batches dispatched later with a number up
         to it (already in ``initial``) are skipped. ``max_queue`` (exact subscribers): the backlog
-        beyond which notifications are merged per key; None for unbounded (see the module
+        beyond which changes are merged per key; None for unbounded (see the module
         docstring's overflow policy). ``namespace``: only objects in it (see the module
         docstring). ``name`` defaults to the first handler's qualified name.
         :class:`ConfigError` without any handler, :class:`ClosedError` after
@@ -530,7 +533,7 @@ class Dispatcher:
         handlers = (on_add, on_update, on_delete)
         first = next((fn for fn in handlers if fn is not None), None)
         if first is None:
-            raise ConfigError("add_handler needs on_add, on_update or on_delete (or events())")
+            raise ConfigError("add_handler needs on_add, on_update or on_delete (or changes())")
         loop = asyncio.get_running_loop()
         default = getattr(first, "__qualname__", "handler")
         sub = self._subscribe(
@@ -541,7 +544,7 @@ class Dispatcher:
         sub._task.add_done_callback(self._task_done)
         return sub
 
-    def events(
+    def changes(
         self,
         *,
         coalesce: bool = False,
@@ -550,11 +553,11 @@ class Dispatcher:
         initial: Iterable[KubeObject] = (),
         after: int = 0,
         namespace: str | None = None,
-    ) -> EventStream:
-        """Subscribe as an async iterator of :class:`Change` (see :class:`EventStream`;
+    ) -> ChangeStream:
+        """Subscribe as an async iterator of :class:`Change` (see :class:`ChangeStream`;
         ``initial`` and ``after`` as for :meth:`add_handler`)."""
-        name = name or f"events#{self._count + 1}"
-        return EventStream(self._subscribe(name, coalesce, max_queue, initial, namespace, after))
+        name = name or f"changes#{self._count + 1}"
+        return ChangeStream(self._subscribe(name, coalesce, max_queue, initial, namespace, after))
 
     def _subscribe(
         self,
@@ -573,7 +576,7 @@ class Dispatcher:
             raise ConfigError(f"namespace must be a non-empty string or None, not {namespace!r}")
         self._count += 1
         sub = Subscription(self, name, coalesce, max_queue, namespace, after)
-        sub._enqueue(Change(DeltaType.ADDED, obj, None) for obj in initial)
+        sub._enqueue(Change(ChangeType.ADDED, obj, None) for obj in initial)
         if self._synced:
             sub._set_sync_target()
         self._subs.append(sub)

@@ -42,6 +42,7 @@ __all__ = [
     "by_field",
     "by_label",
     "by_namespace",
+    "check_indexers",
     "index_plan",
     "merge_indexers",
     "metadata_reader",
@@ -241,15 +242,33 @@ DEFAULT_INDEXERS: Mapping[str, IndexFunc] = {
 """The indexes every store has: ``"namespace"`` and ``"controller"`` (controller uid)."""
 
 
+def _untrusted(value: object) -> object:
+    """``value`` as the object it is at run time, whatever its annotation said."""
+    return value
+
+
+def check_indexers(indexers: Mapping[str, IndexFunc] | None) -> None:
+    """A :class:`ConfigError` for an index whose name is not a non-empty string or whose
+    function is not callable (``{"node": "spec.nodeName"}`` means ``by_field``): refused
+    when registered, not once per object."""
+    for name, fn in (indexers or {}).items():
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        if not callable(given := _untrusted(fn)):
+            hint = f" (by_field({given!r})?)" if isinstance(given, str) else ""
+            raise ConfigError(
+                f"index {name!r}: the index function must be callable, not {given!r}{hint}"
+            )
+
+
 def merge_indexers(
     indexers: Mapping[str, IndexFunc] | None, guard: IndexGuard
 ) -> dict[str, IndexFunc]:
     """DEFAULT_INDEXERS plus ``indexers``, each made safe by ``guard``; redefining a
-    default index is a ConfigError."""
+    default index, a bad name or a function that is not callable is a ConfigError."""
+    check_indexers(indexers)
     merged = dict(DEFAULT_INDEXERS)
     for name, fn in (indexers or {}).items():
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"index names are non-empty strings, not {name!r}")
         if name in merged and merged[name] is not fn:
             raise ConfigError(f"index {name!r} is built in and cannot be redefined")
         merged[name] = fn

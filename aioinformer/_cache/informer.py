@@ -4,17 +4,13 @@ An :class:`Informer` keeps a local cache of one resource (one group/version/plur
 namespace or all, optional selectors) in sync with the API server. Its data flow is one
 direction with one writer, and reads top to bottom in :meth:`Informer.run`:
 
-    Watcher task --Delta/Replace/Bookmark--> RealFIFO --pop_batch--> store writer
+    Watcher task --ObjectDelta/Replace/Bookmark--> RealFIFO --pop_batch--> store writer
         --publish--> readers (no lock)      --changes--> Dispatcher (handlers)
 
 Contracts:
 
-* Readers never block the writer. With the snapshot store (the default)
-  ``informer.snapshot()`` is O(1), takes no lock and never awaits; a Snapshot never
-  changes, so it can be iterated across awaits. ``async with informer.read() as view``
-  works with both stores; with ``store="locked"`` (the lock-based baseline) it holds a read
-  lock for its body, as client-go's ThreadSafeStore does, and ``snapshot()`` raises
-  :class:`~aioinformer.ConfigError`.
+* Readers never block the writer. ``informer.snapshot()`` is O(1), takes no lock and
+  never awaits; a Snapshot never changes, so it can be iterated across awaits.
 * resourceVersions compare as integers. ``wait_for_rv(rv)`` returns a snapshot whose RV is
   at least ``rv``; ``query(index, value, min_rv=...)`` combines freshness and an index;
   ``wait_until(predicate)`` re-evaluates after every publish. The store's RV is the RV of
@@ -26,8 +22,9 @@ Contracts:
   itself still works; a store that fails even that is broken, and the informer stops
   (the factory logs it).
 * After each sync or relist is published, the heap's free memory is returned to the
-  operating system (:mod:`~aioinformer._cache.trim`): RSS follows the cache's size, not
-  the peak of decoding the list.
+  operating system (:mod:`~aioinformer._cache.trim`), unless the host's
+  :class:`~aioinformer.ProcessSettings` say not to: RSS follows the cache's size, not the
+  peak of decoding the list.
 * ``staleness`` is how long the oldest delta the watcher has received but the store has not
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, the reads that await freshness (``wait_for_rv``, ``wait_fresh``
@@ -38,38 +35,33 @@ Contracts:
   each subscriber exactly once, in order: every batch's changes are handed over tagged
   with the number of the state they made, and a subscriber added later starts from the
   snapshot it was given (the changes up to it are in that snapshot, those after reach it).
-* **Where the pipeline runs** (``pipeline``, :mod:`~aioinformer._cache.pipeline`). With
-  ``"thread"`` (the default for the snapshot store) the watcher, the FIFO and the writer
-  run on a thread of their own with its own event loop and HTTP connections: readers that
-  keep the caller's loop busy cannot delay them. Each snapshot is still published by one
-  reference assignment, visible to every thread at once; the handlers, the freshness
-  waiters and the sync state are woken on the caller's loop once per batch of publishes
-  (a single ``call_soon_threadsafe`` while one is pending). :meth:`on_publish` and
-  :meth:`on_receive` listeners run on the pipeline thread. With ``"loop"`` (the locked
-  baseline always, or a lister-watcher without ``on_running_loop``) everything runs on
-  the caller's loop, and a publish wakes its waiters before anything else runs. Stopping
-  or cancelling :meth:`Informer.run` ends the thread before ``run`` returns.
+* **Where the pipeline runs** is its :class:`~aioinformer._cache.pipeline.PipelineHost`'s
+  business: the factory's pipeline thread (the default; one for all its informers) or the
+  caller's loop. Either way each snapshot is published by one reference assignment,
+  visible to every thread at once, and the handlers, the freshness waiters and the sync
+  state are woken on the caller's loop once per batch of publishes (through the host's
+  ``notify``: one wake-up while one is pending). :meth:`on_publish` and :meth:`on_receive`
+  listeners run where the pipeline runs. Cancelling :meth:`Informer.run` ends the pipeline
+  before ``run`` returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import sys
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from aioinformer._cache.deltas import Bookmark, Change, Delta, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Change, Delta, ObjectDelta, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
+    ChangeStream,
     Dispatcher,
-    EventStream,
     OnAdd,
     OnDelete,
     OnUpdate,
@@ -77,19 +69,24 @@ from aioinformer._cache.handlers import (
     SubscriptionStatistics,
 )
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.pipeline import PipelineThread
-from aioinformer._cache.snapshot_store import Snapshot
-from aioinformer._cache.store import StoreKind, StoreReader, StoreView, open_store
+from aioinformer._cache.pipeline import LoopHost, PipelineHost
+from aioinformer._cache.snapshot_store import (
+    Snapshot,
+    SnapshotReader,
+    SnapshotWriter,
+    snapshot_store,
+)
 from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
+from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
 
 __all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
 
-log = logging.getLogger("aioinformer.informer")
+log = logs.logger("aioinformer.informer")
 
 Pipeline: TypeAlias = Literal["thread", "loop"]
 """Where an informer's watcher and writer run: a thread of their own, or the caller's loop."""
@@ -102,8 +99,6 @@ class InformerStatistics:
 
     name: str
     """The informer's name (``plural[.group]``, plus the namespace when it has one)."""
-    store: StoreKind
-    """Which store it keeps: "snapshot", or "locked" (the baseline)."""
     objects: int
     """Objects in the store."""
     resource_version: int
@@ -119,7 +114,7 @@ class InformerStatistics:
     counted by the FIFO's puts: exact whichever thread drains it."""
     staleness: float
     """Seconds the oldest unapplied delta has waited (0 when caught up)."""
-    events_per_second: float
+    deltas_per_second: float
     """Deltas applied per second, averaged over the last few seconds."""
     applied_total: int
     """Deltas applied since start."""
@@ -132,7 +127,7 @@ class InformerStatistics:
     watch_restarts: int
     """Watches re-established after a close, a drop or a stall."""
     decode_errors: int
-    """Lines or list items skipped because they were not valid events or objects."""
+    """Lines or list items skipped because they were not valid watch events or objects."""
     transform_errors: int = 0
     """Objects the transform raised on (skipped)."""
     index_errors: int = 0
@@ -200,7 +195,8 @@ class Informer:
         list_watch: lists and watches the resource (the factory's ``ListWatch``).
         name: the informer's name in logs, statistics and metrics (``plural[.group]``,
             plus ``[namespace]``).
-        store: "snapshot" (immutable snapshots) or "locked" (the lock-based baseline).
+        host: where the pipeline runs (the factory's pipeline thread, shared by its
+            informers; default: the caller's loop).
         indexers: extra indexes, name to function, beside "namespace" and "controller".
         transform: applied to each decoded object before it is stored.
         staleness_bound: seconds; freshness-aware reads also wait while the store lags the
@@ -209,10 +205,7 @@ class Informer:
         streaming_list: sync with a streaming list (WatchList) instead of a list.
         watch_options: how the watcher lists, watches and recovers.
         clock: stamps every delta's receive time and measures staleness and the rate of
-            events (default ``time.monotonic``).
-        pipeline: where the watcher and the writer run (see the module docstring); None
-            picks "thread" for the snapshot store when ``list_watch`` has
-            ``on_running_loop``, else "loop".
+            deltas (default ``time.monotonic``).
         compact: keep every object's body compressed with a dictionary trained on the
             first objects of the resource (:mod:`~aioinformer._core.compact`): a fraction
             of the memory, an extra decompression per body access.
@@ -223,7 +216,7 @@ class Informer:
         list_watch: ListerWatcher,
         *,
         name: str,
-        store: StoreKind = "snapshot",
+        host: PipelineHost | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
         transform: Transform | None = None,
         staleness_bound: float | None = None,
@@ -231,11 +224,13 @@ class Informer:
         streaming_list: bool = False,
         watch_options: WatchOptions | None = None,
         clock: Callable[[], float] = time.monotonic,
-        pipeline: Pipeline | None = None,
         compact: bool = False,
     ) -> None:
-        self.pipeline: Pipeline = _pipeline_for(list_watch, store, pipeline)
-        """Where the watcher and the writer run: "thread" or "loop"."""
+        self._host: PipelineHost = host or LoopHost()
+        if self._host.threaded and not callable(getattr(list_watch, "using", None)):
+            raise ConfigError(
+                f"a pipeline thread needs a lister-watcher with using(), not {list_watch!r}"
+            )
         if batch_size < 1:
             raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
         if staleness_bound is not None and staleness_bound <= 0:
@@ -257,11 +252,9 @@ class Informer:
         self._labels_match = label_matcher(self.label_selector or "")
         self.api_resource: ApiResource | None = None
         """What discovery says the resource is (set when a manager or factory resolved it)."""
-        self.store_kind: StoreKind = store
         self._clock = clock
         self._fifo = RealFIFO(clock=clock)
-        threaded = self.pipeline == "thread"
-        self._reader, self._writer = open_store(store, indexers, threaded=threaded)
+        self._reader, self._writer = self._open_store(indexers)
         self._list_watch = list_watch
         self._dispatcher = Dispatcher(name)
         self.compact = compact
@@ -277,8 +270,8 @@ class Informer:
         )
         self._batch_size = batch_size
         self._staleness_bound = staleness_bound
-        self._thread: PipelineThread | None = None
-        # (seq, changes, synced) per publish, from the pipeline thread to the caller's loop
+        self._running = False
+        # (seq, changes, synced) per publish, from the host to the caller's loop
         self._outbox: deque[tuple[int, list[Change], bool]] = deque()
         self._delivery_pending = False
         self._delivered = 0  # seq of the last state whose changes were handed over
@@ -294,8 +287,20 @@ class Informer:
         self._listener_errors = 0
         self._apply_errors = 0
 
+    def _open_store(
+        self, indexers: Mapping[str, IndexFunc] | None
+    ) -> tuple[SnapshotReader, SnapshotWriter]:
+        """The store: its reader (for everyone) and its one writer (for the pipeline)."""
+        return snapshot_store(indexers, threaded=self._host.threaded)
+
+    @property
+    def pipeline(self) -> Pipeline:
+        """Where the watcher and the writer run: "thread" (the factory's pipeline thread)
+        or "loop" (the caller's)."""
+        return "thread" if self._host.threaded else "loop"
+
     def __repr__(self) -> str:
-        return f"<Informer {self.name} store={self.store_kind} rv={self._reader.resource_version}>"
+        return f"<Informer {self.name} rv={self._reader.resource_version}>"
 
     @property
     def namespace(self) -> str | None:
@@ -323,14 +328,9 @@ class Informer:
         cached; None before either."""
         if self.api_resource is not None:
             return self.api_resource.kind
-        for obj in self._reader.list_now()[:1]:
+        for obj in self._reader.snapshot().list()[:1]:
             return obj.kind
         return None
-
-    @property
-    def reader(self) -> StoreReader:
-        """The store's reader: what every reader of this informer's cache uses."""
-        return self._reader
 
     @property
     def indexers(self) -> list[str]:
@@ -344,60 +344,55 @@ class Informer:
     # -- the data flow ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Run the pipeline until :meth:`stop` ped or cancelled: the watcher lists and
-        watches into the FIFO, the one writer applies what it queued and publishes (on
-        the pipeline thread, or here: ``pipeline``)."""
+        """Run the pipeline on its host until cancelled: the watcher lists and watches into
+        the FIFO, the one writer applies what it queued and publishes. Returns (or raises)
+        only once the pipeline has ended, wherever it ran."""
+        if self._running or self._closed:
+            raise ConfigError(f"informer {self.name} runs once")
+        self._running = True
         for name, fn in self._pending_indexers.items():
             await self._writer.add_indexer(name, fn)
         self._pending_indexers.clear()
         try:
-            if self.pipeline == "thread":
-                thread = self._thread = PipelineThread(self.name)
-                thread.start(self._run_on_thread)
-                await thread.wait()
-            else:
-                await self._pipeline()
+            await self._host.run(self._main, name=self.name)
         finally:
             self._closed = True
             self._fifo.close()
             self._deliver()
             await self._dispatcher.aclose()
 
-    async def _run_on_thread(self) -> None:
-        """The pipeline on its thread, listing and watching through connections of its
-        own loop."""
-        async with self._list_watch.on_running_loop() as list_watch:  # type: ignore[attr-defined]
-            self._watcher.use(list_watch)
-            await self._pipeline()
-
-    async def _pipeline(self) -> None:
-        fifo, writer = self._fifo, self._writer
+    async def _main(self) -> None:
+        """The data flow, on the host: watch -> FIFO -> writer -> publish."""
+        fifo = self._fifo
+        self._watcher.use(self._host.adopt(self._list_watch))  # (its HTTP session)
         async with asyncio.TaskGroup() as tg:
-            # 1. list+watch: the server's events become Deltas in the FIFO
+            # 1. list+watch: the server's watch events become deltas in the FIFO
             tg.create_task(self._watcher.run(), name=f"{self.name}-watcher")
             while True:
                 # 2. the writer takes everything queued, up to a batch (oldest first)
                 try:
                     batch = await fifo.pop_batch(self._batch_size)
-                except ClosedError:  # stop(): the FIFO is closed and drained
+                except ClosedError:  # the FIFO is closed and drained
                     break
                 self._applying_since = batch[0].received  # still lag until published
-                # 3. apply the batch and publish one state (the baseline waits here for
-                # its readers)
-                async with writer.writing():
-                    changes = self._apply(batch)
+                # 3. apply the batch and publish one state
+                changes = await self._write(batch)
                 self._applying_since = None
                 # 4. count, tell the publish listeners, and hand the changes to the
-                # subscribers and wake the waiters (at once on this loop; from the thread,
-                # on the caller's loop)
+                # subscribers and wake the waiters (on the caller's loop)
                 self._published(batch, changes)
 
-    def _apply(self, batch: Sequence[Item]) -> list[Change]:
+    async def _write(self, batch: Sequence[Delta]) -> list[Change]:
+        """Apply ``batch`` and publish it; its changes. (A store whose writer must wait
+        for its readers, as the lock-based baseline of the benchmarks does, waits here.)"""
+        return self._apply(batch)
+
+    def _apply(self, batch: Sequence[Delta]) -> list[Change]:
         """Apply ``batch`` (publishing) and return its changes: item by item when the whole
         batch fails, skipping the items the store cannot apply. No change is built when no
         one subscribes (on the caller's loop, where none can subscribe meanwhile)."""
         writer = self._writer
-        build = self.pipeline == "thread" or self._dispatcher.has_subscribers
+        build = self._host.threaded or self._dispatcher.has_subscribers
         try:
             return writer.apply(batch, changes=build)
         except MemoryError:
@@ -416,14 +411,14 @@ class Informer:
                 self._skip_item(item)
         return changes
 
-    def _skip_item(self, item: Item) -> None:
+    def _skip_item(self, item: Delta) -> None:
         """``item`` failed alone: skip it (counted, logged with its key) if the store still
         applies a harmless bookmark at its own RV; otherwise the store itself is broken and
         the exception propagates (the informer stops)."""
         error = sys.exc_info()[1]
         self._writer.apply((Bookmark(self._reader.resource_version, item.received),))
         n = self._apply_errors = self._apply_errors + 1
-        what = item.obj.key if isinstance(item, Delta) else type(item).__name__
+        what = item.obj.key if isinstance(item, ObjectDelta) else type(item).__name__
         if n <= 10 or n % 1000 == 0:
             log.error(
                 "%s: the store failed to apply %s (%r); skipped [%d so far]",
@@ -434,13 +429,13 @@ class Informer:
                 exc_info=error,
             )
 
-    def _published(self, batch: Sequence[Item], changes: list[Change]) -> None:
+    def _published(self, batch: Sequence[Delta], changes: list[Change]) -> None:
         """After each published batch, on the writer's loop: count, tell the publish
         listeners, then deliver (see :meth:`_deliver`)."""
         replaced = any(type(item) is Replace for item in batch)
         synced = not self._replaced and replaced
         self._replaced = self._replaced or synced
-        if replaced:  # a sync or relist: the list's transient memory back to the OS
+        if replaced and self._host.process.release_memory:  # the list's transient memory
             release_free_memory()
         self._applied_total += len(batch)
         self._rate.add(len(batch), self._clock())
@@ -453,12 +448,9 @@ class Informer:
                 if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
                     log.exception("%s: publish listener %r raised", self.name, listener)
         self._outbox.append((seq, changes, synced))
-        thread = self._thread
-        if thread is None:
-            self._deliver()
-        elif not self._delivery_pending:  # one wake-up of the caller's loop at a time
+        if not self._delivery_pending:  # one wake-up of the caller's loop at a time
             self._delivery_pending = True
-            thread.notify(self._deliver)
+            self._host.notify(self._deliver)
 
     def _deliver(self) -> None:
         """On the caller's loop: hand every published batch's changes to the subscribers
@@ -474,25 +466,12 @@ class Informer:
                 dispatcher.mark_synced()
         self._wake_waiters()
 
-    def stop(self) -> None:
-        """Stop: close the FIFO (the writer ends) and the watcher. Idempotent."""
-        self._closed = True
-        if self._thread is not None:
-            self._thread.call(self._stop_pipeline)
-        else:
-            self._stop_pipeline()
-        self._wake_waiters()
-
-    def _stop_pipeline(self) -> None:
-        self._fifo.close()
-        self._watcher.stop()
-
     def on_publish(self, listener: Callable[[int, int], None]) -> Callable[[], None]:
         """Call ``listener(seq, resource_version)`` from the writer right after each batch
         is published (before any waiter wakes); returns a function that removes it.
 
-        For instrumentation: the listener runs on the writer's path (the pipeline thread
-        with ``pipeline="thread"``: touch no asyncio object there), so it must be quick.
+        For instrumentation: the listener runs on the writer's path (on the pipeline
+        thread when there is one: touch no asyncio object there), so it must be quick.
         An exception it raises is logged (the first 10, then every 1000th) and the writer
         goes on."""
         self._publish_listeners.append(listener)
@@ -503,13 +482,13 @@ class Informer:
 
         return remove
 
-    def on_receive(self, listener: Callable[[Sequence[Item]], None]) -> Callable[[], None]:
+    def on_receive(self, listener: Callable[[Sequence[Delta]], None]) -> Callable[[], None]:
         """Call ``listener(items)`` with the FIFO items of every read of the watch (and each
         relist), as the watcher queues them, before the writer can apply them; returns a
         function that removes it. Each item has ``received`` (the informer clock's time)
-        and, for a Delta, ``obj.rv``: with :meth:`on_publish` this times every event from
+        and, for a ObjectDelta, ``obj.rv``: with :meth:`on_publish` this times every event from
         the socket to the published state. Quick listeners only (on the pipeline thread
-        with ``pipeline="thread"``); exceptions are logged."""
+        when there is one); exceptions are logged."""
         return self._fifo.on_put(listener)
 
     def reset_fifo_peak(self) -> int:
@@ -521,14 +500,8 @@ class Informer:
     # -- reads --------------------------------------------------------------------------------
 
     def snapshot(self) -> Snapshot:
-        """The latest published state: O(1), no lock, no await (snapshot store only; the
-        lock-based baseline raises :class:`~aioinformer.ConfigError`)."""
+        """The latest published state: O(1), no lock, no await."""
         return self._reader.snapshot()
-
-    def read(self) -> AbstractAsyncContextManager[StoreView]:
-        """``async with informer.read() as view``: a reader with the Snapshot API, for both
-        store kinds (the locked store holds its read lock for the body)."""
-        return self._reader.read()
 
     @property
     def has_synced(self) -> bool:
@@ -561,7 +534,7 @@ class Informer:
         )
 
     async def wait_for_rv(self, rv: int | str, timeout: float | None = None) -> Snapshot:
-        """A snapshot whose resource_version is at least ``rv`` (snapshot store only).
+        """A snapshot whose resource_version is at least ``rv``.
 
         The promise: the snapshot returned reflects the server's state as of resourceVersion
         ``rv`` or later *in the history the store follows now*: every write the server had
@@ -573,7 +546,6 @@ class Informer:
         satisfied by the new history's number, which says nothing about the old write: a
         restore may have lost it. Across a reset, wait for RVs the new server returned.
         """
-        self._require_snapshots("wait_for_rv")
         await self.wait_fresh(rv, timeout)
         return self.snapshot()
 
@@ -581,8 +553,7 @@ class Informer:
         self, predicate: Callable[[Snapshot], bool], timeout: float | None = None
     ) -> Snapshot:
         """The first published snapshot for which ``predicate`` holds (re-evaluated after
-        every publish; snapshot store only)."""
-        self._require_snapshots("wait_until")
+        every publish)."""
         holder: list[Snapshot] = []
 
         def check() -> bool:
@@ -599,7 +570,7 @@ class Informer:
         self, key: str, uid: str | None = None, timeout: float | None = None
     ) -> None:
         """Wait until the store no longer holds the object ``key`` (with ``uid``: or holds
-        another object under that key): a deletion has been seen. Both store kinds."""
+        another object under that key): a deletion has been seen."""
         reader = self._reader
 
         def gone() -> bool:
@@ -620,15 +591,7 @@ class Informer:
         ``staleness_bound``, no staler than the bound (see the module docstring)."""
         if min_rv is not None or self._staleness_bound is not None:
             await self.wait_fresh(min_rv, timeout)
-        async with self._reader.read() as view:
-            return view.by_index(index, value)
-
-    def _require_snapshots(self, what: str) -> None:
-        if not self._reader.supports_snapshots:
-            raise ConfigError(
-                f"informer {self.name}: {what} returns a snapshot, and store='locked' has "
-                "none: use wait_fresh() then `async with informer.read() as view`"
-            )
+        return self.snapshot().by_index(index, value)
 
     def _within_bound(self) -> bool:
         if self._staleness_bound is None:
@@ -692,10 +655,8 @@ class Informer:
         the sync is delivered) and that state's number (later batches reach it)."""
         if not self.has_synced:
             return (), self._delivered
-        if self._reader.supports_snapshots:
-            snap = self._reader.snapshot()
-            return snap.list(namespace), snap.seq
-        return self._reader.list_now(namespace), self._reader.seq
+        snap = self._reader.snapshot()
+        return snap.list(namespace), snap.seq
 
     def add_handler(
         self,
@@ -734,18 +695,18 @@ class Informer:
             namespace=namespace,
         )
 
-    def events(
+    def changes(
         self,
         *,
         coalesce: bool = False,
         name: str | None = None,
         max_queue: int | None = DEFAULT_MAX_QUEUE,
         namespace: str | None = None,
-    ) -> EventStream:
-        """``async for change in informer.events()``: the changes, in order (only those of
+    ) -> ChangeStream:
+        """``async for change in informer.changes()``: the changes, in order (only those of
         ``namespace``'s objects, if given)."""
         initial, after = self._initial(namespace)
-        return self._dispatcher.events(
+        return self._dispatcher.changes(
             coalesce=coalesce,
             name=name,
             max_queue=max_queue,
@@ -756,23 +717,21 @@ class Informer:
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
         """Add an index after start; readers and the writer keep going while it builds
-        (on the pipeline thread while it runs: the writer's)."""
-        thread = self._thread
-        if thread is not None and not thread.done.done():
-            await thread.run(self._writer.add_indexer(name, fn))
+        (where the writer runs: on the pipeline's host)."""
+        if self._running and not self._closed:
+            await self._host.submit(self._writer.add_indexer(name, fn))
         else:
             await self._writer.add_indexer(name, fn)
 
     # -- statistics ----------------------------------------------------------------------------
 
     def statistics(self) -> InformerStatistics:
-        """Objects, RV, FIFO depth and peak, staleness, events/s, relists, restarts, errors."""
+        """Objects, RV, FIFO depth and peak, staleness, deltas/s, relists, restarts, errors."""
         fifo = self._fifo.statistics()
         ws = self._watcher.statistics()
         reader, writer = self._reader, self._writer
         return InformerStatistics(
             name=self.name,
-            store=self.store_kind,
             objects=len(reader),
             resource_version=reader.resource_version,
             seq=reader.seq,
@@ -780,7 +739,7 @@ class Informer:
             fifo_depth=fifo.depth,
             fifo_peak=fifo.peak_depth,
             staleness=self._lag(fifo.oldest_age),
-            events_per_second=self._rate.rate(self._clock()),
+            deltas_per_second=self._rate.rate(self._clock()),
             applied_total=self._applied_total,
             batches=writer.batches,
             in_place_batches=writer.in_place_batches,
@@ -820,21 +779,3 @@ def _compacting(transform: Transform | None) -> Transform:
         return compactor(result) if isinstance(result, KubeObject) else result
 
     return transform_then_compact
-
-
-def _pipeline_for(list_watch: object, store: StoreKind, pipeline: Pipeline | None) -> Pipeline:
-    """The pipeline an informer runs (see :class:`Informer`); ConfigError for one it cannot."""
-    movable = callable(getattr(list_watch, "on_running_loop", None))
-    if pipeline is None:
-        return "thread" if store == "snapshot" and movable else "loop"
-    if pipeline not in PIPELINES:
-        raise ConfigError(f"pipeline must be one of {PIPELINES}, not {pipeline!r}")
-    if pipeline == "thread" and store != "snapshot":
-        raise ConfigError(
-            f"store {store!r} keeps its readers on the writer's loop: pipeline='loop'"
-        )
-    if pipeline == "thread" and not movable:
-        raise ConfigError(
-            f"pipeline='thread' needs a lister-watcher with on_running_loop(), not {list_watch!r}"
-        )
-    return pipeline

@@ -1,77 +1,156 @@
-"""Where an informer's pipeline runs: on the caller's event loop, or on a thread of its own.
+"""Where informers' pipelines run: the caller's event loop, or one thread shared by a factory.
 
-In asyncio CPU is the lock: a reader that scans a big snapshot without awaiting delays
-every other callback of its loop, the watcher's reads and the store writer among them.
-:class:`PipelineThread` runs a coroutine (the informer's watch -> FIFO -> writer) on a new
-event loop in a dedicated thread, so readers on the caller's loop cannot starve it: when
-it has work, CPython hands it the GIL within one switch interval (lowered to
-:data:`SWITCH_INTERVAL` while it runs) however busy the readers are.
+In asyncio CPU is the lock: a reader that scans a big snapshot without awaiting delays every
+other callback of its loop, the watcher's reads and the store writer among them. A
+:class:`PipelineHost` is where an informer runs its watch -> FIFO -> writer pipeline; the
+informer talks to it only through this interface, so it reads the same whichever host it
+has:
 
-Contract:
+* :class:`LoopHost`: the caller's loop. ``call`` and ``notify`` run their function at once.
+* :class:`ThreadHost`: one daemon thread with an event loop of its own, shared by every
+  informer of one factory, with one HTTP session per API server (:meth:`PipelineHost.adopt`):
+  readers that keep the caller's loop busy cannot delay the pipelines. It starts with the
+  first pipeline and ends with :meth:`ThreadHost.aclose` (the factory's exit). Its loop is
+  a uvloop loop when the caller's is one, else a selector loop that does not poll for I/O
+  while callbacks are ready (:class:`_BurstSelector`). While it runs, the interpreter's
+  switch interval is lowered as the factory's
+  :class:`~aioinformer._cache.process.ProcessSettings` say.
 
-* :meth:`PipelineThread.start` starts the thread and its loop and runs ``main()`` there as
-  a task; :attr:`PipelineThread.done` (a future of the caller's loop) resolves when that
-  task has ended and the thread's loop is closed, with the task's result or exception.
-* :meth:`PipelineThread.call` runs a function on the thread's loop (thread-safe, never
-  blocks); :meth:`PipelineThread.run` runs a coroutine there and awaits it from the
-  caller's loop; :meth:`PipelineThread.cancel` cancels ``main()``. All three are harmless
-  once the thread has ended (``run`` then raises :class:`~aioinformer.ClosedError`).
-* :meth:`PipelineThread.notify` schedules a callback on the caller's loop from the thread:
-  one wake-up per call, nothing if the caller's loop is closed.
-* The thread's loop does not poll for I/O while callbacks are ready (:class:`_BurstSelector`,
-  at most :data:`MAX_SKIPPED_POLLS` times in a row): a poll gives the GIL away, and
-  getting it back from a busy reader takes a switch interval, so an event from the socket
-  to the published snapshot costs two hand-overs (the poll that waits, the read), not one
-  per loop iteration.
-* **The switch interval.** While any pipeline thread runs, the interpreter's switch
-  interval (:func:`sys.setswitchinterval`) is at most :data:`SWITCH_INTERVAL` (0.2 ms).
-  CPython makes a thread that holds the GIL give it up to a waiting one only after the
-  waiter saw no hand-over for a whole interval; a busy event loop releases the GIL for an
-  instant at every iteration (its zero-timeout poll) and takes it straight back, which
-  counts as a hand-over. So a loop of readers whose steps are shorter than the interval
-  (index lookups of a millisecond, back to back) would keep the pipeline thread waiting
-  for the GIL for as long as they run; with 0.2 ms, any step longer than that
-  lets it in, and a reader scanning a snapshot gives the GIL up within 0.2 ms of the
-  pipeline's asking. An application that set a lower interval keeps it; the interval is
-  put back when the last pipeline thread ends, unless the application changed it
-  meanwhile. Threads only switch more often while both want the GIL: an idle pipeline
-  costs nothing.
-* Nothing is left behind: the thread ends with ``main()``, and cancels ``main()`` itself
-  once the caller's loop is closed (an informer never stopped: nobody is left to tell it,
-  checked every :data:`ORPHAN_CHECK` seconds); it is a daemon, so an interpreter exiting
-  without stopping the informer does not hang on it. Connections still open on the
-  thread's loop when ``main()`` has ended are aborted before the loop closes.
+Contract of every host:
+
+* :meth:`~PipelineHost.run` runs ``main()`` on the host and returns its result (or raises
+  its exception) on the caller's loop. Cancelling the caller cancels ``main()``, and
+  ``run`` returns (raising the cancellation) only once ``main()`` has ended: nothing of an
+  informer outlives its ``run``.
+* :meth:`~PipelineHost.call` runs a function on the host soon (thread-safe, never blocks);
+  :meth:`~PipelineHost.submit` runs a coroutine there and awaits it from the caller's
+  loop; :meth:`~PipelineHost.notify` runs a function on the caller's loop (from the host).
+  Each is harmless once the host has ended (``run`` and ``submit`` then raise
+  :class:`~aioinformer.ClosedError`).
+* Nothing is left behind: the thread ends at :meth:`ThreadHost.aclose`, or by itself once
+  the caller's loop is closed (a factory never closed: nobody is left to tell it, checked
+  every :data:`ORPHAN_CHECK` seconds); it is a daemon, so an interpreter exiting without
+  closing the factory does not hang on it. Its HTTP sessions are closed before its loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import selectors
-import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol, TypeVar, cast
 
-from aioinformer._core.errors import ClosedError
+from aioinformer._cache.process import SWITCH, ProcessSettings
+from aioinformer._client.rest import RestClient
+from aioinformer._core.errors import ClosedError, ConfigError
 
-__all__ = ["MAX_SKIPPED_POLLS", "SWITCH_INTERVAL", "THREAD_PREFIX", "PipelineThread"]
+__all__ = [
+    "MAX_SKIPPED_POLLS",
+    "THREAD_PREFIX",
+    "Adoptable",
+    "LoopHost",
+    "PipelineHost",
+    "ThreadHost",
+]
 
 ORPHAN_CHECK = 1.0
 """Seconds between the pipeline thread's checks that the caller's loop still runs."""
 
-SWITCH_INTERVAL = 0.0002
-"""The switch interval (seconds) while pipeline threads run (see the module docstring)."""
-
 THREAD_PREFIX = "aioinformer-pipeline-"
 """How every pipeline thread's name starts."""
-
-_T = TypeVar("_T")
 
 MAX_SKIPPED_POLLS = 64
 """While callbacks are ready, the pipeline loop skips this many zero-timeout polls in a
 row at most before it polls for I/O anyway."""
+
+_T = TypeVar("_T")
+_A = TypeVar("_A", bound="Adoptable")
+
+
+class Adoptable(Protocol):
+    """A lister-watcher a host can move onto its loop: the same requests through another
+    client (:meth:`~aioinformer._client.listwatch.ListWatch.using`)."""
+
+    @property
+    def rest(self) -> RestClient:
+        """The client its requests go through now."""
+        ...
+
+    def using(self: _A, rest: RestClient) -> _A:
+        """The same requests through ``rest``."""
+        ...
+
+
+class PipelineHost(Protocol):
+    """Where informers' pipelines run (see the module docstring)."""
+
+    @property
+    def threaded(self) -> bool:
+        """Whether pipelines run on another thread than the caller's loop."""
+        ...
+
+    @property
+    def process(self) -> ProcessSettings:
+        """The process-wide effects the pipelines may have."""
+        ...
+
+    async def run(self, main: Callable[[], Coroutine[Any, Any, _T]], name: str) -> _T:
+        """Run ``main()`` on the host until it ends (named ``name``); see the contract."""
+        ...
+
+    def adopt(self, list_watch: _T) -> _T:
+        """From ``main()``: ``list_watch`` as it must be used on the host's loop (an
+        :class:`Adoptable` one, where the host has a loop of its own)."""
+        ...
+
+    def call(self, fn: Callable[[], object]) -> None:
+        """Run ``fn()`` on the host, soon (thread-safe)."""
+        ...
+
+    def notify(self, fn: Callable[[], object]) -> None:
+        """From the host: run ``fn()`` on the caller's loop (nothing once it is closed)."""
+        ...
+
+    async def submit(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        """Run ``coro`` on the host and return its result on the caller's loop."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop the host (pipelines still running on it are cancelled); idempotent."""
+        ...
+
+
+class LoopHost:
+    """Pipelines on the caller's event loop: everything runs where it is asked."""
+
+    threaded = False
+
+    def __init__(self, process: ProcessSettings | None = None) -> None:
+        self.process = process or ProcessSettings()
+
+    def __repr__(self) -> str:
+        return "<LoopHost>"
+
+    async def run(self, main: Callable[[], Coroutine[Any, Any, _T]], name: str) -> _T:
+        return await main()
+
+    def adopt(self, list_watch: _T) -> _T:
+        return list_watch
+
+    def call(self, fn: Callable[[], object]) -> None:
+        fn()
+
+    def notify(self, fn: Callable[[], object]) -> None:
+        fn()
+
+    async def submit(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        return await coro
+
+    async def aclose(self) -> None:
+        """Nothing to stop."""
 
 
 class _BurstSelector(selectors.DefaultSelector):
@@ -79,8 +158,8 @@ class _BurstSelector(selectors.DefaultSelector):
     returns no event without a system call, up to :data:`MAX_SKIPPED_POLLS` times in a
     row. A poll that may block (nothing is ready: the loop waits for I/O or a timer) goes
     to the kernel as usual. Every system call gives the GIL away, and getting it back from
-    a thread that keeps it busy costs up to a switch interval: the loop of a pipeline
-    thread makes one per read of the socket, not one per callback."""
+    a thread that keeps it busy costs up to a switch interval: the pipeline loop makes one
+    per read of the socket, not one per callback."""
 
     _skipped = 0
 
@@ -92,191 +171,235 @@ class _BurstSelector(selectors.DefaultSelector):
         return super().select(timeout)
 
 
-class _SwitchInterval:
-    """The interpreter's switch interval, lowered while pipeline threads run."""
+def _loop_like(caller: asyncio.AbstractEventLoop) -> asyncio.AbstractEventLoop:
+    """A new event loop of the caller's kind: uvloop's, or a selector loop."""
+    if type(caller).__module__.partition(".")[0] == "uvloop":
+        import uvloop  # (installed: the caller's loop is one)
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._running = 0
-        self._saved: float | None = None  # the interval before the first thread lowered it
-        self._lowered = 0.0  # what the interpreter reports once lowered (whole microseconds)
-
-    def enter(self) -> None:
-        with self._lock:
-            self._running += 1
-            if self._running == 1 and sys.getswitchinterval() > SWITCH_INTERVAL:
-                self._saved = sys.getswitchinterval()
-                sys.setswitchinterval(SWITCH_INTERVAL)
-                self._lowered = sys.getswitchinterval()
-
-    def leave(self) -> None:
-        with self._lock:
-            self._running -= 1
-            if self._running == 0 and self._saved is not None:
-                if sys.getswitchinterval() == self._lowered:  # (else the application's)
-                    sys.setswitchinterval(self._saved)
-                self._saved = None
+        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        return loop
+    return asyncio.SelectorEventLoop(_BurstSelector())
 
 
-_SWITCH = _SwitchInterval()
+class _Remote:
+    """A coroutine running as a task on the host's loop, seen from the caller's."""
 
-
-class PipelineThread:
-    """A daemon thread running one coroutine on an event loop of its own (see the module
-    docstring). Made on the caller's loop; ``name`` names the thread (with
-    :data:`THREAD_PREFIX` before it)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = THREAD_PREFIX + name
-        self._caller = asyncio.get_running_loop()
-        self._loop = asyncio.SelectorEventLoop(_BurstSelector())
-        self._thread: threading.Thread | None = None
+    def __init__(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
+        self.future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         self._task: asyncio.Task[Any] | None = None
-        self._ended = False
-        self._cancelling = False
-        self.done: asyncio.Future[Any] = self._caller.create_future()
-        """Resolves with ``main()``'s outcome once the thread's loop is closed."""
+        self._cancelled = False
+        self._coro: Coroutine[Any, Any, Any] | None = coro
+        self._name = name
 
-    def __repr__(self) -> str:
-        state = "ended" if self._ended else "running" if self._thread else "new"
-        return f"<PipelineThread {self.name} {state}>"
+    def start(self) -> None:  # on the host's loop
+        coro, self._coro = self._coro, None
+        if coro is None or self.future.done():
+            return
+        task = self._task = asyncio.get_running_loop().create_task(coro, name=self._name)
+        task.add_done_callback(self._settle)
+        if self._cancelled:
+            task.cancel()
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        """The thread's event loop."""
-        return self._loop
-
-    @property
-    def thread(self) -> threading.Thread | None:
-        """The thread (None before :meth:`start`)."""
-        return self._thread
-
-    def start(self, main: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-        """Start the thread and run ``main()`` on its loop."""
-        if self._thread is not None:
-            raise RuntimeError(f"{self!r} was started already")
-        self._thread = threading.Thread(
-            target=self._main, args=(main,), name=self.name, daemon=True
-        )
-        _SWITCH.enter()
-        try:
-            self._thread.start()
-        except BaseException:
-            _SWITCH.leave()
-            raise
-
-    def call(self, fn: Callable[[], object]) -> None:
-        """Run ``fn()`` on the thread's loop, soon (nothing once the thread has ended)."""
-        with contextlib.suppress(RuntimeError):  # the loop is closed: the thread has ended
-            self._loop.call_soon_threadsafe(fn)
-
-    def cancel(self) -> None:
-        """Cancel ``main()``, once (later calls, and calls once it has ended, do nothing:
-        a second cancellation would cut short the cleanup the first one started)."""
-        if not self._cancelling:
-            self._cancelling = True
-            self.call(self._cancel_main)
-
-    async def run(self, coro: Coroutine[Any, Any, _T]) -> _T:
-        """Run ``coro`` on the thread's loop and return its result (from the caller's
-        loop); :class:`ClosedError` if the thread has ended."""
-        try:
-            future: Future[_T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        except RuntimeError:
+    def abandon(self, host: str) -> None:
+        """The host ended before this could start or finish (from the host's thread)."""
+        coro, self._coro = self._coro, None
+        if coro is not None:
             coro.close()
-            raise ClosedError(f"{self.name}: the pipeline thread has ended") from None
-        return await asyncio.wrap_future(future)
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            self.future.set_exception(ClosedError(f"{host} has ended"))
 
-    def notify(self, callback: Callable[[], object]) -> None:
-        """From the thread: run ``callback()`` on the caller's loop (nothing if it is
-        closed)."""
-        with contextlib.suppress(RuntimeError):
-            self._caller.call_soon_threadsafe(callback)
+    def _settle(self, task: asyncio.Task[Any]) -> None:
+        if task.cancelled():
+            self.future.cancel()
+        elif (exc := task.exception()) is not None:
+            self.future.set_exception(exc)
+        else:
+            self.future.set_result(task.result())
 
-    async def wait(self) -> Any:
-        """Await :attr:`done` without being cancelled out of it: a cancellation while
-        waiting is passed on to ``main()``; ``main()``'s result is returned, or its
-        exception (or the cancellation) raised, only once the thread has ended."""
-        cancelled = False
-        while not self.done.done():
-            try:
-                await asyncio.shield(self.done)
-            except asyncio.CancelledError:
-                if not self.done.done():
-                    cancelled = True
-                    self.cancel()
-            except BaseException:  # main()'s own exception: raised below, once joined
-                pass
-        if self._thread is not None:
-            self._thread.join()  # (it has closed its loop already: it only returns now)
-        if cancelled:
-            raise asyncio.CancelledError
-        return self.done.result()
-
-    # -- the thread -------------------------------------------------------------------------
-
-    async def _orphan_check(self) -> None:
-        while not self._caller.is_closed():  # noqa: ASYNC110  (no event tells it)
-            await asyncio.sleep(ORPHAN_CHECK)
-        self._cancel_main()
-
-    def _cancel_main(self) -> None:
+    def cancel(self) -> None:  # on the host's loop
+        self._cancelled = True
         if self._task is not None:
             self._task.cancel()
 
-    def _main(self, main: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-        loop = self._loop
-        asyncio.set_event_loop(loop)
-        outcome: tuple[bool, Any]
+
+class ThreadHost:
+    """Every pipeline of one factory on one thread with an event loop of its own (see the
+    module docstring). Made anywhere; started by the first :meth:`run` or :meth:`submit`,
+    from the caller's loop; ended by :meth:`aclose`. ``name`` names the thread (after
+    :data:`THREAD_PREFIX`)."""
+
+    threaded = True
+
+    def __init__(self, name: str, process: ProcessSettings | None = None) -> None:
+        self.name = THREAD_PREFIX + name
+        self.process = process or ProcessSettings()
+        self._caller: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stop: asyncio.Event | None = None  # (of the host's loop)
+        self._ended: asyncio.Future[None] | None = None  # (of the caller's loop)
+        self._clients: dict[int, tuple[RestClient, RestClient]] = {}  # id(source) -> pair
+        self._remotes: set[_Remote] = set()  # started by run(), not ended yet
+        self._lock = threading.Lock()  # (ended and _remotes, between the two threads)
+        self.ended = False
+        """Whether the thread has ended (its loop is closed)."""
+
+    def __repr__(self) -> str:
+        state = "ended" if self.ended else "running" if self._thread else "new"
+        return f"<ThreadHost {self.name} {state}>"
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The thread (None before the first pipeline)."""
+        return self._thread
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop | None:
+        """The thread's event loop (None before the first pipeline)."""
+        return self._loop
+
+    def _started(self) -> asyncio.AbstractEventLoop:
+        """The host's loop, starting the thread first if this is the first request."""
+        if self.ended:
+            raise ClosedError(f"{self.name} has ended")
+        if self._loop is not None:
+            return self._loop
+        self._caller = asyncio.get_running_loop()
+        self._ended = self._caller.create_future()
+        loop = self._loop = _loop_like(self._caller)
+        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        SWITCH.enter(self.process.switch_interval)
         try:
-            self._task = loop.create_task(main(), name=self.name)
-            orphaned = loop.create_task(self._orphan_check(), name=f"{self.name}-orphan-check")
+            self._thread.start()
+        except BaseException:
+            SWITCH.leave(self.process.switch_interval)
+            self._loop = None
+            loop.close()
+            raise
+        return loop
+
+    async def run(self, main: Callable[[], Coroutine[Any, Any, _T]], name: str) -> _T:
+        self._started()
+        remote = _Remote(main(), name)
+        with self._lock:
+            if self.ended:
+                remote.abandon(self.name)
+            else:
+                self._remotes.add(remote)
+                remote.future.add_done_callback(lambda _f: self._forget(remote))
+                self.call(remote.start)
+        waiter = asyncio.wrap_future(remote.future)
+        cancelled = False
+        while not waiter.done():
             try:
-                outcome = (True, loop.run_until_complete(self._task))
-            except BaseException as exc:  # handed to the caller's loop, raised there
-                outcome = (False, exc)
-            finally:
-                self._task = None
-                orphaned.cancel()
-                _drain(loop, orphaned)
-                _drain(loop, loop.shutdown_asyncgens())
-                _drain(loop, loop.shutdown_default_executor())
-                _abort_transports(loop)
+                await asyncio.shield(waiter)
+            except asyncio.CancelledError:
+                if not waiter.done():
+                    cancelled = True
+                    self.call(remote.cancel)
+            except BaseException:  # main()'s own exception: raised below
+                pass
+        if cancelled:
+            raise asyncio.CancelledError
+        result: _T = waiter.result()
+        return result
+
+    def _forget(self, remote: _Remote) -> None:
+        with self._lock:
+            self._remotes.discard(remote)
+
+    async def submit(self, coro: Coroutine[Any, Any, _T]) -> _T:
+        try:
+            self._started()
+        except ClosedError:
+            coro.close()
+            raise
+        return await self.run(lambda: coro, f"{self.name}-submitted")
+
+    def adopt(self, list_watch: _T) -> _T:
+        movable = cast(Adoptable, list_watch)
+        source = movable.rest
+        pair = self._clients.get(id(source))
+        if pair is None:
+            if asyncio.get_running_loop() is not self._loop:
+                raise ConfigError(f"{self.name}: adopt() is for pipelines running on it")
+            pair = self._clients[id(source)] = (source, source.clone())
+        moved: _T = movable.using(pair[1])  # type: ignore[assignment]
+        return moved
+
+    def call(self, fn: Callable[[], object]) -> None:
+        loop = self._loop
+        if loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closed: the thread ended
+                loop.call_soon_threadsafe(fn)
+
+    def notify(self, fn: Callable[[], object]) -> None:
+        caller = self._caller
+        if caller is not None:
+            with contextlib.suppress(RuntimeError):
+                caller.call_soon_threadsafe(fn)
+
+    async def aclose(self) -> None:
+        """End the thread: every pipeline still running on it is cancelled, its HTTP
+        sessions closed, its loop closed; returns once the thread has ended. Idempotent;
+        harmless before the first pipeline."""
+        if self._thread is None or self._ended is None:
+            return
+        self.call(self._request_stop)
+        await asyncio.shield(self._ended)
+        self._thread.join()
+
+    # -- the thread --------------------------------------------------------------------------
+
+    def _request_stop(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _serve(self) -> None:
+        """Until asked to stop (or the caller's loop is gone): then cancel what still runs
+        and close the HTTP sessions."""
+        stop = self._stop = asyncio.Event()
+        caller = self._caller
+        assert caller is not None
+        while not stop.is_set() and not caller.is_closed():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), ORPHAN_CHECK)
+        me = asyncio.current_task()
+        rest = [t for t in asyncio.all_tasks() if t is not me]
+        for task in rest:
+            task.cancel()
+        if rest:
+            await asyncio.wait(rest)
+        clients, self._clients = self._clients, {}
+        for _source, moved in clients.values():
+            with contextlib.suppress(Exception):
+                await moved.aclose()
+
+    def _main(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        asyncio.set_event_loop(loop)
+        try:
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(self._serve())
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(loop.shutdown_default_executor())
         finally:
-            self._ended = True
+            with self._lock:
+                self.ended = True
+                remotes, self._remotes = self._remotes, set()
+            for remote in remotes:
+                remote.abandon(self.name)
             loop.close()
             asyncio.set_event_loop(None)
-            _SWITCH.leave()
-        self.notify(lambda: _settle(self.done, outcome))
+            SWITCH.leave(self.process.switch_interval)
+            ended = self._ended
+            if ended is not None:
+                self.notify(lambda: _settle(ended))
 
 
-def _abort_transports(loop: asyncio.AbstractEventLoop) -> None:
-    """Abort the socket transports still open on the thread's loop, and let their
-    connection_lost callbacks run: a transport closed with unsent bytes waits for them to
-    be written, and would outlive the loop (an unclosed-transport warning) if the peer is
-    slow to read. (The selector loop's table of its transports is private: without it,
-    nothing is done.)"""
-    transports = getattr(loop, "_transports", None)
-    if not transports:
-        return
-    for transport in list(transports.values()):
-        with contextlib.suppress(Exception):
-            transport.abort()
-    _drain(loop, asyncio.sleep(0))
-
-
-def _drain(loop: asyncio.AbstractEventLoop, aw: Awaitable[None]) -> None:
-    with contextlib.suppress(BaseException):
-        loop.run_until_complete(aw)
-
-
-def _settle(future: asyncio.Future[Any], outcome: tuple[bool, Any]) -> None:
-    if future.done():
-        return
-    ok, value = outcome
-    if ok:
-        future.set_result(value)
-    elif isinstance(value, asyncio.CancelledError):
-        future.cancel()
-    else:
-        future.set_exception(value)
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

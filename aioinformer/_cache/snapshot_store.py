@@ -47,8 +47,6 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextlib
-import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeAlias
@@ -63,17 +61,19 @@ from aioinformer._cache.buckets import (
     bucket_writer,
     finish_bucket,
 )
-from aioinformer._cache.deltas import Change, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Change, ChangeType, Delta, Replace
 from aioinformer._cache.index import (
     IndexFunc,
     IndexGuard,
     IndexPlan,
+    check_indexers,
     index_plan,
     merge_indexers,
     metadata_reader,
     unknown_index,
 )
 from aioinformer._cache.pmap import IN_PLACE, FrozenMap, MapWriter
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError
 from aioinformer._core.objects import KubeObject
 
@@ -84,7 +84,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Snapshot", "SnapshotReader", "SnapshotWriter", "snapshot_store"]
 
-log = logging.getLogger("aioinformer.store")
+log = logs.logger("aioinformer.store")
 
 _Index: TypeAlias = "immutables.Map[str, Bucket]"
 _EMPTY_INDEX: immutables.Map[str, Bucket] = immutables.Map()
@@ -369,8 +369,6 @@ class SnapshotWriter:
     """The one writer of a snapshot store (see the module docstring). Made by
     :func:`snapshot_store`; owned by the task (or thread) that applies batches."""
 
-    supports_snapshots = True
-
     def __init__(
         self, indexers: Mapping[str, IndexFunc] | None = None, *, threaded: bool = False
     ) -> None:
@@ -378,7 +376,7 @@ class SnapshotWriter:
         """Whether readers may run on other threads than the writer (see the module
         docstring)."""
         self._retired: Snapshot | None = None  # threaded: the snapshot before _current
-        self._missed: Sequence[Item] = ()  # threaded: the batch _retired lacks
+        self._missed: Sequence[Delta] = ()  # threaded: the batch _retired lacks
         self._guard = IndexGuard(log)
         self._funcs = merge_indexers(indexers, self._guard)
         self._plan = index_plan(self._funcs)
@@ -394,12 +392,7 @@ class SnapshotWriter:
         self.in_place_batches = 0
         """Batches that changed the current map in place (see :func:`_unshared`)."""
 
-    def writing(self) -> contextlib.nullcontext[None]:
-        """``async with writer.writing():`` around ``apply``: the snapshot store never
-        waits (the locked baseline waits for its readers here)."""
-        return contextlib.nullcontext()
-
-    def apply(self, batch: Sequence[Item], *, changes: bool = True) -> builtins.list[Change]:
+    def apply(self, batch: Sequence[Delta], *, changes: bool = True) -> builtins.list[Change]:
         """Apply ``batch`` and publish one snapshot (none for an empty batch); return the
         changes in order (``[]`` without building any when ``changes`` is false: for a
         writer nobody listens to). Synchronous. A malformed batch raises TypeError and
@@ -424,7 +417,7 @@ class SnapshotWriter:
         self._current = state.publish(base, rv)
         return self._applied(applied, owned, changes)
 
-    def _apply_threaded(self, batch: Sequence[Item], changes: bool) -> builtins.list[Change]:
+    def _apply_threaded(self, batch: Sequence[Delta], changes: bool) -> builtins.list[Change]:
         """:meth:`apply` with readers on other threads: in place only on the retired map
         (see the module docstring)."""
         owned = _retired_unshared(self)
@@ -468,8 +461,7 @@ class SnapshotWriter:
         no await between the catch-up and the publish. Raises :class:`ConfigError` if the
         index exists or is being added.
         """
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"index names are non-empty strings, not {name!r}")
+        check_indexers({name: fn})
         if name in self._funcs or name in self._building:
             raise ConfigError(f"index {name!r} already exists")
         if chunk < 1:
@@ -487,7 +479,7 @@ class SnapshotWriter:
                     n = 0
                     await asyncio.sleep(0)
             for change in pending:
-                new = None if change.type == DeltaType.DELETED else change.obj
+                new = None if change.type == ChangeType.DELETED else change.obj
                 index.change(change.obj.key, change.old, new)
         finally:
             del self._building[name]
@@ -520,7 +512,6 @@ class SnapshotWriter:
 class SnapshotReader:
     """What every reader of a snapshot store gets: the latest snapshot, no lock."""
 
-    supports_snapshots = True
     __slots__ = ("_writer",)
 
     def __init__(self, writer: SnapshotWriter) -> None:
@@ -529,12 +520,6 @@ class SnapshotReader:
     def snapshot(self) -> Snapshot:
         """The latest published snapshot: O(1), no lock, no await."""
         return self._writer._current
-
-    @contextlib.asynccontextmanager
-    async def read(self) -> AsyncIterator[Snapshot]:
-        """``async with reader.read() as view``: the latest snapshot (takes no lock); the
-        same reader API as the locked baseline's."""
-        yield self._writer._current
 
     def get_now(self, key: str) -> KubeObject | None:
         """The object under ``key`` in the latest snapshot."""

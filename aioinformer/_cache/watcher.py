@@ -20,7 +20,7 @@ ped, or the FIFO is closed. Recovery:
   list is never refused for its total size).
 * **Watch** from the last RV with bookmarks and ``timeoutSeconds`` drawn from
   [``min_watch_timeout``, ``max_watch_timeout``]: ADDED/MODIFIED/DELETED become
-  :class:`Delta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
+  :class:`ObjectDelta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
   The items made from one read of the stream go to the FIFO together, in order, when the
   read is done (an ERROR event among them still lets those before it through).
 * **Resume without relisting** after a clean close, a dropped or cut stream, or a silent
@@ -74,7 +74,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequen
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._client.listwatch import (
     DEFAULT_HEADER_TIMEOUT,
     DEFAULT_LIST_TIMEOUT,
@@ -82,6 +82,7 @@ from aioinformer._client.listwatch import (
     WATCH_DEADLINE_MARGIN,
     IdleStreamError,
 )
+from aioinformer._core import logs
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.errors import (
     ClosedError,
@@ -112,7 +113,7 @@ __all__ = [
     "WatcherStatistics",
 ]
 
-log = logging.getLogger("aioinformer.watch")
+log = logs.logger("aioinformer.watch")
 
 DEFAULT_IDLE_TIMEOUT = 90.0
 """Seconds without a byte after which a watch is presumed dead. kube-apiserver sends a
@@ -121,9 +122,9 @@ delivery buckets and progress-notify lag. A false alarm only costs a cheap resum
 
 _INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _DELTA_TYPES = {
-    "ADDED": DeltaType.ADDED,
-    "MODIFIED": DeltaType.UPDATED,
-    "DELETED": DeltaType.DELETED,
+    "ADDED": ChangeType.ADDED,
+    "MODIFIED": ChangeType.UPDATED,
+    "DELETED": ChangeType.DELETED,
 }
 _MAX_RETRY_AFTER = 300.0  # a bogus Retry-After must not park a watcher for hours
 _SHORT_WATCH = 1.0
@@ -175,11 +176,11 @@ class ListerWatcher(Protocol):
 class FifoSink(Protocol):
     """The subset of :class:`~aioinformer._cache.fifo.RealFIFO` the watcher uses."""
 
-    def put_nowait(self, item: Item) -> None:
+    def put_nowait(self, item: Delta) -> None:
         """Queue ``item``; raises :class:`ClosedError` once closed (the stop signal)."""
         ...
 
-    def put_many(self, items: Sequence[Item]) -> None:
+    def put_many(self, items: Sequence[Delta]) -> None:
         """Queue ``items`` in order; raises :class:`ClosedError` once closed."""
         ...
 
@@ -700,7 +701,7 @@ class Watcher:
             async with limit, contextlib.aclosing(reads):
                 async for lines in reads:
                     now = stats.last_event_at = self._clock()  # one read, one receive time
-                    queued: list[Item] = []
+                    queued: list[Delta] = []
                     put = queued.append
                     last: KubeObject | None = None  # the last object queued, to advance to
                     events = 0
@@ -735,7 +736,7 @@ class Watcher:
                                 continue
                             events += 1
                             if buffer is not None:
-                                if dtype is DeltaType.DELETED:
+                                if dtype is ChangeType.DELETED:
                                     buffer.pop(obj.key, None)
                                 elif (t := self._apply(obj) if transform else obj) is not None:
                                     buffer[obj.key] = t
@@ -744,11 +745,11 @@ class Watcher:
                             if transform is not None:
                                 t = self._apply(obj)
                                 if t is not None:
-                                    put(Delta(dtype, t, now))
-                                elif dtype is DeltaType.DELETED:
-                                    put(Delta(dtype, obj, now))
+                                    put(ObjectDelta(dtype, t, now))
+                                elif dtype is ChangeType.DELETED:
+                                    put(ObjectDelta(dtype, obj, now))
                             else:
-                                put(Delta(dtype, obj, now))
+                                put(ObjectDelta(dtype, obj, now))
                             last = obj
                     finally:  # an ERROR event raises: what came before it still counts
                         self._queue(queued, last, events)
@@ -790,7 +791,7 @@ class Watcher:
         if current < parse_resource_version(rv):
             raise _HistoryReset(f"a watch from {rv} saw nothing, and the server is at {current}")
 
-    def _queue(self, items: list[Item], last: KubeObject | None, events: int) -> None:
+    def _queue(self, items: list[Delta], last: KubeObject | None, events: int) -> None:
         """Put the items made from one read into the FIFO and advance the watch position to
         ``last`` (the object of the last event or bookmark among them)."""
         if events:

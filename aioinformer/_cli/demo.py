@@ -1,11 +1,11 @@
-"""``python -m aioinformer demo``: the seed scenario on an embedded KubeSim, with live progress.
+"""``python -m aioinformer demo``: the contention scenario on an embedded KubeSim, live.
 
-Runs :func:`aioinformer._harness.seed.run_seed` at a scale that finishes in about a minute on 2
-cores (flags scale it up to the seed's 200 x 1000), shows each configuration's FIFO depth
-and staleness live (on a terminal; piped, one line per phase), and ends with the
-side-by-side table, what its columns mean, and the path of the PNG it wrote. The example
-operators run too when the ``examples/`` of a source checkout is found (or given with
-``--examples``). ``bench/seed.py`` is the same program with full-scale defaults.
+Runs :func:`aioinformer._harness.contention.run_contention` at a scale that finishes in about
+a minute on 2 cores (flags scale it up to the incident's 200 x 1000), shows each
+configuration's FIFO depth and staleness live (on a terminal; piped, one line per phase),
+and ends with the side-by-side table, what its columns mean, and the path of the PNG it
+wrote. The example operators run too when the ``examples/`` of a source checkout is found
+(or given with ``--examples``). ``bench/contention.py`` is the same program with full-scale defaults.
 """
 
 from __future__ import annotations
@@ -19,13 +19,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._cli.helpformat import add_command
-from aioinformer._harness.seed import CONFIGURATIONS, SeedOptions, SeedReport, run_seed
+from aioinformer._harness.contention import (
+    CONFIGURATIONS,
+    ContentionOptions,
+    ContentionReport,
+    run_contention,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["add_demo_parser", "add_seed_arguments", "options_from_args", "run_demo"]
+__all__ = ["add_contention_arguments", "add_demo_parser", "options_from_args", "run_demo"]
 
 DEMO_SCALE: dict[str, Any] = {
     "owners": 20,
@@ -41,7 +46,7 @@ DEMO_SCALE: dict[str, Any] = {
 """The demo's defaults: about a minute on 2 cores."""
 
 _DESCRIPTION = """
-The seed scenario (kubernetes/kubernetes#130767) on KubeSim, in about a minute on 2 cores.
+The contention scenario (kubernetes/kubernetes#130767) on KubeSim, in about a minute on 2 cores.
 
 KubeSim runs in its own process with StatefulSet-like pods and a kubelet making status
 writes; four informer processes follow it in turn, each with 4 readers fetching one
@@ -49,7 +54,7 @@ owner's pods back to back:
 
   locked+scan     a dict behind a read/write lock, readers list every pod
                   under the lock, the writer takes the lock per delta
-                  (the seed's client-go)
+                  (the incident's client-go)
   locked+index    the same store, readers use the controller index
                   (upstream's fix)
   snapshot+scan   immutable snapshots, readers scan every pod (no lock)
@@ -61,7 +66,7 @@ a plot (one panel per metric).
 """
 
 _EPILOG = """
-The full scale is bench/seed.py: 200 owners x 1000 pods, 2000 writes/s for 60 s per
+The full scale is bench/contention.py: 200 owners x 1000 pods, 2000 writes/s for 60 s per
 configuration (about 10 minutes on 2 cores, 2 GiB for KubeSim).
 
 examples:
@@ -96,8 +101,8 @@ _NUMBERS: tuple[tuple[str, str, type, str], ...] = (
 """The scenario's numeric flags: flag, key of the defaults, type, help."""
 
 
-def add_seed_arguments(p: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
-    """The scenario's flags (shared by ``demo`` and ``bench/seed.py``); every help text
+def add_contention_arguments(p: argparse.ArgumentParser, defaults: dict[str, Any]) -> None:
+    """The scenario's flags (shared by ``demo`` and ``bench/contention.py``); every help text
     shows its default."""
     for flag, key, kind, text in _NUMBERS:
         p.add_argument(flag, type=kind, default=defaults[key], help=text)
@@ -122,9 +127,9 @@ def add_seed_arguments(p: argparse.ArgumentParser, defaults: dict[str, Any]) -> 
     )
 
 
-def options_from_args(args: argparse.Namespace) -> SeedOptions:
-    """:class:`SeedOptions` from parsed :func:`add_seed_arguments` flags."""
-    return SeedOptions(
+def options_from_args(args: argparse.Namespace) -> ContentionOptions:
+    """:class:`ContentionOptions` from parsed :func:`add_contention_arguments` flags."""
+    return ContentionOptions(
         owners=args.owners,
         pods_per_owner=args.pods,
         readers=args.readers,
@@ -144,11 +149,11 @@ def add_demo_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = add_command(
         sub,
         "demo",
-        help="run the seed scenario (kubernetes#130767) on an embedded KubeSim",
+        help="run the contention scenario (kubernetes#130767) on an embedded KubeSim",
         description=_DESCRIPTION,
         epilog=_EPILOG,
     )
-    add_seed_arguments(p, DEMO_SCALE)
+    add_contention_arguments(p, DEMO_SCALE)
 
 
 class _LiveView:
@@ -172,7 +177,7 @@ class _LiveView:
     def render(self) -> Table:
         from rich.table import Table
 
-        table = Table(title=self.setup or "seed scenario: live")
+        table = Table(title=self.setup or "contention scenario: live")
         for name in ("configuration", "step", "t", "FIFO depth", "staleness", "applied", "reads"):
             table.add_column(name, justify="left" if name in ("configuration", "step") else "right")
         for config, row in self.rows.items():
@@ -188,11 +193,11 @@ class _LiveView:
         return table
 
 
-async def _run(options: SeedOptions, console: Console) -> SeedReport:
+async def _run(options: ContentionOptions, console: Console) -> ContentionReport:
     from rich.live import Live
 
     if not console.is_terminal:  # piped: one line per phase, so a log shows it is alive
-        return await run_seed(options, _PhaseLines(console))
+        return await run_contention(options, _PhaseLines(console))
     view = _LiveView(list(options.configurations))
     with Live(view.render(), console=console, refresh_per_second=4, transient=True) as live:
 
@@ -200,7 +205,7 @@ async def _run(options: SeedOptions, console: Console) -> SeedReport:
             view.update(config, info)
             live.update(view.render())
 
-        return await run_seed(options, progress)
+        return await run_contention(options, progress)
 
 
 class _PhaseLines:
@@ -232,8 +237,8 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot."""
     from rich.console import Console
 
-    from aioinformer._cli.seedtable import column_notes, report_table
-    from aioinformer._harness.seedreport import plot_report
+    from aioinformer._cli.contention_table import column_notes, report_table
+    from aioinformer._harness.contention_report import plot_report
 
     console = console or Console()
     options = options_from_args(args)

@@ -204,7 +204,7 @@ def top_table(
             "yes" if s.has_synced else "no",
             str(s.objects),
             str(s.resource_version),
-            f"{s.events_per_second:.0f}",
+            f"{s.deltas_per_second:.0f}",
             str(s.fifo_depth),
             str(s.fifo_peak),
             f"{s.staleness * 1000:.0f} ms",

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import logging
+import dataclasses
 import os
 import secrets
 import signal
@@ -30,13 +30,15 @@ from typing import Any
 from aioinformer._cli.helpformat import add_command
 from aioinformer._cli.logs import configure_logging
 from aioinformer._client.config import load_api_client
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError
+from aioinformer._core.loops import new_event_loop
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer._runtime.target import build_manager, load_target
 
 __all__ = ["add_run_parser", "run_operator"]
 
-log = logging.getLogger("aioinformer.run")
+log = logs.logger("aioinformer.run")
 _EXIT_GRACE = 1.0
 
 
@@ -205,19 +207,13 @@ async def _main(args: argparse.Namespace) -> int:
         )
         await build_manager(build, manager)
         for ctl in manager.controllers:
-            ctl.shutdown_timeout = args.shutdown_timeout
+            ctl.options = dataclasses.replace(ctl.options, shutdown_timeout=args.shutdown_timeout)
         await manager.run()
     return 0
 
 
 def _new_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
-    except ImportError:
-        uvloop = None
-    if uvloop is not None:
-        return uvloop.new_event_loop()  # type: ignore[no-any-return]
-    return asyncio.new_event_loop()
+    return new_event_loop()
 
 
 def _close(loop: asyncio.AbstractEventLoop) -> None:

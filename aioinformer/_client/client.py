@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
@@ -46,7 +45,8 @@ import orjson
 
 from aioinformer._client.discovery import ApiResource, Discovery
 from aioinformer._client.listwatch import ListWatch
-from aioinformer._client.rest import Request, RestClient
+from aioinformer._client.rest import ApiClientLike, Request, RestClient
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError, Conflict, DecodeError, NotFound
 from aioinformer._core.objects import KubeObject, decode_object
 from aioinformer._core.owners import set_owner
@@ -81,7 +81,7 @@ _LIST_PAGE = 500
 IN_FLIGHT_GRACE = 10.0
 """Seconds a cancelled write waits for the answer of a request that may be on its way."""
 
-log = logging.getLogger("aioinformer.client")
+log = logs.logger("aioinformer.client")
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,7 +214,7 @@ class Client:
 
     def __init__(
         self,
-        api_client: RestClient | Any,
+        api_client: RestClient | ApiClientLike,
         *,
         field_manager: str = "aioinformer",
         discovery: Discovery | None = None,

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import difflib
-import logging
 from dataclasses import dataclass
 
 from aioinformer._client.rest import Request, RestClient
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError, NotFound
 
 __all__ = ["ApiResource", "Discovery", "split_group_version"]
 
-log = logging.getLogger("aioinformer.discovery")
+log = logs.logger("aioinformer.discovery")
 
 
 def split_group_version(group_version: str) -> tuple[str, str]:

@@ -39,13 +39,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
-from aioinformer._client.rest import JSON, NETWORK_ERRORS, Request, RestClient
+from aioinformer._client.rest import JSON, NETWORK_ERRORS, ApiClientLike, Request, RestClient
 from aioinformer._core.errors import DecodeError, StatusError, TransportError, in_namespace
 from aioinformer._core.objects import ItemList, decode_list
 
@@ -93,7 +93,7 @@ class ListWatch:
 
     def __init__(
         self,
-        client: RestClient | Any,
+        client: RestClient | ApiClientLike,
         group_version: str,
         plural: str,
         *,
@@ -137,16 +137,12 @@ class ListWatch:
     def __repr__(self) -> str:
         return f"<ListWatch {self.path}>"
 
-    @contextlib.asynccontextmanager
-    async def on_running_loop(self) -> AsyncIterator[ListWatch]:
-        """``async with lw.on_running_loop() as other``: the same requests through a
-        client whose connections belong to the running event loop (see
-        :meth:`RestClient.on_running_loop`): how an informer's pipeline thread lists and
-        watches. The client is closed on exit."""
-        async with self.rest.on_running_loop() as rest:
-            moved = copy.copy(self)
-            moved.rest = rest
-            yield moved
+    def using(self, rest: RestClient) -> ListWatch:
+        """The same requests through ``rest`` (a client whose connections belong to
+        another event loop: an informer factory's pipeline thread)."""
+        moved = copy.copy(self)
+        moved.rest = rest
+        return moved
 
     def _query(self) -> list[tuple[str, str]]:
         query: list[tuple[str, str]] = []

@@ -27,12 +27,11 @@ Contract:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 import aiohttp
@@ -54,6 +53,7 @@ from aioinformer._core.redact import Redactor, register
 __all__ = [
     "JSON",
     "NETWORK_ERRORS",
+    "ApiClientLike",
     "Request",
     "Response",
     "RestClient",
@@ -95,12 +95,34 @@ class Response:
     body: bytes
 
 
+class ApiClientLike(Protocol):
+    """What the library needs of a kubernetes_asyncio ``ApiClient`` (which is one): its
+    ``Configuration`` (host, credentials, TLS, proxy), the headers and cookie it sends, the
+    session it sends them through, and ``call_api``."""
+
+    configuration: Any
+    """A kubernetes_asyncio ``Configuration`` (host, auth settings, TLS, proxy)."""
+    default_headers: dict[str, str]
+    """Headers sent with every request."""
+    rest_client: Any
+    """Its ``RESTClientObject`` (the aiohttp session and proxy settings)."""
+
+    async def call_api(self, resource_path: str, method: str, *args: Any, **kwargs: Any) -> Any:
+        """Send one request (kubernetes_asyncio's signature)."""
+        ...
+
+    async def close(self) -> None:
+        """Close its session."""
+        ...
+
+
 class RestClient:
     """HTTP calls to one API server through a kubernetes_asyncio ``ApiClient`` (see the
     module docstring). ``redactor`` defaults to one over the client's configuration."""
 
-    def __init__(self, api_client: Any, *, redactor: Redactor | None = None) -> None:
+    def __init__(self, api_client: ApiClientLike, *, redactor: Redactor | None = None) -> None:
         self.api_client = api_client
+        self._owns_api_client = False
         self.redact = register(redactor or Redactor(getattr(api_client, "configuration", None)))
         """Removes this client's secrets from any text (used for every error message, and
         registered for every log line and statistics field of the library)."""
@@ -110,21 +132,26 @@ class RestClient:
         host = getattr(getattr(self.api_client, "configuration", None), "host", "?")
         return f"<RestClient {host}>"
 
-    @contextlib.asynccontextmanager
-    async def on_running_loop(self) -> AsyncIterator[RestClient]:
-        """``async with rest.on_running_loop() as other``: a client of the same server
-        whose connections belong to the running event loop (an informer's pipeline
-        thread): a new ``ApiClient`` with this one's configuration (host, credentials,
-        TLS), default headers and cookie, and this client's redactor; closed on exit."""
+    def clone(self) -> RestClient:
+        """A client of the same server whose connections belong to the running event loop
+        (an informer factory's pipeline thread): a new ``ApiClient`` with this one's
+        configuration (host, credentials, TLS), default headers and cookie, and this
+        client's redactor. Close it with :meth:`aclose`."""
         from kubernetes_asyncio.client import ApiClient
 
         source = self.api_client
         api = ApiClient(configuration=source.configuration, cookie=getattr(source, "cookie", None))
         api.default_headers.update(getattr(source, "default_headers", {}))
-        try:
-            yield RestClient(api, redactor=self.redact)
-        finally:
-            await api.close()
+        clone = RestClient(api, redactor=self.redact)
+        clone._owns_api_client = True
+        return clone
+
+    async def aclose(self) -> None:
+        """Close the ``ApiClient`` this client made (:meth:`clone`); one it was given
+        belongs to the caller and is left open. Idempotent."""
+        if self._owns_api_client:
+            self._owns_api_client = False
+            await self.api_client.close()
 
     async def open(
         self,
@@ -196,8 +223,9 @@ class RestClient:
         api = self.api_client
         cfg = api.configuration
         sent = {**api.default_headers, **headers}
-        if getattr(api, "cookie", None):
-            sent["Cookie"] = api.cookie
+        cookie = getattr(api, "cookie", None)
+        if cookie:
+            sent["Cookie"] = cookie
         for auth in (await cfg.auth_settings()).values():
             if auth.get("in") == "header" and auth.get("value"):
                 sent[auth["key"]] = auth["value"]

@@ -46,13 +46,15 @@ from typing import Any
 
 import aiohttp
 
-from aioinformer._coordination.background import BackgroundRunner
+from aioinformer._client.rest import ApiClientLike, RestClient
 from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, AlreadyExists, ConfigError, Conflict
+from aioinformer._core.service import Service
 
 __all__ = ["LeaderElector", "LeadershipScope", "check_timings"]
 
-log = logging.getLogger("aioinformer.leader")
+log = logs.logger("aioinformer.leader")
 
 JITTER = 1.2
 """client-go's JitterFactor: waits while acquiring last retry_period * (1 + 1.2 * rand)."""
@@ -127,7 +129,7 @@ class _Leadership:
         return False
 
 
-class LeaderElector(BackgroundRunner):
+class LeaderElector(Service):
     """One candidate in a Lease-based leader election (see the module docstring).
 
     Run :meth:`run` in a task (or use ``async with elector:``, which does), then follow
@@ -173,7 +175,7 @@ class LeaderElector(BackgroundRunner):
 
     def __init__(
         self,
-        api_client: Any,
+        api_client: ApiClientLike | RestClient,
         *,
         name: str,
         namespace: str,
@@ -218,8 +220,6 @@ class LeaderElector(BackgroundRunner):
         self._renewed = -math.inf  # clock() when the last successful write started
         self._reported = ""
         self._scopes: set[Callable[[], None]] = set()
-        self._running = False
-        self._task: asyncio.Task[None] | None = None
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -255,8 +255,7 @@ class LeaderElector(BackgroundRunner):
 
     # -- running -------------------------------------------------------------------------------
 
-    def task_name(self) -> str:
-        """Names the background task of ``async with``."""
+    def _service_name(self) -> str:
         return f"leader-elector:{self.name}"
 
     async def run(self) -> None:
@@ -265,10 +264,9 @@ class LeaderElector(BackgroundRunner):
         On cancellation it stops leading first, then (with ``release_on_cancel``) releases
         the lease, bounded by ``renew_deadline``.
         """
-        if self._running:
-            raise RuntimeError("LeaderElector.run() is already running")
-        self._running = True
+        self._begin()
         try:
+            self._ready()
             while True:
                 await self._acquire()
                 self._start_leading()
@@ -280,7 +278,7 @@ class LeaderElector(BackgroundRunner):
                 if self.release_on_cancel:
                     await self._release()
             finally:
-                self._running = False
+                self._end()
 
     async def _acquire(self) -> None:
         while True:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-from aioinformer._client.rest import Request, RestClient
+from aioinformer._client.rest import ApiClientLike, Request, RestClient
 from aioinformer._core.errors import Conflict, NotFound
 
 __all__ = ["LeaseClient", "LeaseRecord", "micro_time"]
@@ -73,7 +73,7 @@ class LeaseClient:
     a missing Lease).
     """
 
-    def __init__(self, client: RestClient | Any, namespace: str) -> None:
+    def __init__(self, client: RestClient | ApiClientLike, namespace: str) -> None:
         self.rest = client if isinstance(client, RestClient) else RestClient(client)
         self.namespace = namespace
         """The namespace every call goes to."""

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import logging
 import math
 import random
 import re
@@ -56,14 +55,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aioinformer._coordination.background import BackgroundRunner
+from aioinformer._client.rest import ApiClientLike, RestClient
 from aioinformer._coordination.leader import FAILURES, check_timings
 from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict
+from aioinformer._core.service import Service
 
 __all__ = ["ShardManager", "shard_of"]
 
-log = logging.getLogger("aioinformer.sharding")
+log = logs.logger("aioinformer.sharding")
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
@@ -94,7 +95,7 @@ class _Seen:
     at: float  # clock() when this record was first observed
 
 
-class ShardManager(BackgroundRunner):
+class ShardManager(Service):
     """One replica's share of ``shards`` Lease-guarded shards (see the module docstring).
 
     ``async with ShardManager(api, name="ctl", namespace="ops", identity=pod) as shards:``
@@ -127,7 +128,7 @@ class ShardManager(BackgroundRunner):
 
     def __init__(
         self,
-        api_client: Any,
+        api_client: ApiClientLike | RestClient,
         *,
         name: str,
         namespace: str,
@@ -177,7 +178,6 @@ class ShardManager(BackgroundRunner):
         self._members: frozenset[str] = frozenset({identity})
         self._published: frozenset[int] = frozenset()
         self._tg: asyncio.TaskGroup | None = None
-        self._task: asyncio.Task[None] | None = None
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -211,33 +211,40 @@ class ShardManager(BackgroundRunner):
 
     # -- running -------------------------------------------------------------------------------
 
-    def task_name(self) -> str:
-        """Names the background task of ``async with``."""
+    def _service_name(self) -> str:
         return f"shards:{self.name}:{self.identity}"
 
     async def run(self) -> None:
         """Renew, balance and report ownership until cancelled (see the module docstring)."""
-        if self._tg is not None:
-            raise RuntimeError("ShardManager.run() is already running")
+        self._begin()
         try:
             async with asyncio.TaskGroup() as tg:
                 self._tg = tg
                 tg.create_task(self._member_loop())
                 tg.create_task(self._balance_loop())
+                self._ready()
         finally:
             self._tg = None
-            held: list[tuple[str, dict[str, Any] | None]] = [
-                (self.shard_name(s), h.lease) for s, h in self._held.items()
-            ]
-            self._held.clear()
-            self._publish()
-            if held:
-                await self._before_release(frozenset(range(self.shards)))
-            if self.release_on_cancel:
-                held.append((self.member_lease, self._member))
-                async with asyncio.TaskGroup() as tg:
-                    for name, lease in held:
-                        tg.create_task(self._release(name, lease))
+            try:
+                await self._let_go()
+            finally:
+                self._end()
+
+    async def _let_go(self) -> None:
+        """Stop owning every shard, tell ``on_release``, then release the Leases (with
+        ``release_on_cancel``)."""
+        held: list[tuple[str, dict[str, Any] | None]] = [
+            (self.shard_name(s), h.lease) for s, h in self._held.items()
+        ]
+        self._held.clear()
+        self._publish()
+        if held:
+            await self._before_release(frozenset(range(self.shards)))
+        if self.release_on_cancel:
+            held.append((self.member_lease, self._member))
+            async with asyncio.TaskGroup() as tg:
+                for name, lease in held:
+                    tg.create_task(self._release(name, lease))
 
     # -- holding: one keeper task per held shard, its only writer ------------------------------
 

@@ -8,11 +8,12 @@ emptied), the formatted traceback (then stored as ``exc_text`` and ``exc_info`` 
 since a handler formatting it again would bring the raw text back) and the stack text. A
 record with nothing to clean is left exactly as it was.
 
-:func:`install` puts the filter on every logger of the library (``aioinformer`` and below)
-and of the client it rides on (``kubernetes_asyncio``), those that exist when it is called;
-the client layer calls it whenever a client is made, so the loggers of every module imported
-by then are covered. A filter on a logger applies to the records logged through it (not to
-those of its children), which is why each logger gets one. It is idempotent and cheap.
+:func:`logger` makes the library's loggers with the filter on (every module of the library
+gets its logger from it), and :func:`install` puts the filter on the loggers of the client it
+rides on (``kubernetes_asyncio``, and any ``aioinformer`` logger made another way) that exist
+when it is first called: once per process, when the first client is made (the client's
+modules have made their loggers by then). A filter on a logger applies to the records logged
+through it (not to those of its children), which is why each logger gets one.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import threading
 
 from aioinformer._core.redact import redact_known
 
-__all__ = ["RedactingFilter", "install"]
+__all__ = ["RedactingFilter", "install", "logger"]
 
 _PREFIXES = ("aioinformer", "kubernetes_asyncio")
 
@@ -52,17 +53,29 @@ class RedactingFilter(logging.Filter):
 
 _FILTER = RedactingFilter()
 _LOCK = threading.Lock()
+_installed = False
+
+
+def logger(name: str) -> logging.Logger:
+    """``logging.getLogger(name)`` with the redacting filter on (the library's loggers)."""
+    log = logging.getLogger(name)
+    if _FILTER not in log.filters:
+        log.addFilter(_FILTER)
+    return log
 
 
 def install() -> None:
-    """Put the filter on every existing logger of the library and of kubernetes_asyncio."""
+    """Put the filter on every existing logger of the library and of kubernetes_asyncio,
+    the first time it is called (later calls return at once)."""
+    global _installed
     with _LOCK:
+        if _installed:
+            return
         names = [
             name
             for name in list(logging.root.manager.loggerDict)
             if any(name == p or name.startswith(p + ".") for p in _PREFIXES)
         ]
         for name in (*_PREFIXES, *names):
-            logger = logging.getLogger(name)
-            if _FILTER not in logger.filters:
-                logger.addFilter(_FILTER)
+            logger(name)
+        _installed = True

@@ -3,7 +3,7 @@
 A pod made by :func:`realistic_pod` is what kube-apiserver stores for a StatefulSet's pod
 (the ServiceAccount admission's projected token volume and its mount included): about
 3.6 KB of JSON without managedFields, 5.9 KB with the managedFields KubeSim adds, the size
-of the pods in the seed scenario (kubernetes/kubernetes#130767), so memory and decoding
+of the pods in the contention scenario (kubernetes/kubernetes#130767), so memory and decoding
 figures measured on them carry over.
 """
 

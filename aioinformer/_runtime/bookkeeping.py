@@ -34,19 +34,19 @@ operators).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from aioinformer._cache.informer import Informer
 from aioinformer._client.client import WriteRequest
+from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ClosedError, FreshnessTimeout, NotOwner
 from aioinformer._core.objects import KubeObject
 from aioinformer._runtime import context
 
 __all__ = ["ControllerWrites"]
 
-log = logging.getLogger("aioinformer.controller")
+log = logs.logger("aioinformer.controller")
 
 
 @dataclass(slots=True)
@@ -72,14 +72,14 @@ class ControllerWrites:
         _fence(running, request)
         ctl, key = running.controller, running.key
         booked = _Booked(running)
-        if ctl.use_expectations and request.verb == "create":
+        if ctl.options.expectations and request.verb == "create":
             labels = _labels(request.body)
             if ctl.owns_resource(request.resource, request.namespace, labels) and ctl.controls(
                 request.controller_refs, key
             ):
                 ctl.expectations.expect_creations(key, 1)
                 booked.creation = True
-        elif ctl.use_expectations and request.verb == "delete" and request.name:
+        elif ctl.options.expectations and request.verb == "delete" and request.name:
             ns, name = request.namespace, request.name
             dependent = f"{ns}/{name}" if ns else name
             if ctl.is_dependent(dependent, key, request.resource):
@@ -95,7 +95,7 @@ class ControllerWrites:
         if not isinstance(token, _Booked):
             return
         ctl, key = token.running.controller, token.running.key
-        if not ctl.freshness:
+        if not ctl.options.freshness:
             return
         namespace = result.namespace if result is not None else (request.namespace or "")
         written = f"{namespace}/{request.name}" if namespace else str(request.name)
@@ -103,12 +103,12 @@ class ControllerWrites:
         try:
             if result is None:  # deleted at once: its deletion's RV is not known, its absence is
                 for inf in watching:
-                    await inf.wait_gone(written, request.uid, timeout=ctl.freshness_timeout)
+                    await inf.wait_gone(written, request.uid, timeout=ctl.options.freshness_timeout)
                 return
             for inf in watching:
                 ctl.record_write(key, inf, result.rv)
             for inf in watching:
-                await inf.wait_fresh(result.rv, timeout=ctl.freshness_timeout)
+                await inf.wait_fresh(result.rv, timeout=ctl.options.freshness_timeout)
         except (FreshnessTimeout, ClosedError) as exc:
             log.debug("%s: %s: the cache has not seen the write yet: %s", ctl.name, key, exc)
             return
@@ -147,7 +147,7 @@ def _fence(running: context.Reconciling, request: WriteRequest) -> None:
 
 def _holds(inf: Informer, key: str, uid: str) -> bool:
     """Whether ``inf`` caches the object ``key`` with ``uid`` now."""
-    obj = inf.reader.get_now(key)
+    obj = inf.snapshot().get(key)
     return obj is not None and obj.uid == uid
 
 
@@ -160,7 +160,7 @@ def _sees(inf: Informer, request: WriteRequest, result: KubeObject | None, key: 
         return False
     namespace = key.rpartition("/")[0]
     if result is None:
-        return inf.follows(namespace, None) or inf.reader.get_now(key) is not None
+        return inf.follows(namespace, None) or inf.snapshot().get(key) is not None
     return inf.follows(namespace, result.labels)
 
 

@@ -1,4 +1,4 @@
-"""Controller: informer events -> WorkQueue -> ``reconcile(key)`` workers, with freshness
+"""Controller: informer changes -> WorkQueue -> ``reconcile(key)`` workers, with freshness
 protection, expectations and fencing.
 
 A reconciler is ``async def reconcile(key: str) -> Result | None``. It reads the informers'
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -43,8 +42,10 @@ from typing import TypeAlias
 
 from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
+from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.objects import KubeObject
+from aioinformer._core.service import Service
 from aioinformer._runtime import context
 from aioinformer._runtime.expectations import Expectations
 from aioinformer._runtime.metrics import Metrics, WorkQueueMetricsAdapter
@@ -61,7 +62,7 @@ __all__ = [
     "generation_changed",
 ]
 
-log = logging.getLogger("aioinformer.controller")
+log = logs.logger("aioinformer.controller")
 
 Predicate: TypeAlias = Callable[[KubeObject | None, KubeObject], bool]
 """``predicate(old, new)``: whether an update of a primary object triggers a reconcile
@@ -92,6 +93,52 @@ class Result:
     """Reconcile the key again after the rate limiter's per-key backoff."""
     requeue_after: float | None = None
     """Reconcile the key again after this many seconds (and reset its backoff)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerOptions:
+    """How a controller reconciles (its tuning; what it reconciles is its constructor's):
+    one frozen object, accepted unchanged by :class:`Controller` and
+    :meth:`aioinformer.Manager.controller`."""
+
+    concurrency: int = 1
+    """How many keys are reconciled at once (never the same key twice)."""
+    rate_limiter: RateLimiter[str] | None = None
+    """The work queue's per-key retry delays (None: client-go's, 5 ms doubling to 1000 s,
+    and an overall 10 per second bucket)."""
+    freshness: bool = True
+    """Read-your-writes: a reconcile of a key waits until every informer has seen the
+    writes recorded for it."""
+    freshness_timeout: float = 5.0
+    """Seconds that wait may take; then the key is requeued with backoff instead of
+    reconciled on a stale cache."""
+    expectations: bool = True
+    """A key is not reconciled while creations or deletions recorded for it are still
+    unobserved (client-go's ControllerExpectations)."""
+    expectations_ttl: float = 300.0
+    """Seconds after which an expectation is given up as lost."""
+    reconcile_timeout: float | None = None
+    """Seconds one reconcile may run before it is cancelled (an error, retried with
+    backoff); None: no limit."""
+    resync_period: float | None = None
+    """Every so many seconds, every cached primary object is reconciled again (client-go's
+    resync, controller-runtime's SyncPeriod), so drift the changes do not show is corrected;
+    None: never. Per object, a reconcile returns ``Result(requeue_after=...)``."""
+    shutdown_timeout: float = 30.0
+    """Seconds a stop may take: running reconciles may finish until shortly before, then
+    they are cancelled."""
+
+    def __post_init__(self) -> None:
+        if self.concurrency < 1:
+            raise ConfigError(f"concurrency must be at least 1, not {self.concurrency}")
+        if self.shutdown_timeout < 0:
+            raise ConfigError(f"shutdown_timeout must be >= 0, not {self.shutdown_timeout}")
+        if self.reconcile_timeout is not None and self.reconcile_timeout <= 0:
+            raise ConfigError(f"reconcile_timeout must be > 0, not {self.reconcile_timeout}")
+        if self.resync_period is not None and self.resync_period <= 0:
+            raise ConfigError(f"resync_period must be positive, not {self.resync_period}")
+        if self.freshness_timeout <= 0 or self.expectations_ttl <= 0:
+            raise ConfigError("freshness_timeout and expectations_ttl must be positive")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,10 +173,11 @@ def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return old is None or old.generation != new.generation
 
 
-class Controller:
+class Controller(Service):
     """Runs ``reconcile(key)`` for the keys of ``primary`` (and of the owners of ``owns``).
 
-    Usually made with :meth:`aioinformer.Manager.controller`, which runs it.
+    Usually made with :meth:`aioinformer.Manager.controller`, which runs it; alone, run it
+    with ``await controller.run()`` (until cancelled) or ``async with controller:``.
 
     Args:
         name: the controller's name (in logs, metrics and its work queue).
@@ -144,29 +192,12 @@ class Controller:
             reconciles the keys ``mapper(obj)`` returns.
         predicates: filters on primary updates, ``predicate(old, new)``; all must hold
             (e.g. :func:`generation_changed`).
-        concurrency: how many keys are reconciled at once (never the same key twice).
-        rate_limiter: the work queue's per-key retry delays (default: client-go's, 5 ms
-            doubling to 1000 s, and an overall 10 per second bucket).
-        freshness: read-your-writes: a reconcile of a key waits until every informer has
-            seen the writes recorded for it.
-        freshness_timeout: seconds that wait may take; then the key is requeued with
-            backoff instead of reconciled on a stale cache.
-        expectations: a key is not reconciled while creations or deletions recorded for it
-            are still unobserved (client-go's ControllerExpectations).
-        expectations_ttl: seconds after which an expectation is given up as lost.
+        options: how it reconciles (:class:`~aioinformer.ControllerOptions`: concurrency,
+            rate limiter, freshness, expectations, timeouts, resync).
         metrics: where to record its series (default: a private registry).
         may_act: ``may_act(key)``, asked right before each reconcile and each write of the
             manager's client: False means another replica holds the key (leadership or
             sharding); the key is skipped and the write refused.
-        reconcile_timeout: seconds one reconcile may run before it is cancelled (an error,
-            retried with backoff); None: no limit.
-        resync_period: every so many seconds, every cached primary object is reconciled
-            again (client-go's resync, controller-runtime's SyncPeriod), so drift the
-            events do not show is corrected; None: never. Per object, a reconcile returns
-            ``Result(requeue_after=...)``.
-        shutdown_timeout: seconds :meth:`stop` may take: running reconciles may finish
-            until shortly before, then they are cancelled.
-        owns_key: the same as ``may_act`` (accepted for existing callers; give one).
     """
 
     def __init__(
@@ -179,46 +210,24 @@ class Controller:
         owns: Sequence[Informer] = (),
         watches: Sequence[tuple[Informer, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        concurrency: int = 1,
-        rate_limiter: RateLimiter[str] | None = None,
-        freshness: bool = True,
-        freshness_timeout: float = 5.0,
-        expectations: bool = True,
-        expectations_ttl: float = 300.0,
+        options: ControllerOptions | None = None,
         metrics: Metrics | None = None,
         may_act: Callable[[str], bool] | None = None,
-        reconcile_timeout: float | None = None,
-        resync_period: float | None = None,
-        shutdown_timeout: float = 30.0,
-        owns_key: Callable[[str], bool] | None = None,
     ) -> None:
-        if concurrency < 1:
-            raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
-        if shutdown_timeout < 0 or (reconcile_timeout is not None and reconcile_timeout <= 0):
-            raise ConfigError("shutdown_timeout must be >= 0 and reconcile_timeout > 0")
-        if resync_period is not None and resync_period <= 0:
-            raise ConfigError(f"resync_period must be positive, not {resync_period}")
-        self.resync_period = resync_period
+        self.options = options or ControllerOptions()
+        """How it reconciles."""
         self.name = name
-        self.shutdown_timeout = shutdown_timeout
-        self.reconcile_timeout = reconcile_timeout
         self._reconcile = reconcile
         self.primary = primary
         self.primary_kind = primary_kind
         """The primary's kind (given, or discovered when the manager starts)."""
-        self.concurrency = concurrency
-        self.freshness = freshness
-        self.freshness_timeout = freshness_timeout
-        self.use_expectations = expectations
-        self.expectations = Expectations(ttl=expectations_ttl)
+        self.expectations = Expectations(ttl=self.options.expectations_ttl)
         self.metrics = metrics or Metrics()
-        self._rate_limiter = rate_limiter
         self.queue: WorkQueue[str] = self._new_queue()
-        self._may_act = may_act or owns_key
+        self._may_act = may_act
         self._writes: dict[str, dict[Informer, int]] = {}
         self._predicates = list(predicates)
         self._owns = list(owns)
-        self._workers: list[asyncio.Task[None]] = []
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self.reconciles = 0
         self.errors = 0
@@ -364,14 +373,14 @@ class Controller:
         for inf in self._owns:
             if resource is not None and not _of(inf, resource):
                 continue
-            obj = inf.reader.get_now(dependent)
+            obj = inf.snapshot().get(dependent)
             if obj is not None:
                 return self.owner_of(obj) == key
         return False
 
     def record_write(self, key: str, informer: Informer, resource_version: int | str) -> None:
         """The next reconcile of ``key`` waits until ``informer`` has seen this RV."""
-        if not self.freshness:
+        if not self.options.freshness:
             return
         rv = int(resource_version)
         per = self._writes.setdefault(key, {})
@@ -382,56 +391,78 @@ class Controller:
     def _new_queue(self) -> WorkQueue[str]:
         return WorkQueue(
             name=self.name,
-            rate_limiter=self._rate_limiter or default_controller_rate_limiter(),
+            rate_limiter=self.options.rate_limiter or default_controller_rate_limiter(),
             metrics=WorkQueueMetricsAdapter(self.metrics, self.name),
         )
 
-    def restart(self) -> None:
-        """Start again after :meth:`stop` (leader election hands leadership back)."""
+    def _service_name(self) -> str:
+        return f"controller:{self.name}"
+
+    async def run(self) -> None:
+        """Reconcile until cancelled: every cached primary object first (what the
+        informer already holds), then every key its informers' changes name.
+
+        Cancelling it stops taking keys; running reconciles may finish until
+        ``min(1 s, shutdown_timeout / 4)`` before ``shutdown_timeout``, then they are
+        cancelled, and one still running at the end is abandoned (logged; its writes
+        through the manager's client are fenced). Queued keys are dropped: the next run
+        starts again from every cached object. It may run again after it ended (a
+        replica that leads again)."""
+        self._begin()
         if self.queue.shutting_down:
             self.queue = self._new_queue()
-        self.start()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for i in range(self.options.concurrency):
+                    tg.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                if self.options.resync_period is not None:
+                    tg.create_task(self._resync(self.options.resync_period))
+                self._enqueue_all()
+                self._ready()
+                await asyncio.get_running_loop().create_future()  # until cancelled
+        finally:
+            try:
+                await self._shutdown(self.options.shutdown_timeout)
+            finally:
+                self._end()
 
-    def start(self) -> None:
-        """Start the workers (the informers are run by the manager's factory)."""
-        for i in range(self.concurrency):
-            self._workers.append(
-                asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
-            )
-        if self.resync_period is not None:
-            self._workers.append(asyncio.create_task(self._resync(), name=f"{self.name}-resync"))
+    def _enqueue_all(self) -> None:
+        for obj in self.primary.snapshot().list():
+            self.queue.add(obj.key)
 
-    async def _resync(self) -> None:
-        assert self.resync_period is not None
+    async def _resync(self, period: float) -> None:
         while True:
-            await asyncio.sleep(self.resync_period)
-            for obj in self.primary.reader.list_now():
-                self.queue.add(obj.key)
+            await asyncio.sleep(period)
+            self._enqueue_all()
 
     @property
     def running(self) -> bool:
-        """Whether the workers run."""
-        return bool(self._workers)
+        """Whether it runs (:meth:`run`)."""
+        return self._active
 
-    async def stop(self, timeout: float | None = None) -> None:
-        """Stop taking keys and stop the reconciles; returns within ``timeout`` seconds
-        (default ``shutdown_timeout``) whatever they do. Running reconciles may finish until
-        ``min(1 s, timeout / 4)`` before the end; then they are cancelled, and one still
-        running at the end is abandoned (logged). Queued keys are dropped: the next start
-        requeues every object. Idempotent; ``timeout=0`` cancels at once."""
-        timeout = self.shutdown_timeout if timeout is None else timeout
+    async def _shutdown(self, timeout: float) -> None:
+        """After the workers ended: drop the queued keys and stop the reconciles in flight
+        within ``timeout`` (see :meth:`run`)."""
+        self.queue.shutdown_nowait()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        draining = asyncio.create_task(self.queue.shutdown(drain=False))
         inflight = list(self._inflight.values())
         grace = min(1.0, timeout / 4)
         if inflight and timeout - grace > 0:
             await asyncio.wait(inflight, timeout=timeout - grace)
         await self._cancel(inflight, deadline, f"stopping, shutdown_timeout {timeout:g}s")
-        workers, self._workers = self._workers, []
-        for w in [*workers, draining]:
-            w.cancel()
-        await asyncio.wait([*workers, draining], timeout=max(0.0, deadline - loop.time()) or None)
+
+    def abort_reconciles(self, keys: Callable[[str], bool] | None = None) -> int:
+        """Cancel, without waiting, the running reconciles of the keys ``keys(key)``
+        selects (all when None): this replica just lost them. Returns how many."""
+        chosen = [t for k, t in self._inflight.items() if (keys is None or keys(k))]
+        running = [t for t in chosen if not t.done()]
+        if running:
+            log.warning("%s: cancelling %d running reconciles (this replica no longer "
+                        "holds their keys)", self.name, len(running))  # fmt: skip
+        for task in running:
+            task.cancel()
+        return len(running)
 
     async def cancel_reconciles(
         self, keys: Callable[[str], bool] | None = None, timeout: float = 1.0
@@ -484,9 +515,9 @@ class Controller:
             queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
-        if self.freshness and not await self._fresh_enough(key):
+        if self.options.freshness and not await self._fresh_enough(key):
             return
-        if self.use_expectations and not self.expectations.satisfied(key):
+        if self.options.expectations and not self.expectations.satisfied(key):
             self._avoided("expectations")
             self.queue.add_after(key, _EXPECTATIONS_RECHECK)
             return
@@ -497,10 +528,10 @@ class Controller:
         token = context.current.set(running)
         t0 = time.perf_counter()
         try:
-            async with asyncio.timeout(self.reconcile_timeout):
+            async with asyncio.timeout(self.options.reconcile_timeout):
                 result = await self._reconcile(key)
         except TimeoutError:
-            self._failed(key, f"timed out after {self.reconcile_timeout}s", None)
+            self._failed(key, f"timed out after {self.options.reconcile_timeout}s", None)
             return
         except ClosedError as exc:  # an informer it reads has stopped: nothing to retry
             log.warning("%s: %s: %s", self.name, key, exc)
@@ -536,7 +567,7 @@ class Controller:
             return True
         for inf, rv in list(pending.items()):
             try:
-                await inf.wait_fresh(rv, timeout=self.freshness_timeout)
+                await inf.wait_fresh(rv, timeout=self.options.freshness_timeout)
             except FreshnessTimeout:
                 self._avoided("freshness")
                 self.queue.add_rate_limited(key)

@@ -9,11 +9,13 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 * **Rate limiting.** Per object and source, a token bucket of :data:`BURST` events refilled
   one token every :data:`REFILL_SECONDS` (client-go's 25 and 5 minutes); an event over
   the limit is dropped and counted (``dropped``).
-* **Never in the way.** :meth:`EventRecorder.record` does not wait: events are sent in the
-  background, in order, by one task (outside any reconcile, even when recorded inside one:
-  the manager's client neither fences nor books them); a failure to send one is logged and counted
-  (``failed``), never raised into the reconcile. :meth:`EventRecorder.flush` waits until
-  what was recorded is sent; :meth:`EventRecorder.aclose` flushes and stops.
+* **Never in the way.** :meth:`EventRecorder.record` does not wait: events are sent in
+  order by :meth:`EventRecorder.run` (the manager runs the recorders it made; alone, use
+  ``async with recorder:``), outside any reconcile even when recorded inside one (the
+  manager's client neither fences nor books them); a failure to send one is logged and
+  counted (``failed``), never raised into the reconcile. :meth:`EventRecorder.flush` waits
+  until what was recorded is sent; stopping ``run`` sends what is recorded first (for at
+  most :data:`DRAIN_TIMEOUT` seconds).
 * **Valid names.** An Event is named ``<object name>.<hex timestamp>`` (cut to 253
   characters), in the object's namespace (``default`` for a cluster-scoped object), as
   client-go names them; the server accepts every one.
@@ -22,8 +24,6 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import logging
 import socket
 import time
 from collections.abc import Mapping
@@ -32,12 +32,14 @@ from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
 
 from aioinformer._client.client import Client
+from aioinformer._core import logs
 from aioinformer._core.errors import ApiError, ClosedError, ConfigError
 from aioinformer._core.objects import KubeObject
+from aioinformer._core.service import Service
 
 __all__ = ["AGGREGATION_WINDOW", "BURST", "REFILL_SECONDS", "EventRecorder", "EventType"]
 
-log = logging.getLogger("aioinformer.events")
+log = logs.logger("aioinformer.events")
 
 EventType: TypeAlias = Literal["Normal", "Warning"]
 """An Event's type."""
@@ -47,6 +49,8 @@ BURST = 25
 """Events one object may get at once from one source."""
 REFILL_SECONDS = 300.0
 """Seconds after which an object's bucket gets one more event."""
+DRAIN_TIMEOUT = 10.0
+"""Seconds a stopping recorder spends sending what is still recorded."""
 _NAME_LIMIT = 253
 
 
@@ -68,7 +72,7 @@ def _timestamp() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class EventRecorder:
+class EventRecorder(Service):
     """Records core/v1 Events about objects (see the module docstring).
 
     Args:
@@ -93,10 +97,9 @@ class EventRecorder:
         self.component = component
         self.host = host if host is not None else socket.gethostname()
         self._clock = clock
-        self._queue: asyncio.Queue[tuple[dict[str, Any], tuple[str, ...]] | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[dict[str, Any], tuple[str, ...]]] = asyncio.Queue()
         self._sent: dict[tuple[str, ...], _Sent] = {}
         self._buckets: dict[tuple[str, ...], _Bucket] = {}
-        self._task: asyncio.Task[None] | None = None
         self._closed = False
         self.recorded = 0
         """Events accepted by :meth:`record`."""
@@ -138,22 +141,35 @@ class EventRecorder:
         }
         self.recorded += 1
         self._queue.put_nowait((event, (*source, type, reason, message)))
-        if self._task is None:  # (a fresh context: its writes are nobody's reconcile's)
-            self._task = asyncio.get_running_loop().create_task(
-                self._send_all(), name=f"events:{self.component}", context=contextvars.Context()
-            )
 
     async def flush(self) -> None:
-        """Wait until every event recorded so far has been sent (or failed)."""
-        if self._task is not None and not self._task.done():
-            await self._queue.join()
+        """Wait until every event recorded so far has been sent (or failed); while it
+        runs (:meth:`run`)."""
+        if not self._active:
+            raise ClosedError(f"EventRecorder {self.component} is not running")
+        await self._queue.join()
 
-    async def aclose(self) -> None:
-        """Send what is recorded, then stop. Idempotent."""
-        self._closed = True
-        if self._task is not None and not self._task.done():
-            self._queue.put_nowait(None)
-            await asyncio.wait([self._task])
+    def _service_name(self) -> str:
+        return f"events:{self.component}"
+
+    async def run(self) -> None:
+        """Send the recorded events, in order, until cancelled; then send what is still
+        recorded (for at most :data:`DRAIN_TIMEOUT` seconds) and refuse new ones."""
+        self._begin()
+        try:
+            self._ready()
+            await self._send_all()
+        finally:
+            self._closed = True
+            try:
+                async with asyncio.timeout(DRAIN_TIMEOUT):
+                    while not self._queue.empty():
+                        await self._send_one(self._queue.get_nowait())
+            except TimeoutError:
+                log.warning("%s: %d events not sent (the recorder stopped)",
+                            self.component, self._queue.qsize())  # fmt: skip
+            finally:
+                self._end()
 
     def _take(self, source: tuple[str, ...]) -> bool:
         now = self._clock()
@@ -169,21 +185,21 @@ class EventRecorder:
 
     async def _send_all(self) -> None:
         while True:
-            item = await self._queue.get()
-            try:
-                if item is None:
-                    return
-                await self._send(*item)
-            except asyncio.CancelledError:
-                raise
-            except (ApiError, ConfigError) as exc:
-                self.failed += 1
-                log.warning("%s: an event was not recorded: %s", self.component, exc)
-            except Exception:
-                self.failed += 1
-                log.exception("%s: an event was not recorded", self.component)
-            finally:
-                self._queue.task_done()
+            await self._send_one(await self._queue.get())
+
+    async def _send_one(self, item: tuple[dict[str, Any], tuple[str, ...]]) -> None:
+        try:
+            await self._send(*item)
+        except asyncio.CancelledError:
+            raise
+        except (ApiError, ConfigError) as exc:
+            self.failed += 1
+            log.warning("%s: an event was not recorded: %s", self.component, exc)
+        except Exception:
+            self.failed += 1
+            log.exception("%s: an event was not recorded", self.component)
+        finally:
+            self._queue.task_done()
 
     async def _send(self, event: dict[str, Any], key: tuple[str, ...]) -> None:
         now, stamp = self._clock(), _timestamp()

@@ -6,7 +6,7 @@ for an owner it records ``expect_creations(owner, n)``; the owned-object informe
 deletion) has been observed — or ``ttl`` seconds have passed, in case an event was lost —
 the owner's expectations are unsatisfied and the controller does not reconcile it: its
 cache may not show the objects it just created, and acting on that cache is exactly how
-the seed scenario's StatefulSet controller created duplicate pods.
+the contention scenario's StatefulSet controller created duplicate pods.
 
 A failed create must be un-expected with ``creation_observed`` (the informer will never
 see it), as client-go's controllers do. So must a created object that was deleted before

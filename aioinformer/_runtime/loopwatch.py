@@ -13,13 +13,14 @@ longest recent block is :attr:`LoopWatchdog.worst`, which ``/healthz`` reports.
 from __future__ import annotations
 
 import asyncio
-import logging
 import threading
 import time
 
+from aioinformer._core import logs
+
 __all__ = ["LoopWatchdog"]
 
-log = logging.getLogger("aioinformer.loop")
+log = logs.logger("aioinformer.loop")
 
 
 class LoopWatchdog:

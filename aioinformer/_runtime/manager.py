@@ -25,28 +25,35 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
 from __future__ import annotations
 
 import asyncio
-import logging
+import contextlib
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
 
-from aioinformer._cache.factory import FACTORY_NAMESPACE, InformerFactory, NamespaceDefault
-from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer
-from aioinformer._cache.store import StoreKind
+from aioinformer._cache.factory import InformerFactory
+from aioinformer._cache.informer import Informer, Pipeline
+from aioinformer._cache.process import ProcessSettings
 from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.client import Client
 from aioinformer._client.discovery import Discovery
+from aioinformer._client.rest import ApiClientLike
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError
-from aioinformer._core.objects import Transform
+from aioinformer._core.loops import new_event_loop
+from aioinformer._core.service import Service, wait_ended
 from aioinformer._runtime.bookkeeping import ControllerWrites
-from aioinformer._runtime.controller import Controller, Mapper, Predicate, Reconciler
+from aioinformer._runtime.controller import (
+    Controller,
+    ControllerOptions,
+    Mapper,
+    Predicate,
+    Reconciler,
+)
 from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics
-from aioinformer._runtime.ratelimit import RateLimiter
 
 if TYPE_CHECKING:
     from aioinformer._coordination.leader import LeaderElector
@@ -54,9 +61,30 @@ if TYPE_CHECKING:
 
 __all__ = ["LeaderElection", "Manager", "Sharding", "run"]
 
-log = logging.getLogger("aioinformer.manager")
+log = logs.logger("aioinformer.manager")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+class _FactoryMethod(Generic[P, R]):
+    """A method of the manager's factory, as the manager's own: ``manager.informer`` is
+    ``manager.factory.informer`` (one declaration of its options, checked by mypy)."""
+
+    def __init__(self, method: Callable[Concatenate[InformerFactory, P], R]) -> None:
+        self._name = method.__name__
+        self.__doc__ = method.__doc__
+
+    @overload
+    def __get__(self, manager: None, owner: type[Manager]) -> Self: ...
+    @overload
+    def __get__(self, manager: Manager, owner: type[Manager]) -> Callable[P, R]: ...
+    def __get__(self, manager: Manager | None, owner: type[Manager]) -> Self | Callable[P, R]:
+        if manager is None:
+            return self
+        method: Callable[P, R] = getattr(manager.factory, self._name)
+        return method
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,22 +127,18 @@ class Sharding:
     """Seconds between two renewals or balancing rounds."""
 
 
-class Manager:
+class Manager(Service):
     """Runs informers, controllers, metrics and leader election/sharding together.
 
     Args:
         api_client: a kubernetes_asyncio ``ApiClient``.
         namespace: the default namespace of the informers (None: all namespaces).
-        store: the informers' store kind: "snapshot" (default) or "locked" (the
-            lock-based baseline; controllers run on it too).
         metrics_port: serve ``/metrics`` on this port (None: no endpoint; 0: any free port,
             see :attr:`bound_metrics_port`).
         metrics_host: the address the metrics endpoint binds.
         leader_election: run the controllers only while this replica leads.
         sharding: split the keys across replicas by per-shard Leases.
         watch_options: how the informers list, watch and recover.
-        watcher_options: deprecated (a DeprecationWarning): the same as a mapping of
-            :class:`~aioinformer.WatchOptions` field names.
         cache_sync_timeout: seconds :meth:`run` waits for every informer's initial sync
             before it gives up with :class:`~aioinformer.FreshnessTimeout` naming the
             informers still waiting and their last error (controller-runtime's
@@ -126,38 +150,49 @@ class Manager:
         blocked_loop_threshold: seconds the event loop may be blocked before a WARNING
             names the task that blocks it (and ``/healthz`` fails while it lasts).
         clock: the informers' clock.
+        pipeline: where the informers' watchers and writers run: "thread" (one thread
+            for all of them, the default) or "loop" (see
+            :class:`~aioinformer.InformerFactory`).
+        compact: the informers' default for ``compact`` (bodies kept compressed).
+        process: the process-wide effects the manager may have
+            (:class:`~aioinformer.ProcessSettings`).
     """
+
+    _factory_class: type[InformerFactory] = InformerFactory
 
     def __init__(
         self,
-        api_client: Any,
+        api_client: ApiClientLike,
         *,
         namespace: str | None = None,
-        store: StoreKind = "snapshot",
         metrics_port: int | None = None,
         metrics_host: str = "127.0.0.1",
         leader_election: LeaderElection | None = None,
         sharding: Sharding | None = None,
         watch_options: WatchOptions | None = None,
-        watcher_options: Mapping[str, Any] | None = None,
         cache_sync_timeout: float | None = 120.0,
         field_manager: str = "aioinformer",
         discovery_timeout: float = 10.0,
         blocked_loop_threshold: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        pipeline: Pipeline = "thread",
+        compact: bool = False,
+        process: ProcessSettings | None = None,
     ) -> None:
         if leader_election is not None and sharding is not None:
             raise ConfigError("choose leader_election or sharding, not both")
         self.api_client = api_client
         self.cache_sync_timeout = cache_sync_timeout
-        self.factory = InformerFactory(
+        self.factory = self._factory_class(
             api_client,
             namespace,
-            store=store,
             watch_options=watch_options,
-            watcher_options=watcher_options,
             clock=clock,
+            pipeline=pipeline,
+            compact=compact,
+            process=process,
         )
+        """The informer factory the manager runs (one pipeline thread, one HTTP session)."""
         self.discovery = Discovery(self.factory.rest, wait=discovery_timeout)
         """What the server serves (resources resolved when :meth:`run` starts)."""
         self.client = Client(
@@ -192,45 +227,15 @@ class Manager:
             from aioinformer._coordination.sharding import ShardManager
 
             self.shards = ShardManager(api_client, **asdict(sharding))
-        self._running_controllers = False
+        self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._recorders: list[EventRecorder] = []
         self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
         """What :meth:`require_permission` declared: (group, resource, verbs, namespace)."""
 
-    def informer(
-        self,
-        group_version: str,
-        plural: str,
-        *,
-        namespace: str | Literal[NamespaceDefault.FACTORY] | None = FACTORY_NAMESPACE,
-        indexers: Mapping[str, IndexFunc] | None = None,
-        transform: Transform | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        metadata_only: bool = False,
-        store: StoreKind | None = None,
-        streaming_list: bool = False,
-    ) -> Informer:
-        """A shared informer from the manager's factory, started by :meth:`run`.
-
-        The parameters are :meth:`InformerFactory.informer
-        <aioinformer.InformerFactory.informer>`'s: ``group_version`` and ``plural`` name the
-        resource; ``namespace`` defaults to the manager's; ``indexers``, ``transform``,
-        ``label_selector``, ``field_selector``, ``metadata_only``, ``store`` and
-        ``streaming_list`` shape the cache.
-        """
-        return self.factory.informer(
-            group_version,
-            plural,
-            namespace=namespace,
-            indexers=indexers,
-            transform=transform,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            metadata_only=metadata_only,
-            store=store,
-            streaming_list=streaming_list,
-        )
+    informer = _FactoryMethod(InformerFactory.informer)
+    """``manager.informer(group_version, plural, **options)`` is the manager's factory's
+    :meth:`~aioinformer.InformerFactory.informer`: the same options (one declaration), a
+    shared informer the manager starts."""
 
     def controller(
         self,
@@ -242,21 +247,13 @@ class Manager:
         owns: Sequence[Informer] = (),
         watches: Sequence[tuple[Informer, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
-        concurrency: int = 1,
-        rate_limiter: RateLimiter[str] | None = None,
-        freshness: bool = True,
-        freshness_timeout: float = 5.0,
-        expectations: bool = True,
-        expectations_ttl: float = 300.0,
-        reconcile_timeout: float | None = None,
-        resync_period: float | None = None,
-        shutdown_timeout: float = 30.0,
+        options: ControllerOptions | None = None,
     ) -> Controller:
-        """Create a controller the manager will run once every informer has synced.
-
-        The parameters are :class:`~aioinformer.Controller`'s, which documents each one;
-        the manager supplies ``metrics`` and ``may_act`` (the check that this replica holds
-        the key: its leader Lease, or the key's shard). In short:
+        """A :class:`~aioinformer.Controller` the manager runs once every informer has
+        synced (while this replica leads, with leader election; on the keys of its shards,
+        with sharding). The arguments are the Controller's, which documents each one; the
+        manager supplies ``metrics`` and ``may_act`` (whether this replica holds the key:
+        its leader Lease, or the key's shard).
 
         Args:
             name: the controller's name (logs, metrics, work queue).
@@ -266,19 +263,7 @@ class Manager:
             owns: informers of objects the primary controls (by controller reference).
             watches: ``(informer, mapper)`` pairs mapping other objects to primary keys.
             predicates: ``predicate(old, new)`` filters on primary updates.
-            concurrency: keys reconciled at once (never one key twice).
-            rate_limiter: per-key retry delays (default: client-go's).
-            freshness: a reconcile waits until the informers have seen the controller's
-                own writes for its key (read-your-writes).
-            freshness_timeout: seconds that wait may take before the key is requeued.
-            expectations: a key waits while its recorded creations and deletions are
-                unobserved.
-            expectations_ttl: seconds after which an expectation is given up as lost.
-            reconcile_timeout: seconds one reconcile may run (None: no limit).
-            resync_period: seconds between two reconciles of every cached primary
-                (None: never).
-            shutdown_timeout: seconds the controller's stop may take before running
-                reconciles are cancelled.
+            options: how it reconciles (:class:`~aioinformer.ControllerOptions`).
         """
         ctl = Controller(
             name,
@@ -288,17 +273,9 @@ class Manager:
             owns=owns,
             watches=watches,
             predicates=predicates,
-            concurrency=concurrency,
-            rate_limiter=rate_limiter,
-            freshness=freshness,
-            freshness_timeout=freshness_timeout,
-            expectations=expectations,
-            expectations_ttl=expectations_ttl,
+            options=options,
             metrics=self.metrics,
             may_act=self._may_act,
-            reconcile_timeout=reconcile_timeout,
-            resync_period=resync_period,
-            shutdown_timeout=shutdown_timeout,
         )
         self.controllers.append(ctl)
         return ctl
@@ -318,46 +295,57 @@ class Manager:
 
     def event_recorder(self, component: str) -> EventRecorder:
         """An :class:`~aioinformer.EventRecorder` writing through :attr:`client` as
-        ``component``; flushed and closed when :meth:`run` ends."""
+        ``component``, run by the manager (flushed when it stops, after the controllers)."""
         recorder = EventRecorder(self.client, component)
         self._recorders.append(recorder)
+        if self._group is not None:
+            self._group.create_task(recorder.run(), name=f"event-recorder:{component}")
         return recorder
+
+    def _service_name(self) -> str:
+        return "aioinformer-manager"
 
     async def run(self) -> None:
         """Run until cancelled: the metrics endpoint, discovery, the informers, then the
         controllers (while leading, with leader election; each on the keys of its shards,
-        with sharding).
+        with sharding). ``async with manager:`` runs it in a task of its own and enters
+        once the informers have synced.
 
         Raises :class:`~aioinformer.ConfigError` when a resource is not served (naming what
         is), :class:`~aioinformer.FreshnessTimeout` if the informers do not sync within
         ``cache_sync_timeout``. Cancelling it stops everything in order: the controllers
-        (running reconciles get until ``shutdown_timeout``, bounded whatever they do), then
-        the Leases are released, then the informers stop.
+        (running reconciles get until their ``shutdown_timeout``, bounded whatever they
+        do) while the Leases are still renewed, then the Leases are released, then the
+        event recorders are flushed, then the informers stop.
         """
-        runner = None
-        if self.metrics_port is not None:
-            runner, self.bound_metrics_port = await self.metrics.serve(
-                self.metrics_host, self.metrics_port, self.health.routes
-            )
-            log.info("serving /metrics, /healthz, /readyz on %s:%d", self.metrics_host,
-                     self.bound_metrics_port)  # fmt: skip
-        self.watchdog.start()
+        self._begin()
         try:
-            await self.resolve()
-            async with self.factory:
+            async with contextlib.AsyncExitStack() as stack:
+                if self.metrics_port is not None:
+                    runner, self.bound_metrics_port = await self.metrics.serve(
+                        self.metrics_host, self.metrics_port, self.health.routes
+                    )
+                    stack.push_async_callback(runner.cleanup)
+                    log.info("serving /metrics, /healthz, /readyz on %s:%d", self.metrics_host,
+                             self.bound_metrics_port)  # fmt: skip
+                self.watchdog.start()
+                stack.callback(self.watchdog.stop)
+                await self.resolve()
+                await stack.enter_async_context(self.factory)
                 await self.factory.wait_for_sync(self.cache_sync_timeout)
+                group = self._group = await stack.enter_async_context(asyncio.TaskGroup())
+                for recorder in self._recorders:
+                    group.create_task(recorder.run(), name=f"event-recorder:{recorder.component}")
+                self._ready()
                 if self.elector is not None:
                     await self._lead(self.elector)
                 elif self.shards is not None:
                     await self._shard(self.shards)
                 else:
-                    await self._serve()
+                    await self._run_controllers(None)
         finally:
-            for recorder in self._recorders:
-                await recorder.aclose()
-            self.watchdog.stop()
-            if runner is not None:
-                await runner.cleanup()
+            self._group = None
+            self._end()
 
     async def resolve(self) -> None:
         """Look every informer's resource up in discovery (once): a wrong version or plural
@@ -395,44 +383,60 @@ class Manager:
 
     # -- the three ways to run the controllers --------------------------------------------------
 
-    async def _serve(self) -> None:
-        self._start_controllers()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await self._stop_controllers()
+    async def _run_controllers(self, until: asyncio.Event | None) -> None:
+        """Every controller, until ``until`` is set (or until cancelled): then each stops
+        (gracefully when cancelled; its reconciles were aborted first when ``until``
+        fired because a Lease was lost)."""
+        async with asyncio.TaskGroup() as tg:
+            runs = [
+                tg.create_task(ctl.run(), name=f"controller:{ctl.name}") for ctl in self.controllers
+            ]
+            if until is None:
+                await asyncio.get_running_loop().create_future()  # until cancelled
+            else:
+                await until.wait()
+            for run in runs:
+                run.cancel()
 
     async def _lead(self, elector: LeaderElector) -> None:
         """Controllers while leading. Lost leadership (a renewal past ``renew_deadline``,
-        or the Lease taken) cancels the reconciles at once; a shutdown stops them
-        gracefully while the Lease is still renewed, and releases it only after."""
-        electing = asyncio.create_task(elector.run(), name="leader-elector")
-        try:
+        or the Lease taken) aborts the running reconciles at once and stops the
+        controllers; a shutdown stops them gracefully while the Lease is still renewed,
+        and releases it only after (the elector stops last)."""
+        async with asyncio.TaskGroup() as outer:
+            electing = outer.create_task(elector.run(), name=elector._service_name())
+            outer.create_task(self._fence_elected(elector))
             while True:
                 await _first(elector.leading.wait(), electing)
                 self.metrics.leader.set(1)
                 log.info("leading: starting controllers")
-                self._start_controllers()
-                await _first(self._until(lambda: not elector.is_leader), electing)
-                self.metrics.leader.set(0)
-                log.warning("leadership lost: cancelling the reconciles")
-                await self._stop_controllers(timeout=0.0)
-        finally:
-            await self._stop_controllers(valid=lambda _key: elector.is_leader)
-            self.metrics.leader.set(0)
-            electing.cancel()
-            await asyncio.wait([electing])
+                try:
+                    await self._run_controllers(elector.leadership_lost)
+                finally:
+                    self.metrics.leader.set(0)
+                log.warning("leadership lost: the controllers stopped")
+
+    async def _fence_elected(self, elector: LeaderElector) -> None:
+        """Each time leadership ends, abort every running reconcile at once (also while
+        the controllers drain during a shutdown)."""
+        while True:
+            await elector.leading.wait()
+            await elector.leadership_lost.wait()
+            for ctl in self.controllers:
+                ctl.abort_reconciles()
 
     async def _shard(self, shards: ShardManager) -> None:
-        """Controllers on the keys of the shards held. A shard lost or handed over has its
-        running reconciles cancelled before its Lease is released (or as soon as its
-        renewal is past ``renew_deadline``); a shutdown stops the controllers gracefully
-        while the shard Leases are still renewed, and releases them only after."""
+        """Controllers on the keys of the shards held. A shard lost (its renewal past
+        ``renew_deadline``) has its running reconciles aborted the moment the shard
+        manager says so; a shard handed over has them cancelled before its Lease is
+        released; a shutdown stops the controllers gracefully while the shard Leases are
+        still renewed, and releases them only after (the shard manager stops last)."""
 
-        def requeue(_owned: frozenset[int]) -> None:
+        def owned_changed(_owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
             for ctl in self.controllers:
-                for obj in ctl.primary.reader.list_now():
+                ctl.abort_reconciles(lambda k: not shards.owns(k))
+                for obj in ctl.primary.snapshot().list():
                     if shards.owns(obj.key):
                         ctl.queue.add(obj.key)
 
@@ -444,93 +448,47 @@ class Manager:
                     lambda k: shards.shard_for(k) in released, timeout=shards.renew_deadline
                 )
 
-        shards.on_change.append(requeue)
+        shards.on_change.append(owned_changed)
         shards.on_release.append(hand_over)
-        sharding = asyncio.create_task(shards.run(), name="manager-shards")
-        self._start_controllers()
-        fencing = asyncio.create_task(self._fence(shards.owns), name="manager-fence")
         try:
-            await _first(asyncio.Event().wait(), sharding)
+            async with asyncio.TaskGroup() as outer:
+                sharding = outer.create_task(shards.run(), name=shards._service_name())
+                await _first(self._run_controllers(None), sharding)
         finally:
-            fencing.cancel()
-            await self._stop_controllers(valid=shards.owns)
-            sharding.cancel()
-            await asyncio.wait([sharding, fencing])
-
-    async def _until(self, done: Callable[[], bool]) -> None:
-        """Return once ``done()`` holds, checked every :data:`_FENCE_INTERVAL`."""
-        while not done():  # noqa: ASYNC110  (a deadline of the clock: no event announces it)
-            await asyncio.sleep(_FENCE_INTERVAL)
-
-    async def _fence(self, owns: Callable[[str], bool]) -> None:
-        """Cancel, as soon as it shows, every running reconcile of a key no longer held."""
-        while True:
-            await asyncio.sleep(_FENCE_INTERVAL)
-            for ctl in self.controllers:
-                await ctl.cancel_reconciles(lambda k: not owns(k), timeout=0.0)
-
-    def _start_controllers(self) -> None:
-        if self._running_controllers:
-            return
-        self._running_controllers = True
-        for ctl in self.controllers:
-            ctl.restart()
-            for obj in ctl.primary.reader.list_now():
-                ctl.queue.add(obj.key)
-
-    async def _stop_controllers(
-        self, timeout: float | None = None, valid: Callable[[str], bool] | None = None
-    ) -> None:
-        """Stop every controller (each bounded by ``timeout``, default its own
-        ``shutdown_timeout``); with ``valid``, a reconcile whose key stops being valid
-        meanwhile is cancelled at once."""
-        if not self._running_controllers:
-            return
-        self._running_controllers = False
-        fencing = asyncio.create_task(self._fence(valid)) if valid is not None else None
-        try:
-            await asyncio.gather(*(ctl.stop(timeout) for ctl in self.controllers))
-        finally:
-            if fencing is not None:
-                fencing.cancel()
-                await asyncio.wait([fencing])
-
-
-_FENCE_INTERVAL = 0.1
-"""Seconds between two checks that this replica still holds the keys it reconciles."""
+            shards.on_change.remove(owned_changed)
+            shards.on_release.remove(hand_over)
 
 
 async def _first(waiting: Coroutine[Any, Any, Any], background: asyncio.Task[Any]) -> None:
-    """Await ``waiting``; if ``background`` ends first, raise what it raised (or return)."""
+    """Await ``waiting``; if ``background`` ends first, raise what it raised (or a
+    RuntimeError if it returned). Cancelled, it cancels ``waiting`` and returns only once
+    that has ended (a controller's graceful stop runs to its end)."""
     task = asyncio.ensure_future(waiting)
     try:
         await asyncio.wait([task, background], return_when=asyncio.FIRST_COMPLETED)
     finally:
         if not task.done():
             task.cancel()
-            await asyncio.wait([task])
-    if task.done() and not task.cancelled():
+            await wait_ended(task)
+    if not task.cancelled():
         task.result()
         return
-    if background.done() and not background.cancelled():
-        background.result()
-        raise RuntimeError(f"{background.get_name()} ended")
+    background.result()
+    raise RuntimeError(f"{background.get_name()} ended")
 
 
-def run(main: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(main)``, on uvloop when installed (``pip install aioinformer[uvloop]``).
+def run(main: Coroutine[Any, Any, T], *, uvloop: bool | None = None) -> T:
+    """``asyncio.run(main)`` on a new event loop: uvloop's when installed (``pip install
+    aioinformer[uvloop]``) or when ``uvloop`` is True, asyncio's when it is False. No event
+    loop policy is installed; the informers' pipeline thread runs on the same kind of loop.
 
     Args:
         main: the coroutine to run, e.g. ``manager.run()``.
+        uvloop: True: uvloop (a ConfigError if it is not installed); False: asyncio's loop;
+            None: uvloop if installed.
 
     Returns:
         What ``main`` returns.
     """
-    try:
-        import uvloop  # an optional extra: typed as Any where it is not installed
-    except ImportError:
-        uvloop = None
-    if uvloop is None:  # (outside the except block: no ImportError chained to the run's errors)
-        return asyncio.run(main)
-    result: T = uvloop.run(main)
-    return result
+    with asyncio.Runner(loop_factory=lambda: new_event_loop(uvloop)) as runner:
+        return runner.run(main)

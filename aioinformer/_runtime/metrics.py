@@ -82,12 +82,12 @@ class _InformerCollector:
         rows = [([s.name], s) for s in stats]
         yield from _families("aioinformer_informer_", ["informer"], rows, gauges, counters)
         handler_gauges: _Specs[SubscriptionStatistics] = {
-            "queue_depth": ("Notifications queued for the subscriber.", lambda h: h.depth),
+            "queue_depth": ("Changes queued for the subscriber.", lambda h: h.depth),
             "queue_peak_depth": ("Largest queue depth seen.", lambda h: h.peak_depth),
-            "coalescing": ("1 while notifications are merged per key.", lambda h: h.coalescing),
+            "coalescing": ("1 while changes are merged per key.", lambda h: h.coalescing),
         }
         handler_counters: _Specs[SubscriptionStatistics] = {
-            "handled": ("Notifications handled.", lambda h: h.handled_total),
+            "handled": ("Changes handled.", lambda h: h.handled_total),
             "errors": ("Handler calls that raised.", lambda h: h.errors_total),
             "overflows": ("Times the backlog exceeded max_queue.", lambda h: h.overflows),
         }

@@ -329,6 +329,15 @@ class WorkQueue(Generic[K]):
         ``drain=False``: drop the queued keys, return when the handed-out keys are done.
         Idempotent; a later ``drain=False`` drops whatever is still queued.
         """
+        self._shut(drain)
+        await self._idle.wait()
+
+    def shutdown_nowait(self) -> None:
+        """Stop accepting keys and drop the queued ones (``shutdown(drain=False)``)
+        without waiting for the handed-out keys to be done."""
+        self._shut(drain=False)
+
+    def _shut(self, drain: bool) -> None:
         if not self._shutting_down:
             self._shutting_down = True
             if self._timer is not None:
@@ -342,7 +351,6 @@ class WorkQueue(Generic[K]):
             self._dirty.clear()
             self._added_at.clear()
         self._check_drained()
-        await self._idle.wait()
 
     def statistics(self) -> WorkQueueStatistics:
         """Depth, delayed and processing keys, totals and running times, as of now."""

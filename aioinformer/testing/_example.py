@@ -7,12 +7,17 @@ before it starts (each unless it exists; a CRD is waited for until it is served)
 ``progress(client)`` reads the API server (not a cache) and answers ``(line, done)``: a
 line saying where the samples stand, and whether they have converged exactly. It conforms
 to :class:`~aioinformer.testing.Operator`, so a :class:`~aioinformer.testing.FaultMix`
-runs it under faults; :meth:`Example.main` makes it a program::
+runs it under faults; :meth:`Example.main` makes it a program.
 
-    EXAMPLE = Example("podset", build, progress, crds=[CRD], samples=[podset_body("web", 3)])
+An operator's module describes its example with plain names, so that importing the
+operator imports nothing of the testing kit: ``build`` and ``progress`` (functions),
+``CRDS`` and ``SAMPLES`` (optional lists); :meth:`Example.from_module` reads them (the name
+is the module's file name), and only the script's ``__main__`` block imports this::
 
     if __name__ == "__main__":
-        sys.exit(EXAMPLE.main())
+        from aioinformer.testing import Example
+
+        sys.exit(Example.from_module(sys.modules[__name__]).main())
 
 Run as ``python podset.py``, it serves an embedded KubeSim with three nodes and the
 scheduler/kubelet emulation, installs the CRDs and samples, runs the operator and prints a
@@ -32,6 +37,7 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from aioinformer._client.client import Client
@@ -60,6 +66,19 @@ class Example:
     """CustomResourceDefinitions to install (dicts, YAML text or YAML file paths)."""
     samples: Sequence[Mapping[str, Any]] = ()
     """Objects to create, in order, after the CRDs (namespaces first, then what is in them)."""
+
+    @classmethod
+    def from_module(cls, module: ModuleType) -> Example:
+        """The example ``module`` describes (see the module docstring): its ``build`` and
+        ``progress`` functions, its ``CRDS`` and ``SAMPLES`` (none where it has none),
+        named after its file. :class:`~aioinformer.ConfigError` if a function is missing."""
+        name = Path(module.__file__ or module.__name__).stem
+        build, progress = getattr(module, "build", None), getattr(module, "progress", None)
+        if not callable(build) or not callable(progress):
+            raise ConfigError(f"{name}: an example defines build(manager) and progress(client)")
+        crds = getattr(module, "CRDS", ())
+        samples = getattr(module, "SAMPLES", ())
+        return cls(name, build, progress, crds=list(crds), samples=list(samples))
 
     async def install(self, client: Client) -> None:
         """Create the CRDs (waiting until each is served), then the samples; what exists

@@ -25,7 +25,7 @@ plan, lifts every fault, and waits up to ``converge_timeout`` seconds until, at 
 
 * every informer holds exactly the server's objects (keys and resourceVersions; the
   selector and namespace informers the matching ones);
-* every handler's view (replaying its notifications) equals its informer's cache, and no
+* every handler's view (replaying its changes) equals its informer's cache, and no
   handler ever saw a key's resourceVersion go backwards;
 * every operator's ``progress`` says done (the example operators check exact pod sets:
   no extra pods).
@@ -61,7 +61,6 @@ from typing import Any, ClassVar, Protocol
 
 from aioinformer import (
     Client,
-    ConfigError,
     Informer,
     InformerFactory,
     KubeObject,
@@ -69,6 +68,7 @@ from aioinformer import (
     WatchOptions,
 )
 from aioinformer._runtime.target import module_from_file
+from aioinformer.testing._example import Example
 from kubesim import ApiError, KubeSim
 
 __all__ = [
@@ -100,7 +100,8 @@ class Operator(Protocol):
     """An operator the fault mix runs and checks: your own operator, soaked under random
     writes and network and API server faults and then checked for exact convergence, which
     no other framework's test kit offers. An :class:`Example` is one (every
-    ``examples/*.py`` has one as ``EXAMPLE``); so is any object with these four members.
+    ``examples/*.py`` describes one: :meth:`Example.from_module`); so is any object with
+    these four members.
     ``name`` labels it in the results;
     ``install(client)`` creates its CRDs and sample objects; ``build(manager)`` registers its
     informers and controllers on the fault mix's manager (the function ``python -m aioinformer
@@ -296,7 +297,7 @@ def _widget_crd() -> dict[str, Any]:
 
 
 class _Recorder:
-    """A handler's view of its informer, replayed from its notifications."""
+    """A handler's view of its informer, replayed from its changes."""
 
     def __init__(self, label: str) -> None:
         self.label = label
@@ -358,9 +359,8 @@ class _Run:
             for ctl in manager.controllers:
                 ctl.expectations.ttl = _EXPECTATIONS_TTL
             if self.mix.operators:
-                running = asyncio.create_task(manager.run(), name="faultmix-manager")
-                stack.push_async_callback(_cancel, running)
-                await manager.factory.wait_for_sync(timeout=30)
+                manager.cache_sync_timeout = 30.0
+                await stack.enter_async_context(manager)
             await factory.wait_for_sync(timeout=30)
             started = time.monotonic()
             await self._play()
@@ -558,7 +558,8 @@ async def _cancel(task: asyncio.Task[Any]) -> None:
 def example_operators(
     directory: str | Path | None = None, names: Sequence[str] = ("podset", "nodeagent")
 ) -> list[Operator]:
-    """The example operators: the ``EXAMPLE`` of each ``examples/NAME.py`` of ``directory``
+    """The example operators: :meth:`Example.from_module` of each ``examples/NAME.py`` of
+    ``directory``
     (default: the ``examples/`` directory next to the package, in a source checkout),
     loaded from the file (``sys.path`` is left alone); an empty list when the directory
     does not exist.
@@ -572,8 +573,5 @@ def example_operators(
         return []
     operators: list[Operator] = []
     for name in names:
-        example = getattr(module_from_file(path / f"{name}.py"), "EXAMPLE", None)
-        if example is None:
-            raise ConfigError(f"{path / name}.py has no EXAMPLE")
-        operators.append(example)
+        operators.append(Example.from_module(module_from_file(path / f"{name}.py")))
     return operators

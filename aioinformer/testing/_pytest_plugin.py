@@ -26,7 +26,6 @@ its resource is served.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -134,21 +133,9 @@ def operator() -> Callable[[Manager], Any]:
 
 @_async_fixture
 async def manager(kube_api: Any, operator: Callable[[Manager], Any]) -> AsyncIterator[Manager]:
-    """A running Manager with ``operator`` built on it, synced; stopped after the test."""
-    m = Manager(kube_api, metrics_port=0, discovery_timeout=10.0)
+    """A running Manager with ``operator`` built on it, synced; stopped after the test (and
+    the error it failed with, if any, raised then)."""
+    m = Manager(kube_api, metrics_port=0, discovery_timeout=10.0, cache_sync_timeout=30.0)
     await build_manager(operator, m)
-    task = asyncio.create_task(m.run(), name="pytest-manager")
-    try:
-        await eventually(
-            lambda: task.done() or all(i.has_synced for i in m.factory.informers),
-            "the manager's informers to sync",
-            timeout=30.0,
-        )
-        if task.done():
-            task.result()  # raises what stopped it
+    async with m:
         yield m
-    finally:
-        task.cancel()
-        await asyncio.wait([task])
-        if not task.cancelled() and task.exception() is not None:
-            raise task.exception()  # type: ignore[misc]

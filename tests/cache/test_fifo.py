@@ -8,18 +8,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aioinformer._cache.deltas import Bookmark, DeltaType, Item
+from aioinformer._cache.deltas import Bookmark, ChangeType, Delta
 from aioinformer._cache.fifo import FifoStatistics, RealFIFO
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
 from tests.support import FakeClock
 
 
 def bm(rv: int, received: float = 0.0) -> Bookmark:
-    """Items carry no object here: a Bookmark is the cheapest Item."""
+    """Items carry no object here: a Bookmark is the cheapest Delta."""
     return Bookmark(rv, received)
 
 
-def rvs(items: list[Item]) -> list[int]:
+def rvs(items: list[Delta]) -> list[int]:
     return [item.resource_version for item in items if isinstance(item, Bookmark)]
 
 
@@ -29,8 +29,8 @@ async def settle(n: int = 5) -> None:
 
 
 def test_delta_type_values() -> None:
-    assert [t.value for t in DeltaType] == ["Added", "Updated", "Deleted"]
-    assert all(isinstance(t, str) and t == t.value for t in DeltaType)  # StrEnum
+    assert [t.value for t in ChangeType] == ["Added", "Updated", "Deleted"]
+    assert all(isinstance(t, str) and t == t.value for t in ChangeType)  # StrEnum
 
 
 async def test_in_order() -> None:
@@ -220,9 +220,9 @@ _steps = st.lists(
 def test_any_interleaving_pops_every_item_exactly_once_in_order(
     steps: list[tuple[str, int]], maxes: list[int]
 ) -> None:
-    async def scenario() -> tuple[int, list[list[Item]]]:
+    async def scenario() -> tuple[int, list[list[Delta]]]:
         fifo = RealFIFO()
-        batches: list[list[Item]] = []
+        batches: list[list[Delta]] = []
 
         async def consume() -> None:
             i = 0

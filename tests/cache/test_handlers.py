@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer import InformerFactory
-from aioinformer._cache.deltas import Change, DeltaType
+from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
     Dispatcher,
@@ -35,22 +35,22 @@ def obj(name: str = "a", rv: int = 5, ns: str = "n") -> KubeObject:
 
 
 def added(o: KubeObject) -> Change:
-    return Change(DeltaType.ADDED, o, None)
+    return Change(ChangeType.ADDED, o, None)
 
 
 def updated(old: KubeObject, new: KubeObject) -> Change:
-    return Change(DeltaType.UPDATED, new, old)
+    return Change(ChangeType.UPDATED, new, old)
 
 
 def deleted(o: KubeObject) -> Change:
-    return Change(DeltaType.DELETED, o, o)  # the store's DELETED: obj is the last known state
+    return Change(ChangeType.DELETED, o, o)  # the store's DELETED: obj is the last known state
 
 
-LABELS = {DeltaType.ADDED: "ADDED", DeltaType.UPDATED: "UPDATED", DeltaType.DELETED: "DELETED"}
+LABELS = {ChangeType.ADDED: "ADDED", ChangeType.UPDATED: "UPDATED", ChangeType.DELETED: "DELETED"}
 
 
 def note(c: Change) -> Note:
-    old = c.old.rv if c.type == DeltaType.UPDATED and c.old is not None else None
+    old = c.old.rv if c.type == ChangeType.UPDATED and c.old is not None else None
     return (LABELS[c.type], c.obj.key, c.obj.rv, old)
 
 
@@ -129,7 +129,7 @@ def history(n: int, keys: str = "abc") -> tuple[list[Change], Model]:
 
 
 def replay(notes: list[Note]) -> dict[str, int]:
-    """Apply a subscriber's notifications to a view, checking they are consistent."""
+    """Apply a subscriber's changes to a view, checking they are consistent."""
     view: dict[str, int] = {}
     for typ, key, rv, old in notes:
         if typ == "ADDED":
@@ -178,7 +178,7 @@ async def test_missing_callbacks_skip_their_change_type() -> None:
     sub = d.add_handler(on_delete=lambda o: gone.append(o.key))
     d.dispatch(changes)
     await sub.join()
-    assert gone == [c.obj.key for c in changes if c.type == DeltaType.DELETED]
+    assert gone == [c.obj.key for c in changes if c.type == ChangeType.DELETED]
     assert len(gone) == 3
     assert sub.handled_total == 21
     await d.aclose()
@@ -248,7 +248,7 @@ async def test_handler_exceptions_are_logged_with_key_and_do_not_stop_it(
         assert kind in message
         assert record.exc_info is not None and isinstance(record.exc_info[1], exc_type)
     assert isinstance(sub.last_error, HandlerFailure)
-    assert sub.last_error.key == "n/bad" and sub.last_error.change == DeltaType.UPDATED
+    assert sub.last_error.key == "n/bad" and sub.last_error.change == ChangeType.UPDATED
     assert isinstance(sub.last_error.error, ValueError)
     await d.aclose()
 
@@ -284,7 +284,7 @@ COALESCE_TABLE: list[tuple[str, list[Change], list[Note]]] = [
 )
 async def test_coalescing_merge_rules(changes: list[Change], expected: list[Note]) -> None:
     d = Dispatcher()
-    stream = d.events(coalesce=True)
+    stream = d.changes(coalesce=True)
     d.dispatch(changes)
     assert stream.subscription.depth == len(expected)
     assert [note(await anext(stream)) for _ in expected] == expected
@@ -352,13 +352,13 @@ async def test_coalescing_queue_is_bounded_by_the_number_of_objects() -> None:
     for start in range(0, 100_000, 1000):
         d.dispatch([model.touch(f"p{i % 100}") for i in range(start, start + 1000)])
         assert sub.depth <= 100
-        await asyncio.sleep(0)  # the handler takes one notification and blocks on the gate
+        await asyncio.sleep(0)  # the handler takes one change and blocks on the gate
     assert rec.entered.is_set() and rec.notes == []
     assert sub.peak_depth <= 100
     gate.set()
     await sub.join()
     assert replay(rec.notes) == model.final()
-    assert sub.handled_total <= 101  # the first one plus one merged notification per key
+    assert sub.handled_total <= 101  # the first one plus one merged change per key
 
 
 async def test_max_queue_overflow_switches_to_coalescing_until_idle(
@@ -405,7 +405,7 @@ async def test_exact_subscribers_are_capped_by_default_and_none_opts_out(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A stuck exact subscriber made without ``max_queue`` holds at most
-    DEFAULT_MAX_QUEUE notifications, then at most one per key; ``max_queue=None`` keeps
+    DEFAULT_MAX_QUEUE changes, then at most one per key; ``max_queue=None`` keeps
     every change (unbounded), and both end with the same final state."""
     gate = asyncio.Event()
     capped, unbounded = Recorder(gate), Recorder(gate)
@@ -474,7 +474,7 @@ async def test_stuck_subscribers_on_an_informer_stay_bounded_and_are_reported(
     sim: KubeSim,
 ) -> None:
     """End to end over HTTP: many updates over few keys while handlers are stuck. The
-    coalescing queue never holds more than one notification per object, the exact one
+    coalescing queue never holds more than one change per object, the exact one
     (max_queue=100) overflows into coalescing instead of growing, and both backlogs show
     in the informer's stats and in the Prometheus series."""
     keys = 10
@@ -510,7 +510,7 @@ async def test_namespace_subscribers_get_only_their_namespace_and_still_sync() -
     d = Dispatcher()
     mine = Recorder()
     d.add_handler(mine.on_add, mine.on_update, mine.on_delete, namespace="n")
-    stream = d.events(namespace="n")
+    stream = d.changes(namespace="n")
     other = Recorder()
     d.add_handler(other.on_add, namespace="nowhere")
     a, b = obj("a", 1, ns="n"), obj("b", 2, ns="m")
@@ -557,7 +557,7 @@ def slow_depths(caplog: pytest.LogCaptureFixture) -> list[int]:
         int(m.group(1))
         for r in caplog.records
         if r.levelno == logging.WARNING
-        and (m := re.search(r"slow event handler .*: (\d+) notifications queued", r.getMessage()))
+        and (m := re.search(r"slow handler .*: (\d+) changes queued", r.getMessage()))
     ]
 
 
@@ -669,7 +669,7 @@ async def test_has_synced_once_the_pre_sync_backlog_is_handled() -> None:
 async def test_subscriber_with_empty_queue_syncs_at_mark_synced() -> None:
     d = Dispatcher()
     sub = d.add_handler(lambda o: None)
-    stream = d.events()
+    stream = d.changes()
     assert not sub.statistics().has_synced and not stream.subscription.statistics().has_synced
     d.mark_synced()
     assert sub.has_synced and stream.subscription.has_synced
@@ -699,7 +699,7 @@ async def test_late_subscriber_gets_initial_objects_first_then_syncs() -> None:
     empty = d.add_handler(lambda o: None, initial=())
     assert empty.has_synced  # nothing to replay
 
-    stream = d.events(initial=[a3, b2])
+    stream = d.changes(initial=[a3, b2])
     assert [note(await anext(stream)) for _ in range(2)] == [
         ("ADDED", "n/a", 3, None),
         ("ADDED", "n/b", 2, None),
@@ -713,7 +713,7 @@ async def test_late_subscriber_gets_initial_objects_first_then_syncs() -> None:
 
 async def test_coalesced_away_notifications_count_as_handled_for_sync() -> None:
     d = Dispatcher()
-    stream = d.events(coalesce=True)
+    stream = d.changes(coalesce=True)
     d.dispatch([added(A1)])
     d.mark_synced()
     assert not stream.subscription.statistics().has_synced
@@ -738,7 +738,7 @@ async def test_wait_for_sync_raises_closed_error_when_cancelled_first() -> None:
 
 async def test_events_iterates_changes_in_order_and_ends_on_aclose() -> None:
     d = Dispatcher()
-    stream = d.events(name="stream")
+    stream = d.changes(name="stream")
     got: list[Change] = []
 
     async def consume() -> None:
@@ -759,7 +759,7 @@ async def test_events_iterates_changes_in_order_and_ends_on_aclose() -> None:
 
 async def test_events_async_with_unsubscribes() -> None:
     d = Dispatcher()
-    async with d.events() as stream:
+    async with d.changes() as stream:
         assert d.subscriptions == [stream.subscription]
         d.dispatch([added(A1)])
         assert note(await anext(stream)) == ("ADDED", "n/a", 1, None)
@@ -812,7 +812,7 @@ async def test_aclose_cancels_handlers_awaits_every_task_and_is_idempotent() -> 
     subs = [d.add_handler(stuck), d.add_handler(sleeper), d.add_handler(print, coalesce=True)]
     gone = d.add_handler(lambda o: None)
     gone.cancel()  # its task must be awaited too
-    stream = d.events()
+    stream = d.changes()
     d.dispatch([added(A1), added(B1)])
     await started.wait()
     assert len(asyncio.all_tasks() - before) >= 3
@@ -824,7 +824,7 @@ async def test_aclose_cancels_handlers_awaits_every_task_and_is_idempotent() -> 
     with pytest.raises(ClosedError):
         d.add_handler(lambda o: None)
     with pytest.raises(ClosedError):
-        d.events()
+        d.changes()
     d.dispatch([added(A1)])  # a no-op after close
     assert [c async for c in stream] == []
 
@@ -843,7 +843,7 @@ async def test_config_errors() -> None:
     with pytest.raises(ConfigError):
         d.add_handler(lambda o: None, max_queue=0)
     with pytest.raises(ConfigError):
-        d.events(max_queue=0)
+        d.changes(max_queue=0)
     assert d.subscriptions == []
     await d.aclose()
 
@@ -855,7 +855,7 @@ async def test_statistics_and_default_names() -> None:
         pass
 
     sub = d.add_handler(on_pod)
-    stream = d.events(coalesce=True)
+    stream = d.changes(coalesce=True)
     assert sub.name.endswith("on_pod#1") and stream.subscription.name == "events#2"
     d.dispatch([added(A1), updated(A1, A2), added(B1)])
     await sub.join()

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
-from aioinformer._cache.deltas import Delta, Item
+from aioinformer._cache.deltas import ObjectDelta, Delta
 from aioinformer._cache.informer import Pipeline
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim
@@ -223,7 +223,7 @@ async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
     more than the bound (here: the baseline store's writer is blocked by a reader). The
     informer's clock is a fake one, moved by the test: the lag is exact."""
     clock = FakeClock()
-    received: list[Item] = []
+    received: list[Delta] = []
     async with sim.api_client() as api:
         async with InformerFactory(api, staleness_bound=0.1, watch_options=FAST, clock=clock) as f:
             inf = f.informer("v1", "pods", store="locked")
@@ -232,7 +232,9 @@ async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
             async with inf.read():
                 sim.create("pods", pod("behind"), "default")
                 await eventually(
-                    lambda: any(isinstance(i, Delta) and i.obj.name == "behind" for i in received),
+                    lambda: any(
+                        isinstance(i, ObjectDelta) and i.obj.name == "behind" for i in received
+                    ),
                     "the watcher to receive the write",
                 )
                 clock.advance(1.0)  # the write has waited 1 s: the writer cannot apply it

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cache.deltas import Delta, DeltaType, Replace
+from aioinformer._cache.deltas import ObjectDelta, ChangeType, Replace
 from aioinformer._cache.index import by_label
 from aioinformer._cache.locked_store import LockedView, LockedWriter
 from aioinformer._core.errors import ConfigError
@@ -140,7 +140,9 @@ async def test_snapshot_is_refused_with_a_clear_message() -> None:
         Store("locked").snapshot()
 
 
-@pytest.mark.parametrize("bad", [object(), Delta(DeltaType.ADDED, None, 0.0), Replace([1], 1, 0.0)])  # type: ignore[arg-type,list-item]
+@pytest.mark.parametrize(
+    "bad", [object(), ObjectDelta(ChangeType.ADDED, None, 0.0), Replace([1], 1, 0.0)]
+)  # type: ignore[arg-type,list-item]
 async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(bad: Any) -> None:
     store = Store("locked")
     await store.apply([upsert(pod_object("ok", rv=1))])

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cache.deltas import Delta, DeltaType, Replace
+from aioinformer._cache.deltas import ObjectDelta, ChangeType, Replace
 from aioinformer._cache.index import by_label
 from aioinformer._cache.pmap import IN_PLACE
 from aioinformer._cache.snapshot_store import snapshot_store
@@ -86,7 +86,7 @@ async def test_batches_write_in_place_unless_someone_holds_the_snapshot() -> Non
 
     chunks = store.snapshot().iter_chunks(chunk=50)  # an iterator holds the snapshot
     first = [await anext(chunks) for _ in range(60)]
-    await store.apply([delta(DeltaType.DELETED, pod_object(f"p{i}")) for i in range(200)])
+    await store.apply([delta(ChangeType.DELETED, pod_object(f"p{i}")) for i in range(200)])
     rest = [obj async for obj in chunks]
     assert len({o.key for o in first + rest}) == 201  # the whole snapshot, as it was
     assert store.snapshot().keys() == ["default/new"]
@@ -121,7 +121,7 @@ async def test_the_threaded_writer_writes_the_retired_snapshot_in_place() -> Non
     assert (writer.batches, writer.in_place_batches) == (4, 2)
     assert current.get("default/p3").rv == 4  # type: ignore[union-attr]
     del current
-    writer.apply([delta(DeltaType.DELETED, pod_object("p4"))])
+    writer.apply([delta(ChangeType.DELETED, pod_object("p4"))])
     writer.apply([upsert(pod_object("p5", rv=204))])
     assert (writer.batches, writer.in_place_batches) == (6, 4)
     final = {o.key: o.rv for o in reader.snapshot().list()}
@@ -241,7 +241,7 @@ def test_snapshots_never_change_under_reader_threads_while_a_writer_thread_runs_
                 key = f"default/p{rnd.randrange(400)}"
                 if key in model and rnd.random() < 0.2:
                     del model[key]
-                    batch.append(delta(DeltaType.DELETED, pod_object(key.split("/")[1], rv=rv)))
+                    batch.append(delta(ChangeType.DELETED, pod_object(key.split("/")[1], rv=rv)))
                 else:
                     model[key] = rv
                     batch.append(upsert(pod_object(key.split("/")[1], rv=rv)))
@@ -308,7 +308,9 @@ async def test_a_batch_interrupted_while_writing_in_place_publishes_a_consistent
 
 
 @pytest.mark.parametrize("held", [False, True], ids=["in-place", "copying"])
-@pytest.mark.parametrize("bad", [object(), Delta(DeltaType.ADDED, None, 0.0), Replace([1], 1, 0.0)])  # type: ignore[arg-type,list-item]
+@pytest.mark.parametrize(
+    "bad", [object(), ObjectDelta(ChangeType.ADDED, None, 0.0), Replace([1], 1, 0.0)]
+)  # type: ignore[arg-type,list-item]
 async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(
     bad: Any, held: bool
 ) -> None:
@@ -362,7 +364,7 @@ async def test_iter_chunks_across_awaits_sees_exactly_its_snapshot() -> None:
         for i in range(0, 3000, 7):
             await store.apply(
                 [
-                    delta(DeltaType.DELETED, pod_object(f"p{i}", "a" if i % 2 else "b", 5000 + i)),
+                    delta(ChangeType.DELETED, pod_object(f"p{i}", "a" if i % 2 else "b", 5000 + i)),
                     upsert(pod_object(f"new{i}", "a", 5000 + i)),
                     upsert(
                         pod_object(

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer._cache import buckets as _buckets
-from aioinformer._cache.deltas import Bookmark, Change, Delta, DeltaType, Item, Replace
+from aioinformer._cache.deltas import Bookmark, Change, ObjectDelta, ChangeType, Delta, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
 from aioinformer._cache.locked_store import LockedView, LockedWriter
@@ -38,27 +38,27 @@ async def view_of(store: Store) -> StoreView:
 
 # ---- the model ----------------------------------------------------------------------------
 
-Expected = list[tuple[DeltaType, KubeObject, KubeObject | None]]
+Expected = list[tuple[ChangeType, KubeObject, KubeObject | None]]
 
 
 def model_apply(
-    model: dict[str, KubeObject], rv: int, batch: list[Item]
+    model: dict[str, KubeObject], rv: int, batch: list[Delta]
 ) -> tuple[list[Expected], int]:
     """Reference semantics, written plainly; returns one group of changes per item."""
     groups: list[Expected] = []
     for item in batch:
         group: Expected = []
-        if isinstance(item, Delta):
+        if isinstance(item, ObjectDelta):
             obj = item.obj
             rv = obj.rv  # the store's RV is its last item's
             old = model.get(obj.key)
-            if item.type is DeltaType.DELETED:
+            if item.type is ChangeType.DELETED:
                 if old is not None:
                     del model[obj.key]
-                    group.append((DeltaType.DELETED, obj, old))
+                    group.append((ChangeType.DELETED, obj, old))
             else:
                 model[obj.key] = obj
-                group.append((DeltaType.ADDED if old is None else DeltaType.UPDATED, obj, old))
+                group.append((ChangeType.ADDED if old is None else ChangeType.UPDATED, obj, old))
         elif isinstance(item, Replace):
             rv = item.resource_version
             fresh = {o.key: o for o in item.objects}
@@ -66,12 +66,12 @@ def model_apply(
             for key, obj in fresh.items():
                 old = model.get(key)
                 if old is None:
-                    group.append((DeltaType.ADDED, obj, None))
+                    group.append((ChangeType.ADDED, obj, None))
                 elif old.rv != obj.rv:
-                    group.append((DeltaType.UPDATED, obj, old))
+                    group.append((ChangeType.UPDATED, obj, old))
                 else:
                     fresh[key] = old  # unchanged: the store keeps what it has
-            group += [(DeltaType.DELETED, model[k], model[k]) for k in tombstones]
+            group += [(ChangeType.DELETED, model[k], model[k]) for k in tombstones]
             model.clear()
             model.update(fresh)
         else:
@@ -85,9 +85,9 @@ def check_changes(actual: list[Change], groups: list[Expected]) -> None:
     come in any order."""
 
     def split(
-        changes: Sequence[tuple[DeltaType, KubeObject, KubeObject | None]],
-    ) -> tuple[list[tuple[DeltaType, int, int]], list[tuple[str, int]]]:
-        deleted = DeltaType.DELETED
+        changes: Sequence[tuple[ChangeType, KubeObject, KubeObject | None]],
+    ) -> tuple[list[tuple[ChangeType, int, int]], list[tuple[str, int]]]:
+        deleted = ChangeType.DELETED
         tombstones = sorted((o.key, id(o)) for t, o, old in changes if t == deleted and o is old)
         rest = [(t, id(o), id(old)) for t, o, old in changes if not (t == deleted and o is old)]
         return rest, tombstones
@@ -138,10 +138,10 @@ versions = st.tuples(
 )
 
 
-def draw_history(data: st.DataObject) -> list[Item]:
+def draw_history(data: st.DataObject) -> list[Delta]:
     projected: dict[str, KubeObject] = {}
     counter = iter(range(1, 10_000))
-    items: list[Item] = []
+    items: list[Delta] = []
     now = 0.0  # receive times: no one measures lag here
 
     def fresh(ns: str, name: str) -> KubeObject:
@@ -152,10 +152,10 @@ def draw_history(data: st.DataObject) -> list[Item]:
         step = data.draw(st.sampled_from(["delta", "delta", "delta", "replace", "bookmark"]))
         if step == "delta":
             ns, name = data.draw(st.sampled_from(KEYS))
-            kind = data.draw(st.sampled_from(list(DeltaType)))
+            kind = data.draw(st.sampled_from(list(ChangeType)))
             obj = fresh(ns, name)
-            items.append(Delta(kind, obj, now))
-            if kind is DeltaType.DELETED:
+            items.append(ObjectDelta(kind, obj, now))
+            if kind is ChangeType.DELETED:
                 projected.pop(obj.key, None)
             else:
                 projected[obj.key] = obj
@@ -239,9 +239,9 @@ async def test_edges(kind: StoreKind) -> None:
     store = Store(kind)
     assert await store.apply([]) == [] and store.reader.seq == 0  # nothing published
     changes = await store.apply(
-        [upsert(pod_object("p", rv=3)), delta(DeltaType.DELETED, pod_object("q", rv=9))]
+        [upsert(pod_object("p", rv=3)), delta(ChangeType.DELETED, pod_object("q", rv=9))]
     )
-    assert [c.type for c in changes] == [DeltaType.ADDED]  # an unknown key's deletion: no change
+    assert [c.type for c in changes] == [ChangeType.ADDED]  # an unknown key's deletion: no change
     assert (store.reader.seq, store.reader.resource_version) == (1, 9)  # ...but its RV counts
     await store.apply([Bookmark(4, 0.0)])
     # the store follows its last item, even backwards (only a relist brings that about)
@@ -374,9 +374,11 @@ async def test_add_indexer_while_batches_keep_arriving(kind: StoreKind) -> None:
         i = 0
         while not stop.is_set() or i < 30:
             k = (i * 37) % n
-            batch: list[Item] = [upsert(pod_object(f"p{k}", "a", next(rv), app=f"v{i % 7}"))]
+            batch: list[Delta] = [upsert(pod_object(f"p{k}", "a", next(rv), app=f"v{i % 7}"))]
             if i % 3 == 0:
-                batch.append(delta(DeltaType.DELETED, pod_object(f"p{(k + 1) % n}", "a", next(rv))))
+                batch.append(
+                    delta(ChangeType.DELETED, pod_object(f"p{(k + 1) % n}", "a", next(rv)))
+                )
             if i % 4 == 0:
                 batch.append(upsert(pod_object(f"extra{i}", "a", next(rv), app="v9")))
             await store.apply(batch)

@@ -1,7 +1,7 @@
 """Watcher and ListWatch over real HTTP against KubeSim.
 
 Every scenario ends the same way: after the writes stop, a model store that applies the
-watcher's FIFO items (Replace swaps, Delta adds/updates/deletes) holds exactly what the
+watcher's FIFO items (Replace swaps, ObjectDelta adds/updates/deletes) holds exactly what the
 server holds (``sim.versions``, or ``sim.list`` with the same selectors), key for key and
 resourceVersion for resourceVersion.
 """
@@ -19,7 +19,7 @@ import orjson
 import pytest
 from aiohttp import web
 
-from aioinformer._cache.deltas import Bookmark, Delta, DeltaType, Replace
+from aioinformer._cache.deltas import Bookmark, ObjectDelta, ChangeType, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.watcher import Watcher
 from aioinformer._client.listwatch import ListWatch
@@ -87,16 +87,16 @@ async def test_sync_is_one_replace_then_deltas_for_add_update_delete() -> None:
             await converge(sink, lambda: sim.versions("pods"))
             # the periodic bookmark carries the final RV
             await eventually(lambda: w.statistics().bookmarks > 0, "a bookmark")
-        types = [(d.type, d.obj.name) for d in sink.of(Delta)]
-        assert (DeltaType.ADDED, "p3") in types
-        assert (DeltaType.UPDATED, "p0") in types
-        assert types[-1] == (DeltaType.DELETED, "p1")
+        types = [(d.type, d.obj.name) for d in sink.of(ObjectDelta)]
+        assert (ChangeType.ADDED, "p3") in types
+        assert (ChangeType.UPDATED, "p0") in types
+        assert types[-1] == (ChangeType.DELETED, "p1")
         assert (
             len(sink.of(Replace)) == 1 and w.statistics().lists == 1 and w.statistics().relists == 0
         )
         assert all(b.resource_version <= sim.resource_version for b in sink.of(Bookmark))
         assert w.statistics().last_rv == str(sim.resource_version)
-        assert w.statistics().events_total == len(sink.of(Delta))
+        assert w.statistics().events_total == len(sink.of(ObjectDelta))
         assert w.statistics().decode_errors == 0 and w.statistics().errors_by_code == {}
 
 
@@ -112,7 +112,7 @@ async def test_real_delta_fifo_receives_the_same_items() -> None:
         items = [fifo.pop_nowait() for _ in range(len(fifo))]
         first, second = [i for i in items if not isinstance(i, Bookmark)]
         assert isinstance(first, Replace) and [o.key for o in first.objects] == ["default/a"]
-        assert isinstance(second, Delta) and second.type is DeltaType.ADDED
+        assert isinstance(second, ObjectDelta) and second.type is ChangeType.ADDED
         assert second.obj.key == "default/b"
 
 
@@ -173,11 +173,11 @@ async def test_label_selector_object_leaving_is_deleted_and_reentering_added() -
             sim.patch("pods", "d1", {"metadata": {"labels": {"app": "web"}}}, "default")
             sim.patch("pods", "d1", {"metadata": {"annotations": {"a": "b"}}}, "default")
             await converge(sink, expected)
-        changes = [(d.type, d.obj.name) for d in sink.of(Delta)]
+        changes = [(d.type, d.obj.name) for d in sink.of(ObjectDelta)]
         assert changes == [
-            (DeltaType.DELETED, "w1"),
-            (DeltaType.ADDED, "d1"),
-            (DeltaType.UPDATED, "d1"),
+            (ChangeType.DELETED, "w1"),
+            (ChangeType.ADDED, "d1"),
+            (ChangeType.UPDATED, "d1"),
         ]
 
 
@@ -197,7 +197,7 @@ async def test_field_selector_phase_change_leaves_the_selection() -> None:
             )
             await converge(sink, expected)
         assert sorted(sink.state) == ["default/p0", "default/p2"]
-        assert [(d.type, d.obj.name) for d in sink.of(Delta)] == [(DeltaType.DELETED, "p1")]
+        assert [(d.type, d.obj.name) for d in sink.of(ObjectDelta)] == [(ChangeType.DELETED, "p1")]
 
 
 async def test_namespaced_watch_sees_only_its_namespace_and_its_deletion() -> None:
@@ -251,7 +251,7 @@ async def test_metadata_only_lists_and_watches_partial_objects() -> None:
             sim.patch("pods", "a", {"metadata": {"labels": {"tier": "x"}}}, "default")
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
-        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(Delta))]
+        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(ObjectDelta))]
         assert {o.kind for o in objs} == {"PartialObjectMetadata"}
         assert {o.body for o in objs} == {b"{}"}
         assert sink.objects["default/a"].labels == {"app": "web", "tier": "x"}
@@ -554,16 +554,16 @@ async def test_transform_runs_before_the_fifo_and_its_errors_are_contained(
             await eventually(lambda: "default/c" in sink.state, "c")
             sim.delete("pods", "b", "default")  # the deletion still reaches the FIFO
             sim.delete("pods", "d", "default")
-            await eventually(lambda: any(d.obj.name == "b" for d in sink.of(Delta)), "b")
+            await eventually(lambda: any(d.obj.name == "b" for d in sink.of(ObjectDelta)), "b")
             await converge(sink, lambda: sim.versions("pods"))
-        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(Delta))]
+        objs = [*sink.of(Replace)[0].objects, *(d.obj for d in sink.of(ObjectDelta))]
         assert objs and all(o.managed_fields == b"" for o in objs if o.name not in ("b", "d"))
-        (deleted,) = [d for d in sink.of(Delta) if d.obj.name == "b"]
-        assert deleted.type is DeltaType.DELETED and deleted.obj.managed_fields  # as received
+        (deleted,) = [d for d in sink.of(ObjectDelta) if d.obj.name == "b"]
+        assert deleted.type is ChangeType.DELETED and deleted.obj.managed_fields  # as received
         assert w.statistics().transform_errors >= 4  # the ADDED and the DELETED of "b" and "d"
         assert "the transform raised on default/b" in caplog.text
         assert "returned a dict, not a KubeObject" in caplog.text
-        assert [d.type for d in sink.of(Delta) if d.obj.name == "d"] == [DeltaType.DELETED]
+        assert [d.type for d in sink.of(ObjectDelta) if d.obj.name == "d"] == [ChangeType.DELETED]
 
 
 async def test_a_watch_closed_at_once_without_events_is_backed_off() -> None:

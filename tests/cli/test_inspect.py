@@ -256,7 +256,7 @@ def test_top_table_columns_are_chosen_by_priority() -> None:
         InformerStatistics(
             name="statefulsets.apps[kube-system]", store="snapshot", objects=123456,
             resource_version=98765432, seq=3, has_synced=True, fifo_depth=2, fifo_peak=9,
-            staleness=0.25, events_per_second=1500.0, applied_total=10, batches=3,
+            staleness=0.25, deltas_per_second=1500.0, applied_total=10, batches=3,
             in_place_batches=3, relists=1, watch_restarts=4, decode_errors=5,
         )
     ]  # fmt: skip

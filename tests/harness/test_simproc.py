@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from aioinformer import InformerFactory
-from aioinformer._harness.seed import percentile, staleness_of
+from aioinformer._harness.contention import percentile, staleness_of
 from aioinformer._harness.simproc import SimProcess, SimProcessError
 
 pytestmark = pytest.mark.timeout(60)

@@ -127,7 +127,7 @@ def sample(c: Controller, series: str, **labels: str) -> float:
 
 
 def handled(informer: Informer, subscriber: str) -> int:
-    """Notifications the named handler subscription of ``informer`` has handled."""
+    """Changes the named handler subscription of ``informer`` has handled."""
     (sub,) = [s for s in informer.statistics().handlers if s.name == subscriber]
     return sub.handled_total
 

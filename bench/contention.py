@@ -1,4 +1,4 @@
-"""The seed scenario (kubernetes/kubernetes#130767) at full scale: four caches, one workload.
+"""The contention scenario (kubernetes/kubernetes#130767) at full scale: four caches, one workload.
 
 KubeSim runs in its own process with OWNERS x PODS StatefulSet-like pods and the
 scheduler/kubelet emulation; each configuration (locked+scan, locked+index, snapshot+scan,
@@ -7,9 +7,9 @@ to back while the sim makes RATE kubelet status writes per second, and the examp
 operators (PodSet, NodeAgent) run with and without their freshness protection on the same
 shared pods informer. See aioinformer/testing/_seed.py for what is measured and how.
 
-    python bench/seed.py --json bench/results/seed.json --plot bench/results/seed.png
+    python bench/contention.py --json bench/results/contention.json --plot bench/results/contention.png
 
-Defaults are the seed's scale (200 x 1000 pods, 4 readers, 2,000 writes/s for 60 s per
+Defaults are the incident's scale (200 x 1000 pods, 4 readers, 2,000 writes/s for 60 s per
 configuration); ``python -m aioinformer demo`` is the same program at a one-minute scale.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from aioinformer._cli.demo import add_seed_arguments, run_demo
+from aioinformer._cli.demo import add_contention_arguments, run_demo
 from aioinformer._cli.helpformat import HelpFormatter
 
 FULL_SCALE = {
@@ -36,9 +36,9 @@ FULL_SCALE = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python bench/seed.py", description=__doc__, formatter_class=HelpFormatter
+        prog="python bench/contention.py", description=__doc__, formatter_class=HelpFormatter
     )
-    add_seed_arguments(parser, FULL_SCALE)
+    add_contention_arguments(parser, FULL_SCALE)
     return run_demo(parser.parse_args(argv))
 
 

@@ -1,4 +1,4 @@
-"""bench/seed.py and ``python -m aioinformer demo`` at a tiny scale, through their real
+"""bench/contention.py and ``python -m aioinformer demo`` at a tiny scale, through their real
 entry points: every configuration produces every figure, the JSON has ConfigResult's keys,
 the protected example operators get no 409 and leave no extra pod, and the plot is a PNG."""
 
@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cli.seedtable import SEED_COLUMNS
-from aioinformer._harness.seed import (
+from aioinformer._cli.contention_table import SEED_COLUMNS
+from aioinformer._harness.contention import (
     CONFIGURATIONS,
     ConfigResult,
-    SeedOptions,
+    ContentionOptions,
     split_staleness,
     staleness_of,
     summarise,
@@ -84,8 +84,10 @@ def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
 
 
 def test_seed_script_runs_every_configuration(tmp_path: Path) -> None:
-    out, png = tmp_path / "seed.json", tmp_path / "seed.png"
-    run([str(ROOT / "bench" / "seed.py"), *TINY, "--json", str(out), "--plot", str(png)], ROOT)
+    out, png = tmp_path / "contention.json", tmp_path / "contention.png"
+    run(
+        [str(ROOT / "bench" / "contention.py"), *TINY, "--json", str(out), "--plot", str(png)], ROOT
+    )
     check_report(json.loads(out.read_bytes()), CONFIGURATIONS)
     assert png.read_bytes().startswith(PNG_MAGIC)
 
@@ -151,7 +153,7 @@ def test_the_fifo_peak_is_the_fifos_own_not_the_samples() -> None:
         "objects": 1,
         "rss_bytes": 1,
     }
-    result = summarise("snapshot+index", SeedOptions(), {"synced": 0.5}, raw, [(10, 1.5)])
+    result = summarise("snapshot+index", ContentionOptions(), {"synced": 0.5}, raw, [(10, 1.5)])
     assert result.fifo_peak == 7
     assert [d for _, d in result.fifo_depth] == [0, 0, 0]
 
@@ -162,8 +164,8 @@ def test_report_table_fits_the_terminal_and_explains_its_columns() -> None:
     each column shown and none for a column left out."""
     from rich.console import Console
 
-    from aioinformer._cli.seedtable import column_notes, report_table
-    from aioinformer._harness.seed import SeedOptions, SeedReport
+    from aioinformer._cli.contention_table import column_notes, report_table
+    from aioinformer._harness.contention import ContentionOptions, ContentionReport
 
     result = ConfigResult(
         config="snapshot+index",
@@ -184,8 +186,8 @@ def test_report_table_fits_the_terminal_and_explains_its_columns() -> None:
         conflicts_409={"podset/protected": 0, "podset/unprotected": 3},
         extra_pods={"nodeagent/protected": 0, "nodeagent/unprotected": 4},
     )
-    options = dict(vars(SeedOptions()))
-    report = SeedReport(options, {}, 10, 1.0, 2**20, [result])
+    options = dict(vars(ContentionOptions()))
+    report = ContentionReport(options, {}, 10, 1.0, 2**20, [result])
     for width in (200, 80):
         console = Console(width=width, record=True)
         table = report_table(report, console)

@@ -1,6 +1,6 @@
-"""The informer process of the seed scenario (one per configuration; see :mod:`._seed`).
+"""The informer process of the contention scenario (one per configuration; see :mod:`.contention`).
 
-Run as ``python -m aioinformer._harness.seedclient`` with ``AIOINFORMER_SEED_TOKEN`` in
+Run as ``python -m aioinformer._harness.informer_process`` with ``AIOINFORMER_CONTENTION_TOKEN`` in
 the environment (never on the command line). It talks JSON lines with the parent:
 
 1. stdin: the configuration (``url``, ``store``, ``read``, ``readers``, ``owners``,
@@ -13,7 +13,8 @@ the environment (never on the command line). It talks JSON lines with the parent
    ``rv``, lets the operators settle, prints the result object and exits.
 
 The result holds raw measurements (publish times, receive times, reader latencies,
-samples, operator counters, RSS); the parent turns them into the figures (:func:`._seed.summarise`).
+samples, operator counters, RSS); the parent turns them into the figures
+(:func:`.contention.summarise`).
 """
 
 from __future__ import annotations
@@ -30,12 +31,13 @@ from typing import Any
 
 import orjson
 
-from aioinformer._cache.deltas import Delta, Item
+from aioinformer._cache.deltas import Delta, ObjectDelta
 from aioinformer._cache.informer import Informer, InformerStatistics
 from aioinformer._core.errors import FreshnessTimeout
+from aioinformer._harness.contention import TOKEN_ENV
+from aioinformer._harness.locked_informer import LockedManager, reading
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
-from aioinformer._harness.seed import TOKEN_ENV
-from aioinformer._harness.seedops import SeedOperators
+from aioinformer._harness.scenario_operators import ScenarioOperators
 from aioinformer._harness.simproc import parent_messages, sim_api_client
 from aioinformer._harness.workload import statefulset_uid
 from aioinformer._runtime.manager import Manager
@@ -70,7 +72,7 @@ class Readers:
         while True:
             uid = rnd.choice(self.uids)
             t0 = time.perf_counter()
-            async with informer.read() as view:
+            async with reading(informer) as view:
                 if self.mode == "index":
                     pods = view.by_index("controller", uid)
                 else:  # what a lister without an index does: look at every pod
@@ -90,9 +92,9 @@ the publish times, staleness splits into the wire (sim commit -> watcher) and th
 (watcher -> published snapshot). One tuple per event."""
 
 
-def note_receipts(items: Sequence[Item]) -> None:
+def note_receipts(items: Sequence[Delta]) -> None:
     """The pods informer's :meth:`~aioinformer.Informer.on_receive` listener."""
-    RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is Delta)
+    RECEIPTS.extend((item.obj.rv, item.received) for item in items if type(item) is ObjectDelta)
 
 
 class InformerProcess:
@@ -100,13 +102,14 @@ class InformerProcess:
 
     def __init__(self, api: Any, cfg: dict[str, Any]) -> None:
         self.api, self.cfg = api, cfg
-        self.manager = Manager(api, store=cfg["store"])
-        if cfg["store"] == "locked":  # (see SeedOptions.locked_batch)
+        manager_class = LockedManager if cfg["store"] == "locked" else Manager
+        self.manager = manager_class(api, pipeline="loop" if cfg["store"] == "locked" else "thread")
+        if cfg["store"] == "locked":  # (see ContentionOptions.locked_batch)
             self.manager.factory.batch_size = cfg.get("locked_batch", 1)
         self.pods = self.manager.informer("v1", "pods")
-        self.ops: SeedOperators | None = None
+        self.ops: ScenarioOperators | None = None
         if cfg.get("examples_dir"):
-            self.ops = SeedOperators(
+            self.ops = ScenarioOperators(
                 self.manager, cfg["examples_dir"], cfg["tag"], cfg["podsets"], cfg["replicas"]
             )
         self.publishes: list[tuple[float, int]] = []
@@ -126,7 +129,7 @@ class InformerProcess:
         """Install the operators' CRDs, start the manager, wait for the pods' sync."""
         if self.ops is not None:
             await self.ops.install(self.api)
-        self.running = asyncio.create_task(self.manager.run(), name="seed-manager")
+        self.running = asyncio.create_task(self.manager.run(), name="contention-manager")
         t0 = time.perf_counter()
         while not self.pods.has_synced:
             if self.running.done():

@@ -1,4 +1,5 @@
-"""The seed scenario's side-by-side table (``demo``, ``bench/seed.py``) and what its columns mean.
+"""The contention scenario's side-by-side table (``demo``, ``bench/contention.py``) and
+what its columns mean.
 
 One row per configuration. The columns are chosen to fit the terminal (:mod:`tables`):
 staleness p99, FIFO peak and the operators' mistakes always stay; the other figures go
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aioinformer._cli.tables import Column, fit_table
-from aioinformer._harness.seed import ConfigResult, SeedReport
+from aioinformer._harness.contention import ConfigResult, ContentionReport
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -86,12 +87,13 @@ def _row(r: ConfigResult) -> list[str]:
     ]
 
 
-def report_table(report: SeedReport, console: Console, width: int | None = None) -> Table:
+def report_table(report: ContentionReport, console: Console, width: int | None = None) -> Table:
     """One row per configuration, with the columns that fit ``width`` (default: the
     console's)."""
     o = report.options
     title = (
-        f"seed scenario: {report.pods:,} pods ({o['owners']} owners x {o['pods_per_owner']}), "
+        f"contention scenario: {report.pods:,} pods "
+        f"({o['owners']} owners x {o['pods_per_owner']}), "
         f"{o['readers']} readers, {o['rate']:.0f} writes/s offered for {o['duration']:.0f} s"
     )
     columns = [c for c, _ in SEED_COLUMNS]

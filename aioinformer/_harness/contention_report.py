@@ -1,5 +1,5 @@
-"""The plot of a :class:`SeedReport` (matplotlib); the table is the command line's
-(``aioinformer._cli.seedtable``)."""
+"""The plot of a :class:`ContentionReport` (matplotlib); the table is the command line's
+(``aioinformer._cli.contention_table``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aioinformer._harness.seed import ConfigResult, SeedReport
+from aioinformer._harness.contention import ConfigResult, ContentionReport
 
 __all__ = ["plot_report"]
 
@@ -20,7 +20,7 @@ _COLORS = {
 }
 
 
-def plot_report(report: SeedReport, path: str | Path) -> Path:
+def plot_report(report: ContentionReport, path: str | Path) -> Path:
     """One figure, a panel per metric on linear scales: FIFO depth and staleness over the
     load, one line per configuration, the worst configuration's peak annotated; then the
     operators' 409s and extra pods with and without protection; a caption saying what to

@@ -1,8 +1,9 @@
 """The lock-based baseline: a dict plus dict-of-sets indexes behind a readers-writer lock.
 
-This is the shape of client-go's ThreadSafeStore, kept so that the demo and the benchmarks
-compare the snapshot store against it honestly, behind the same interface and the same
-informer: the same batch semantics (:mod:`~aioinformer._cache.batch`), the same indexes
+This is the shape of client-go's ThreadSafeStore, kept (here, in the harness: it is not
+part of the library) so that the demo and the benchmarks compare the snapshot store against
+it honestly, behind the same informer (:mod:`~aioinformer._harness.locked_informer`): the
+same batch semantics (:mod:`~aioinformer._cache.batch`), the same indexes
 updated the same way, the same batch sizes. :func:`locked_store` returns a
 ``(LockedReader, LockedWriter)`` pair, as :func:`~aioinformer._cache.snapshot_store.snapshot_store`
 does. Contract:
@@ -19,10 +20,11 @@ does. Contract:
   dicts. ``list()`` and ``by_index()`` copy out, as client-go's ``List`` does. The view is
   only valid inside the ``async with`` body; ``iter_chunks`` awaits between chunks while
   still holding the lock, which is exactly what blocks the writer.
-* There are no snapshots: :meth:`LockedReader.snapshot` raises :class:`ConfigError`. The
-  resourceVersion, sequence number and size of the last applied batch are read without the
-  lock, and so is :meth:`LockedReader.list_now` (a copy taken in one go: the writer never
-  holds the dicts across an await, so they are consistent between two awaits).
+* There are no snapshots: :meth:`LockedReader.snapshot` returns the live view, valid until
+  the next await (what an informer's synchronous reads use: the writer never holds the
+  dicts across an await, so they are consistent between two awaits). The resourceVersion,
+  sequence number and size of the last applied batch are read without the lock, and so is
+  :meth:`LockedReader.list_now` (a copy taken in one go).
 * :meth:`LockedWriter.add_indexer` builds the index under the write lock (client-go's
   ``AddIndexers``).
 """
@@ -31,15 +33,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import logging
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 import aiorwlock
 
 from aioinformer._cache.batch import apply_batch, check_batch
-from aioinformer._cache.deltas import Change, Item
+from aioinformer._cache.deltas import Change, Delta
 from aioinformer._cache.index import (
     IndexFunc,
     IndexGuard,
@@ -48,6 +49,7 @@ from aioinformer._cache.index import (
     merge_indexers,
     unknown_index,
 )
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -55,7 +57,7 @@ if TYPE_CHECKING:
 
 __all__ = ["LockedReader", "LockedView", "LockedWriter", "locked_store"]
 
-log = logging.getLogger("aioinformer.store")
+log = logs.logger("aioinformer.store")
 
 
 def _index_change(
@@ -223,8 +225,6 @@ class LockedWriter:
     """The one writer of the baseline store (see the module docstring). Made by
     :func:`locked_store`."""
 
-    supports_snapshots = False
-
     def __init__(self, indexers: Mapping[str, IndexFunc] | None = None) -> None:
         self._guard = IndexGuard(log)
         self._funcs = merge_indexers(indexers, self._guard)
@@ -249,7 +249,7 @@ class LockedWriter:
         async with self._lock.writer_lock:
             yield
 
-    def apply(self, batch: Sequence[Item], *, changes: bool = True) -> builtins.list[Change]:
+    def apply(self, batch: Sequence[Delta], *, changes: bool = True) -> builtins.list[Change]:
         """Apply ``batch`` to the live dicts (call it inside ``writing()``); return the
         changes in order (``[]`` without building any when ``changes`` is false).
         Synchronous. A malformed batch raises TypeError and changes nothing."""
@@ -285,18 +285,16 @@ class LockedWriter:
 class LockedReader:
     """What every reader of the baseline store gets: reads under the read lock."""
 
-    supports_snapshots = False
     __slots__ = ("_writer",)
 
     def __init__(self, writer: LockedWriter) -> None:
         self._writer = writer
 
-    def snapshot(self) -> NoReturn:
-        """Always raises :class:`ConfigError`: the lock-based baseline has no snapshots."""
-        raise ConfigError(
-            "the lock-based store (store='locked') has no snapshots: read it with "
-            "`async with informer.read() as view`"
-        )
+    def snapshot(self) -> LockedView:
+        """The live view, read without the lock: valid until the next await (the writer
+        never changes the dicts between two awaits of the loop it shares with readers).
+        A read across awaits takes the lock: :meth:`read`."""
+        return self._writer._view
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[LockedView]:

@@ -1,4 +1,4 @@
-"""The example operators inside the seed scenario's informer process (see :mod:`._seed`).
+"""The example operators inside the contention scenario's informer process (see :mod:`.contention`).
 
 The PodSet (StatefulSet-like, fixed pod names) and NodeAgent (DaemonSet-like, generated
 names) operators from a checkout's ``examples/`` (loaded from their files) run on the
@@ -37,13 +37,13 @@ from aioinformer._runtime.manager import Manager
 from aioinformer._runtime.target import module_from_file
 from aioinformer.testing._helpers import install_crd
 
-__all__ = ["SeedOperators"]
+__all__ = ["ScenarioOperators"]
 
 TOUCH_INTERVAL = 0.2
 GROUP_VERSION = "example.aioinformer.dev/v1"
 
 
-class SeedOperators:
+class ScenarioOperators:
     """Build on ``manager`` before it runs; :meth:`install` before too; then
     :meth:`drive` for the load phase, :meth:`settle` and :meth:`figures` after it."""
 
@@ -69,7 +69,7 @@ class SeedOperators:
                 on_add=self._added,
                 on_update=self._updated,
                 on_delete=self._deleted,
-                name=f"seed-extra-pods/{self.namespace(protect)}",
+                name=f"scenario-extra-pods/{self.namespace(protect)}",
                 namespace=self.namespace(protect),
             )
 
@@ -107,7 +107,7 @@ class SeedOperators:
 
     async def install(self, api: Any) -> None:
         """The CRDs and the two namespaces (before the manager starts its informers)."""
-        client = Client(api, field_manager="seed")
+        client = Client(api, field_manager="scenario")
         await install_crd(client, self._podset.CRD)
         await install_crd(client, self._nodeagent.CRD)
         for protect in (True, False):
@@ -117,7 +117,7 @@ class SeedOperators:
 
     async def drive(self, api: Any, seconds: float) -> None:
         """Create, touch, scale and re-create the operators' objects for ``seconds``."""
-        client = Client(api, field_manager="seed")
+        client = Client(api, field_manager="scenario")
         podset_names = [f"ps-{i}" for i in range(self.podsets)]
         namespaces = [self.namespace(p) for p in (True, False)]
         for ns in namespaces:
@@ -130,7 +130,7 @@ class SeedOperators:
         touch = 0
         while (now := loop.time()) < start + seconds:
             touch += 1
-            patch = {"metadata": {"annotations": {"seed/touch": str(touch)}}}
+            patch = {"metadata": {"annotations": {"scenario/touch": str(touch)}}}
             if not halfway_done and now >= start + seconds / 2:
                 halfway_done = True
                 await self._halfway(client, namespaces, podset_names)
@@ -162,7 +162,7 @@ class SeedOperators:
 
     async def settle(self, api: Any, timeout: float) -> bool:
         """Wait until the protected operators' objects have converged; whether they did."""
-        client = Client(api, field_manager="seed")
+        client = Client(api, field_manager="scenario")
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         ns = self.namespace(True)
@@ -176,7 +176,7 @@ class SeedOperators:
 
     async def figures(self, api: Any) -> dict[str, dict[str, int]]:
         """``conflicts_409`` and ``extra_pods`` per operator (``podset/protected`` ...)."""
-        client = Client(api, field_manager="seed")
+        client = Client(api, field_manager="scenario")
         conflicts = {name: op.counters["conflicts"] for name, op in self.ops.items()}
         extra = {name: 0 for name in self.ops}
         for name, count in self._extra.items():

@@ -1,14 +1,14 @@
-"""The seed scenario (kubernetes/kubernetes#130767), reproduced: one workload, four caches.
+"""The contention scenario (kubernetes/kubernetes#130767), reproduced: one workload, four caches.
 
-:func:`run_seed` starts KubeSim in its own process (:class:`SimProcess`), creates
+:func:`run_contention` starts KubeSim in its own process (:class:`SimProcess`), creates
 ``owners`` x ``pods_per_owner`` StatefulSet-like pods, runs the scheduler/kubelet
 emulation, and then, for each configuration in turn, starts a fresh informer process
-(:mod:`._seedclient`) that syncs the pods and runs ``readers`` controller-like readers
+(:mod:`.informer_process`) that syncs the pods and runs ``readers`` controller-like readers
 fetching one owner's pods back to back while the sim makes kubelet status writes at
 ``rate`` per second for ``duration`` seconds. Configurations are ``STORE+READ``:
 
 * ``locked+scan``: a dict behind a read/write lock, readers list every pod under the read
-  lock (the seed's situation: client-go's ThreadSafeStore and a lister without index);
+  lock (the incident's situation: client-go's ThreadSafeStore and a lister without index);
 * ``locked+index``: the same store, readers use the controller-uid index (upstream's fix);
 * ``snapshot+scan``: immutable snapshots, readers scan every pod (no lock to hold);
 * ``snapshot+index``: immutable snapshots and the index (this project).
@@ -40,18 +40,24 @@ from aioinformer._core.errors import ConfigError
 from aioinformer._harness.procstats import machine_info
 from aioinformer._harness.simproc import SimProcess, SimProcessError, spawn_python
 
-__all__ = ["CONFIGURATIONS", "ConfigResult", "SeedOptions", "SeedReport", "run_seed"]
+__all__ = [
+    "CONFIGURATIONS",
+    "ConfigResult",
+    "ContentionOptions",
+    "ContentionReport",
+    "run_contention",
+]
 
-TOKEN_ENV = "AIOINFORMER_SEED_TOKEN"
+TOKEN_ENV = "AIOINFORMER_CONTENTION_TOKEN"
 """How the parent hands the sim's token to an informer process (never on a command line)."""
 
 CONFIGURATIONS = ("locked+scan", "locked+index", "snapshot+scan", "snapshot+index")
-"""Every configuration, in the order they run: the seed's first, this project's last."""
+"""Every configuration, in the order they run: the incident's first, this project's last."""
 
 
 @dataclass(frozen=True)
-class SeedOptions:
-    """The workload and what to run. Defaults are the seed's full scale (200 x 1000)."""
+class ContentionOptions:
+    """The workload and what to run. Defaults are the incident's full scale (200 x 1000)."""
 
     owners: int = 200
     """StatefulSet-like owners."""
@@ -73,7 +79,7 @@ class SeedOptions:
     """A scanning reader lets the loop run after this many objects."""
     locked_batch: int = 1
     """Deltas the locked baseline's writer applies per write lock: 1 as client-go's
-    DeltaFIFO Pop in the seed's kube-controller-manager (one object per store lock), 1000
+    DeltaFIFO Pop in the incident's kube-controller-manager (one object per store lock), 1000
     as RealFIFO PopBatch since 1.33. The snapshot store always takes up to 1000."""
     sample_interval: float = 0.25
     """Seconds between samples of FIFO depth and staleness."""
@@ -155,7 +161,7 @@ class ConfigResult:
 
 
 @dataclass
-class SeedReport:
+class ContentionReport:
     """A whole run: the options, the machine, and one result per configuration."""
 
     options: dict[str, Any]
@@ -224,7 +230,9 @@ def split_staleness(
     return wire, informer
 
 
-async def run_seed(options: SeedOptions, progress: Progress | None = None) -> SeedReport:
+async def run_contention(
+    options: ContentionOptions, progress: Progress | None = None
+) -> ContentionReport:
     """Run the scenario (see the module docstring) and return its figures."""
     say = progress or (lambda _c, _i: None)
     async with SimProcess(history_size=max(100_000, int(options.rate * 20))) as sim:
@@ -241,7 +249,7 @@ async def run_seed(options: SeedOptions, progress: Progress | None = None) -> Se
         for config in options.configurations:
             results.append(await _run_config(sim, config, options, say))
         sim_stats = await sim.stats()
-    return SeedReport(
+    return ContentionReport(
         options=asdict(options),
         machine=machine_info(),
         pods=made["pods"],
@@ -252,10 +260,10 @@ async def run_seed(options: SeedOptions, progress: Progress | None = None) -> Se
 
 
 async def _run_config(
-    sim: SimProcess, config: str, options: SeedOptions, say: Progress
+    sim: SimProcess, config: str, options: ContentionOptions, say: Progress
 ) -> ConfigResult:
     store, read = config.split("+")
-    child = await spawn_python("aioinformer._harness.seedclient", env={TOKEN_ENV: sim.token})
+    child = await spawn_python("aioinformer._harness.informer_process", env={TOKEN_ENV: sim.token})
     assert child.stdin is not None and child.stdout is not None
     stdin, stdout = child.stdin, child.stdout
 
@@ -319,7 +327,7 @@ async def _run_config(
 
 def summarise(
     config: str,
-    options: SeedOptions,
+    options: ContentionOptions,
     synced: dict[str, Any],
     raw: dict[str, Any],
     commits: list[tuple[int, float]],
