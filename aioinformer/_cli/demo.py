@@ -5,7 +5,8 @@ a minute on 2 cores (flags scale it up to the incident's 200 x 1000), shows each
 configuration's FIFO depth and staleness live (on a terminal; piped, one line per phase),
 and ends with the side-by-side table, what its columns mean, and the path of the PNG it
 wrote. The example operators run too when the ``examples/`` of a source checkout is found
-(or given with ``--examples``). ``bench/contention.py`` is the same program with full-scale defaults.
+(or given with ``--examples``). ``bench/contention.py`` is the same program with
+full-scale defaults.
 """
 
 from __future__ import annotations
