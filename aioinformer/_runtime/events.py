@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, TypeAlias
@@ -89,7 +89,7 @@ class EventRecorder(Service):
         component: str,
         *,
         host: str | None = None,
-        clock: Any = time.monotonic,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not component:
             raise ConfigError("an EventRecorder needs a component name")
