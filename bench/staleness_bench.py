@@ -51,6 +51,8 @@ _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
 def _python_path() -> str:
     """The child's PYTHONPATH: this checkout first, then the caller's."""
     return os.pathsep.join(p for p in (_BENCH_ROOT, os.environ.get("PYTHONPATH")) if p)
+
+
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
 
