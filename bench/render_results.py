@@ -428,6 +428,16 @@ MANAGER_FIGURES = (
 """(key in bench/manager_bench.py's summary, column, format) of the manager section."""
 
 
+def thread_names(names: dict[str, int]) -> str:
+    """``name xN`` per thread name (digits dropped), one informer's pipeline threads as one."""
+    grouped: dict[str, int] = {}
+    for name, count in names.items():
+        if name.startswith("aioinformer-pipeline-"):
+            name = "aioinformer-pipeline-<informer>"
+        grouped[name] = grouped.get(name, 0) + count
+    return ", ".join(f"{name} x{count}" for name, count in grouped.items())
+
+
 def manager_section(
     data: dict[str, Any], title: str = "## A Manager with N informers (bench/manager_bench.py)"
 ) -> list[str]:
@@ -487,6 +497,18 @@ def manager_section(
                 + " | ".join(cells)
                 + " |"
             )
+    top = max(s["informers"] for s in data["summary"])
+    named = [
+        f"`{r['checkout']}` {thread_names(r['thread_names'])}"
+        for r in data["rows"]
+        if r["informers"] == top and r["repeat"] == 0
+    ]
+    out += [
+        "",
+        f"Threads at {top} informers, first run (digits dropped from the names; `asyncio_`: "
+        "event loops' default-executor workers, where aiohttp's default resolver looks the "
+        "host up): " + "; ".join(named) + ".",
+    ]
     spread = [
         f"{column} {100 * data['spread'][key]:.0f} %"
         for key, column, _ in MANAGER_FIGURES
