@@ -221,6 +221,19 @@ def note(data: dict[str, Any]) -> list[str]:
     return ["", f"Note: {data['note']}"] if data.get("note") else []
 
 
+def heading(title: str, data: dict[str, Any]) -> list[str]:
+    """A section's title, the command that wrote its file, its note and its machine."""
+    return [
+        title,
+        "",
+        f"Command: `{data['command']}`",
+        *note(data),
+        "",
+        f"Machine: {machine_line(data.get('machine') or {})}",
+        "",
+    ]
+
+
 def staleness_section(
     data: dict[str, Any],
     title: str = "## Staleness under readers that never yield (bench/staleness_bench.py)",
@@ -229,13 +242,7 @@ def staleness_section(
         f"{p['pods']:,} pods populated in {p['seconds']:.0f} s" for p in data["populated"]
     )
     out = [
-        title,
-        "",
-        f"Command: `{data['command']}`",
-        *note(data),
-        "",
-        f"Machine: {machine_line(data.get('machine') or {})}",
-        "",
+        *heading(title, data),
         f"KubeSim in its own process ({made}); {data['rate']:.0f} status "
         f"writes/s for {data['duration']:.0f} s per run; {data['readers']} readers on the "
         "informer's loop, looping without pause; a fresh informer process per run "
@@ -406,6 +413,123 @@ def objects_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+MANAGER_FIGURES = (
+    ("threads", "threads", lambda v: f"{v:g}"),
+    ("os_threads", "OS threads", lambda v: f"{v:g}"),
+    ("tcp_connections", "TCP to sim", lambda v: f"{v:g}"),
+    ("idle_cpu_percent", "idle CPU", lambda v: f"{v:.2f} %"),
+    ("rss_bytes", "RSS", lambda v: f"{v / 2**20:.1f} MiB"),
+    ("sync_seconds", "sync", ms),
+    ("staleness_p50", "staleness p50", ms),
+    ("staleness_p99", "staleness p99", ms),
+    ("read_p99", "reader p99", ms),
+    ("load_cpu_percent", "CPU under load", lambda v: f"{v:.0f} %"),
+)
+"""(key in bench/manager_bench.py's summary, column, format) of the manager section."""
+
+
+def thread_names(names: dict[str, int]) -> str:
+    """``name xN`` per thread name (digits dropped), one informer's pipeline threads as one."""
+    grouped: dict[str, int] = {}
+    for name, count in names.items():
+        if name.startswith("aioinformer-pipeline-"):
+            name = "aioinformer-pipeline-<informer>"
+        grouped[name] = grouped.get(name, 0) + count
+    return ", ".join(f"{name} x{count}" for name, count in grouped.items())
+
+
+def manager_section(
+    data: dict[str, Any], title: str = "## A Manager with N informers (bench/manager_bench.py)"
+) -> list[str]:
+    o = data["options"]
+    made = o["objects"]  # plural -> objects made, the kinds after pods
+    others = (
+        f"{max(made.values())} objects of each other kind ({', '.join(made)})"
+        if made
+        else "no other kind"
+    )
+    checkouts = "; ".join(
+        f"`{c['label']}` = {c['path']} at {c['commit']}" for c in data["checkouts"]
+    )
+    out = [
+        *heading(title, data),
+        f"Checkouts (each informer process imports aioinformer from one): {checkouts}.",
+        "",
+        f"KubeSim in its own process: {o['pods']:,} pods ({o['per_owner']:,} per StatefulSet, "
+        f"{o['namespaces']} namespaces) and {others}. Per run, a fresh informer process runs "
+        "`Manager(api_client)` with N informers (pods, then the other kinds in that order) "
+        "until all synced (sync), then is measured over "
+        f"{o['idle']:.0f} s with no reader and no write (idle CPU, in % of one core; "
+        "threads, `threading.active_count()` and the kernel's count; established TCP "
+        "connections to the sim; RSS after the sync), then "
+        f"{o['readers']} readers scan every pod without yielding on its loop for "
+        f"{o['duration']:.0f} s while the sim makes {o['rate']:.0f} status writes/s "
+        "(staleness per pod change: the sim's commit -> the first snapshot published "
+        "holding it; reader p99: one scan; CPU under load). Configurations interleaved, "
+        f"checkouts alternating; runs per configuration: {o['repeat']}; the median, then "
+        "the range [min - max] when the runs differ.",
+        "",
+        "| informers | checkout | " + " | ".join(c for _, c, _ in MANAGER_FIGURES) + " |",
+        "|---|---|" + "---|" * len(MANAGER_FIGURES),
+    ]
+    for s in data["summary"]:
+        cells = []
+        for key, _, fmt in MANAGER_FIGURES:
+            f = s["figures"][key]
+            span = f" [{fmt(f['min'])} - {fmt(f['max'])}]" if f["min"] != f["max"] else ""
+            cells.append(fmt(f["median"]) + span)
+        out.append(f"| {s['informers']} | {s['checkout']} | " + " | ".join(cells) + " |")
+    if data["ratios"]:
+        out += [
+            "",
+            "Each checkout's medians over the first checkout's, same N:",
+            "",
+            "| informers | checkout | " + " | ".join(c for _, c, _ in MANAGER_FIGURES) + " |",
+            "|---|---|" + "---|" * len(MANAGER_FIGURES),
+        ]
+        for r in data["ratios"]:
+            cells = [
+                "n/a" if r["figures"][k] is None else f"{r['figures'][k]:.3f}"
+                for k, _, _ in MANAGER_FIGURES
+            ]
+            out.append(
+                f"| {r['informers']} | {r['checkout']} / {r['baseline']} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    top = max(s["informers"] for s in data["summary"])
+    named = [
+        f"`{r['checkout']}` {thread_names(r['thread_names'])}"
+        for r in data["rows"]
+        if r["informers"] == top and r["repeat"] == 0
+    ]
+    out += [
+        "",
+        f"Threads at {top} informers, first run (digits dropped from the names; `asyncio_`: "
+        "event loops' default-executor workers, where aiohttp's default resolver looks the "
+        "host up): " + "; ".join(named) + ".",
+    ]
+    spread = [
+        f"{column} {100 * data['spread'][key]:.0f} %"
+        for key, column, _ in MANAGER_FIGURES
+        if data["spread"].get(key) is not None
+    ]
+    if spread:
+        out += [
+            "",
+            "Run-to-run spread, the largest (max - min) / median over the runs of one "
+            "configuration: " + ", ".join(spread) + ".",
+        ]
+    return out
+
+
+def manager_before_section(data: dict[str, Any]) -> list[str]:
+    """``manager_before.json``: the manager benchmark before issue 25's refactor."""
+    return manager_section(
+        data, "## A Manager with N informers, before the refactor (bench/manager_bench.py)"
+    )
+
+
 README_START, README_END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
@@ -472,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
         ("peers.json", peers_section),
         ("soak.json", soak_section),
         ("kubesim.json", kubesim_section),
+        ("manager_before.json", manager_before_section),
+        ("manager.json", manager_section),
     ]
     for name, render in sections:
         path = RESULTS / name

@@ -56,6 +56,20 @@ def _python_path() -> str:
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
 
+async def end_child(child: asyncio.subprocess.Process) -> None:
+    """Close the child's stdin (its end-of-protocol) and wait for it to exit; kill it
+    after 60 s."""
+    if child.returncode is not None:
+        return
+    assert child.stdin is not None
+    child.stdin.close()
+    try:
+        await asyncio.wait_for(child.wait(), 60)
+    except TimeoutError:
+        child.kill()
+        await child.wait()
+
+
 async def run_child(
     sim: SimProcess, cfg: dict[str, Any], args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -88,13 +102,7 @@ async def run_child(
         commits = await sim.commits()
         sim_rss = (await sim.stats())["rss_bytes"]
     finally:
-        if child.returncode is None:
-            stdin.close()
-            try:
-                await asyncio.wait_for(child.wait(), 60)
-            except TimeoutError:
-                child.kill()
-                await child.wait()
+        await end_child(child)
     in_load = [(rv, t) for rv, t in commits if raw["t_start"] <= t <= raw["t_end"]]
     stale = [s for _, s in staleness_of(in_load, raw["publishes"])]
     wire, informer = split_staleness(in_load, raw["receipts"], raw["publishes"])
