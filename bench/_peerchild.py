@@ -3,8 +3,10 @@
 Run as ``python -m bench._peerchild`` with ``AIOINFORMER_PEER_TOKEN`` in the environment
 (never on the command line). Peers:
 
-* ``aioinformer-snapshot`` / ``aioinformer-locked``: one aioinformer pods informer with
-  that store; readers fetch one owner's pods through the ``controller`` index.
+* ``aioinformer-snapshot``: one aioinformer pods informer (the library's: snapshots, on its
+  factory's pipeline thread); ``aioinformer-locked``: the same over the harness's
+  lock-based baseline (``LockedFactory``, on the caller's loop). Readers fetch one owner's
+  pods through the ``controller`` index (the baseline's under its read lock).
 * ``official-sharedinformer``: ``kubernetes.informer.SharedInformer`` (its own daemon
   thread, ``ObjectCache`` under an RLock); readers are threads that ``cache.list()`` and
   keep one owner's pods, as a user of that cache (it has no index) does.
@@ -120,24 +122,29 @@ class AioinformerPeer(Peer):
 
         from aioinformer import InformerFactory
         from aioinformer._harness.informer_process import Readers
+        from aioinformer._harness.locked_informer import LockedFactory
 
         self.api = client.ApiClient(configuration=configuration(client, cfg["url"]))
-        self.factory = InformerFactory(self.api, store=store)  # type: ignore[arg-type]
+        factory_class = LockedFactory if store == "locked" else InformerFactory
+        self.factory = factory_class(self.api)
         self.informer = self.factory.informer("v1", "pods")
         self.informer.on_publish(lambda _seq, rv: self.log_apply(rv))
         self.reader = Readers(self.informer, "index", cfg["uids"], 1000)
         self.reader.latencies = self.latencies
         self.read = self.reader.run_one  # type: ignore[method-assign]
+        self.running: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        await self.factory.start()
+        self.running = asyncio.create_task(self.factory.run())
 
     def objects(self) -> int:
         return self.informer.statistics().objects if self.informer.has_synced else 0
 
     async def stop(self) -> None:
         self.readers(False)
-        await self.factory.stop()
+        if self.running is not None:
+            self.running.cancel()  # the factory's only stop signal
+            await asyncio.gather(self.running, return_exceptions=True)
         await self.api.close()
 
 

@@ -81,48 +81,58 @@ async def main() -> None:
         emit({"ready": {"rss_bytes": rss_bytes()}})
         assert (await receive())["op"] == "sync"
         t0 = time.perf_counter()
-        await factory.start()
-        await pods.wait_for_sync()
-        synced = time.perf_counter() - t0
-        gc.collect()
-        emit({"synced": synced, "objects": len(pods.snapshot()), "rss_bytes": rss_bytes()})
-        seconds = float((await receive())["seconds"])
-        latencies: list[float] = []
-        tasks = []
-        if cfg["read"] != "none":
-            tasks = [
-                asyncio.create_task(reader(pods, cfg["read"], cfg["uids"], i, latencies))
-                for i in range(cfg["readers"])
-            ]
-        pods.reset_fifo_peak()  # the load's own peak, not the sync's
-        t_start = time.monotonic()
-        await asyncio.sleep(seconds)
-        t_end = time.monotonic()
-        fifo_peak = pods.statistics().fifo_peak
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        emit({"loaded": len(latencies)})
-        target = int((await receive())["rv"])
-        try:
-            await pods.wait_fresh(target, timeout=300)
-            reached = True
-        except Exception:
-            reached = False
-        emit({"reached": reached})
-        await receive()
-        stats = pods.statistics()
-        emit(
-            {
-                "publishes": publishes,
-                "receipts": receipts,
-                "latencies": latencies,
-                "t_start": t_start,
-                "t_end": t_end,
-                "stats": {"fifo_peak": fifo_peak, "pipeline": stats.pipeline},
-            }
-        )
-        await factory.stop()
+        async with factory:  # runs the informer until the block ends
+            await pods.wait_for_sync()
+            synced = time.perf_counter() - t0
+            gc.collect()
+            emit({"synced": synced, "objects": len(pods.snapshot()), "rss_bytes": rss_bytes()})
+            await measure(pods, cfg, receive, publishes, receipts)
+
+
+async def measure(
+    pods: Any,
+    cfg: dict[str, Any],
+    receive: Any,
+    publishes: list[tuple[float, int]],
+    receipts: list[tuple[int, float]],
+) -> None:
+    """The load, the drain and the result (protocol steps 3 to 5), the informer running."""
+    seconds = float((await receive())["seconds"])
+    latencies: list[float] = []
+    tasks = []
+    if cfg["read"] != "none":
+        tasks = [
+            asyncio.create_task(reader(pods, cfg["read"], cfg["uids"], i, latencies))
+            for i in range(cfg["readers"])
+        ]
+    pods.reset_fifo_peak()  # the load's own peak, not the sync's
+    t_start = time.monotonic()
+    await asyncio.sleep(seconds)
+    t_end = time.monotonic()
+    fifo_peak = pods.statistics().fifo_peak
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    emit({"loaded": len(latencies)})
+    target = int((await receive())["rv"])
+    try:
+        await pods.wait_fresh(target, timeout=300)
+        reached = True
+    except Exception:
+        reached = False
+    emit({"reached": reached})
+    await receive()
+    stats = pods.statistics()
+    emit(
+        {
+            "publishes": publishes,
+            "receipts": receipts,
+            "latencies": latencies,
+            "t_start": t_start,
+            "t_end": t_end,
+            "stats": {"fifo_peak": fifo_peak, "pipeline": stats.pipeline},
+        }
+    )
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ scheduler/kubelet emulation; each configuration (locked+scan, locked+index, snap
 snapshot+index) gets a fresh informer process with K readers fetching one owner's pods back
 to back while the sim makes RATE kubelet status writes per second, and the example
 operators (PodSet, NodeAgent) run with and without their freshness protection on the same
-shared pods informer. See aioinformer/testing/_seed.py for what is measured and how.
+shared pods informer. See aioinformer/_harness/contention.py for what is measured and how.
 
     python bench/contention.py --json bench/results/contention.json --plot bench/results/contention.png
 

@@ -66,8 +66,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from aioinformer._harness.contention import percentile, staleness_of
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.seed import percentile, staleness_of
 from aioinformer._harness.simproc import SimProcess
 
 HERE = Path(__file__).resolve().parent

@@ -1,7 +1,8 @@
 """aioinformer next to the caches Python users have today, on one KubeSim stream.
 
-Peers: ``aioinformer-snapshot`` and ``aioinformer-locked`` (aioinformer's two stores; readers
-use the ``controller`` index), ``official-sharedinformer`` (``kubernetes.informer.
+Peers: ``aioinformer-snapshot`` (the library's informer) and ``aioinformer-locked`` (the same
+pipeline over the harness's lock-based baseline store; readers of both use the ``controller``
+index), ``official-sharedinformer`` (``kubernetes.informer.
 SharedInformer``, thread-based; reader threads ``cache.list()`` and keep one owner's pods)
 and ``asyncio-watch-loop`` (kubernetes_asyncio: list with the typed API into a dict, then
 ``watch.Watch().stream`` from the list's RV, relist on 410; reader tasks scan the dict).

@@ -15,9 +15,11 @@ alternates). A block's ratio (bare loop time / pipeline time) compares two runs 
 of milliseconds apart, so the machine's slow and fast phases (on a shared host the same
 loop can take 1.6x longer for seconds at a time) hit both sides alike; the median of the
 block ratios is the figure, with its quartiles. ``--rounds`` repeats this with a fresh
-informer per configuration, interleaved: the snapshot store on the loop, on its pipeline
-thread (the default; the blocks are handed to the thread's loop), on the thread in compact
-mode (issue 19: >= 0.7x the bare loop), and the locked baseline. Also reported, once over the whole stream:
+informer per configuration, interleaved: the library's informer on the caller's loop
+(a ``LoopHost``), on a pipeline thread (a ``ThreadHost``, what a factory uses by default; the
+blocks are handed to the thread's loop), on the thread in compact mode (issue 19: >= 0.7x
+the bare loop), and the harness's lock-based baseline (``LockedInformer``, on the loop).
+Also reported, once over the whole stream:
 orjson.loads into a dict cache by key, as the simplest cache would.
 Target (issue 3): pipeline events/s >= the bare decode loop (median block ratio >= 1).
 """
@@ -26,23 +28,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import gc
 import json
 import os
 import statistics
 import sys
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import orjson
 
 from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
 from aioinformer._cache.informer import Informer
+from aioinformer._cache.pipeline import LoopHost, PipelineHost, ThreadHost
 from aioinformer._cache.snapshot_store import snapshot_store
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.objects import KubeObject, decode_event, decode_list
+from aioinformer._harness.locked_informer import LockedInformer
 from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim
 
@@ -87,14 +90,26 @@ READ_BYTES = 256 * 1024
 3.3 KB); between two reads the loop runs its other tasks, the store writer among them."""
 
 
+class _NoRest:
+    """What a pipeline host clones for its own loop (:meth:`BlockListWatch.using`): there is
+    no HTTP here, so nothing to clone or close."""
+
+    def clone(self) -> _NoRest:
+        return _NoRest()
+
+    async def aclose(self) -> None:
+        pass
+
+
 class BlockListWatch:
     """A lister-watcher serving a fixed list, then the blocks of lines put in ``blocks``."""
 
     resource = "pods"
     namespace: str | None = None
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes, rest: _NoRest | None = None) -> None:
         self.body = body
+        self.rest = rest or _NoRest()
         self.blocks: asyncio.Queue[list[bytes]] = asyncio.Queue()
         self._moved: tuple[asyncio.AbstractEventLoop, BlockListWatch] | None = None
 
@@ -106,12 +121,12 @@ class BlockListWatch:
             loop, moved = self._moved
             loop.call_soon_threadsafe(moved.blocks.put_nowait, block)
 
-    @contextlib.asynccontextmanager
-    async def on_running_loop(self) -> AsyncIterator[BlockListWatch]:
-        """The same lister-watcher for the pipeline thread: its queue on that loop."""
-        moved = BlockListWatch(self.body)
+    def using(self, rest: _NoRest) -> BlockListWatch:
+        """The same lister-watcher for a pipeline thread (called there, as ListWatch's is):
+        its queue on that thread's loop."""
+        moved = BlockListWatch(self.body, rest)
         self._moved = (asyncio.get_running_loop(), moved)
-        yield moved
+        return moved
 
     async def list_page(
         self, resource_version: str, limit: int, continue_: str | None
@@ -191,14 +206,18 @@ def framing_cost(lines: list[bytes], read_size: int = READ_BYTES) -> float:
     return best / len(lines) * 1e6
 
 
-PIPELINES: dict[str, dict[str, Any]] = {
-    "snapshot": {"store": "snapshot", "pipeline": "loop"},
-    "snapshot_thread": {"store": "snapshot", "pipeline": "thread"},
-    "snapshot_thread_compact": {"store": "snapshot", "pipeline": "thread", "compact": True},
-    "locked": {"store": "locked", "pipeline": "loop"},
-}
-"""The informers measured: the snapshot store on the loop and on the pipeline thread (the
-default), in compact mode, and the locked baseline."""
+PIPELINES = ("snapshot", "snapshot_thread", "snapshot_thread_compact", "locked")
+"""The informers measured: the library's on the caller's loop and on a pipeline thread (what a
+factory uses by default), in compact mode, and the lock-based baseline."""
+
+
+def informer_for(kind: str, lw: BlockListWatch) -> tuple[Informer, PipelineHost]:
+    """The informer of configuration ``kind`` over ``lw``, and its pipeline host."""
+    if kind == "locked":
+        host: PipelineHost = LoopHost()
+        return LockedInformer(lw, name="pods", host=host), host
+    host = ThreadHost("bench") if kind.startswith("snapshot_thread") else LoopHost()
+    return Informer(lw, name="pods", host=host, compact=kind.endswith("_compact")), host
 
 
 async def paired_blocks(
@@ -206,25 +225,27 @@ async def paired_blocks(
 ) -> list[tuple[float, float]]:
     """(bare loop seconds, pipeline seconds) per block of one informer's run."""
     lw = BlockListWatch(body)
-    inf = Informer(lw, name="pods", **PIPELINES[kind])
-    task = asyncio.create_task(inf.run())
-    await inf.wait_for_sync(timeout=120)
+    inf, host = informer_for(kind, lw)
     pairs = []
-    for n, start in enumerate(range(0, len(lines) - block + 1, block)):
-        chunk = lines[start : start + block]
-        last_rv = int(orjson.loads(chunk[-1])["object"]["metadata"]["resourceVersion"])
-        if n % 2:
-            bare = bare_loop(chunk)
-        t0 = time.perf_counter()
-        lw.put(chunk)
-        await inf.wait_fresh(last_rv, timeout=600)
-        piped = time.perf_counter() - t0
-        if not n % 2:
-            bare = bare_loop(chunk)
-        pairs.append((bare, piped))
-    inf.stop()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    try:
+        async with asyncio.TaskGroup() as tasks:
+            running = tasks.create_task(inf.run())
+            await inf.wait_for_sync(timeout=120)
+            for n, start in enumerate(range(0, len(lines) - block + 1, block)):
+                chunk = lines[start : start + block]
+                last_rv = int(orjson.loads(chunk[-1])["object"]["metadata"]["resourceVersion"])
+                if n % 2:
+                    bare = bare_loop(chunk)
+                t0 = time.perf_counter()
+                lw.put(chunk)
+                await inf.wait_fresh(last_rv, timeout=600)
+                piped = time.perf_counter() - t0
+                if not n % 2:
+                    bare = bare_loop(chunk)
+                pairs.append((bare, piped))
+            running.cancel()  # the informer's only stop signal
+    finally:
+        await host.aclose()  # (a factory ends its pipeline thread this way)
     return pairs
 
 

@@ -248,7 +248,7 @@ def staleness_section(
         "informer's loop, looping without pause; a fresh informer process per run "
         f"(managedFields dropped{', compact mode' if data.get('compact') else ''}). "
         "Staleness per pod change: the sim's commit -> the first published snapshot holding it. "
-        "`thread`: the watcher, FIFO and writer on the informer's pipeline thread (the "
+        "`thread`: the watcher, FIFO and writer on the factory's pipeline thread (the "
         "default); `loop`: on the readers' event loop. Load: the machine's 1-minute load "
         "average as the run's load phase began (2 cores, shared).",
         "",
@@ -429,11 +429,12 @@ MANAGER_FIGURES = (
 
 
 def thread_names(names: dict[str, int]) -> str:
-    """``name xN`` per thread name (digits dropped), one informer's pipeline threads as one."""
+    """``name xN`` per thread name (digits dropped), every pipeline thread under one name
+    (one per informer before issue 25, one per factory after)."""
     grouped: dict[str, int] = {}
     for name, count in names.items():
         if name.startswith("aioinformer-pipeline-"):
-            name = "aioinformer-pipeline-<informer>"
+            name = "aioinformer-pipeline-*"
         grouped[name] = grouped.get(name, 0) + count
     return ", ".join(f"{name} x{count}" for name, count in grouped.items())
 

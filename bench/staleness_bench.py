@@ -4,8 +4,8 @@
 
 KubeSim runs in its own process with N StatefulSet-shaped pods (1000 per owner, one
 namespace) and makes ``--rate`` kubelet status writes per second; for each pipeline
-(``thread``: the informer's watcher and writer on a thread of their own, ``loop``: on the
-readers' event loop) and each reader mode, a fresh informer process (bench/_stalechild.py,
+(``thread``: the informer's watcher and writer on its factory's pipeline thread, the
+default; ``loop``: on the readers' event loop) and each reader mode, a fresh informer process (bench/_stalechild.py,
 managedFields dropped) syncs, then ``--readers`` readers loop without pause on its event
 loop for ``--duration`` seconds:
 

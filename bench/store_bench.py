@@ -5,8 +5,9 @@ For each store size (default 10k and 200k realistic pods, 1000 per StatefulSet, 
 fields dropped, the contention scenario's shape; ``--per-owner 100`` for owners the size of most
 ReplicaSets, whose index buckets are small) and each store kind this measures:
 
-* **publish cost per update**: applying batches (``async with writer.writing():
-  writer.apply(batch)``, as the informer does) of status-like updates (new
+* **publish cost per update**: applying batches (``writer.apply(batch)``, as the informer's
+  writer does; the baseline's under its write lock, ``async with writer.writing():``) of
+  status-like updates (new
   resourceVersion, same index values) to random existing pods, in batches of 1 and of 100,
   in microseconds per update (CPU time; the best of ``--repeat`` passes). For the snapshot
   store each batch publishes one new immutable Snapshot. Target: at 200k within 2x of 10k,
@@ -26,7 +27,8 @@ ReplicaSets, whose index buckets are small) and each store kind this measures:
   the time of a full ``gc.collect()`` with the store loaded (best of 3; the same with
   nothing loaded is ``full_gc_ms_baseline``), and again after ``gc.freeze()``.
 
-The locked store is measured with the same indexes, batches and code paths (reads inside
+The locked store (the harness's lock-based baseline, ``aioinformer._harness.locked_store``)
+is measured with the same indexes, batches and code paths (reads inside
 ``async with reader.read()``); there are no readers here, so it shows the uncontended cost.
 
     python bench/store_bench.py --json bench/results/store.json
@@ -37,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import platform
@@ -47,37 +50,52 @@ import time
 import tracemalloc
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 import orjson
-from aioinformer._cache.store import StoreKind, open_store
 
 from aioinformer._cache.deltas import ChangeType, Delta, ObjectDelta, Replace
-from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.snapshot_store import Snapshot, snapshot_store
 from aioinformer._core.objects import KubeObject, decode_object, drop_managed_fields
+from aioinformer._harness.locked_store import locked_store
 from aioinformer._harness.workload import realistic_pod
 
 PER_OWNER = 1000
+StoreKind = Literal["snapshot", "locked"]
+"""The library's snapshot store, or the harness's lock-based baseline."""
 KINDS: tuple[StoreKind, ...] = ("snapshot", "locked")
 
 
 class Store:
-    """A store's reader/writer pair, batches applied as the informer applies them."""
+    """A store's reader/writer pair, batches applied as the informer applies them (the
+    baseline's under its write lock, as LockedInformer does)."""
 
     def __init__(self, kind: StoreKind) -> None:
         self.kind = kind
-        self.reader, self.writer = open_store(kind)
+        self.reader: Any
+        self.writer: Any
+        if kind == "snapshot":
+            self.reader, self.writer = snapshot_store()
+        else:
+            self.reader, self.writer = locked_store()
 
     async def apply(self, batch: list[Delta]) -> None:
-        async with self.writer.writing():
+        if self.kind == "locked":
+            async with self.writer.writing():
+                self.writer.apply(batch)
+        else:
             self.writer.apply(batch)
 
     def snapshot(self) -> Snapshot:
-        return self.reader.snapshot()
+        snap: Snapshot = self.reader.snapshot()
+        return snap
 
     def read(self) -> Any:
-        return self.reader.read()
+        """``async with store.read() as view``: the baseline's read lock, or a snapshot."""
+        if self.kind == "locked":
+            return self.reader.read()
+        return contextlib.nullcontext(self.reader.snapshot())
 
 
 def build_pods(n: int, per_owner: int = PER_OWNER) -> list[KubeObject]:

@@ -34,7 +34,7 @@ import yaml
 import aioinformer
 import aioinformer.testing
 import kubesim
-from aioinformer import InformerStatistics, Metrics, SubscriptionStatistics
+from aioinformer import InformerStatistics, Metrics, ProcessSettings, SubscriptionStatistics
 from aioinformer._cli.main import build_parser
 from tests.support import REPO, attribute_docstrings
 
@@ -225,7 +225,7 @@ def exposed_metric_names() -> set[str]:
     metrics = Metrics()
     handler = SubscriptionStatistics(**dict.fromkeys(fields(SubscriptionStatistics), 0))
     informer = dict.fromkeys(fields(InformerStatistics), 0)
-    informer.update(name="i", store="snapshot", errors_by_code={}, handlers=(handler,))
+    informer.update(name="i", pipeline="thread", errors_by_code={}, handlers=(handler,))
     metrics.add_informer_source(lambda: [InformerStatistics(**informer)])
     names = set()
     for family in metrics.registry.collect():
@@ -242,6 +242,20 @@ def test_metrics_reference_lists_every_metric_and_no_other() -> None:
     assert documented == exposed, (
         f"undocumented: {sorted(exposed - documented)}, not exposed: {sorted(documented - exposed)}"
     )
+
+
+# -- the process-wide effects ---------------------------------------------------------------
+
+
+def test_concepts_lists_the_process_wide_effects_as_the_docstring_does() -> None:
+    """docs/concepts.md's list of what a factory does to the process is ProcessSettings'
+    docstring (the source of truth), word for word."""
+    page = (DOCS / "concepts.md").read_text()
+    start, end = "<!-- process-settings:start -->\n", "<!-- process-settings:end -->"
+    assert start in page and end in page, "docs/concepts.md keeps the list between markers"
+    copy = page.partition(start)[2].partition(end)[0].strip()
+    source = inspect.getdoc(ProcessSettings)
+    assert copy == source, f"put ProcessSettings' docstring between the markers:\n{source}"
 
 
 # -- the API reference and the docstrings ----------------------------------------------------

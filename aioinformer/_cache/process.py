@@ -1,36 +1,7 @@
-"""ProcessSettings: every effect aioinformer has beyond its own objects, in one place.
-
-An informer factory (and the manager, which owns one) changes nothing of the process that
-is not listed here. Each effect is on by default because the measurements in
-bench/RESULTS.md need it, and each can be turned off:
-
-==========================  ==========================================================
-effect                      when, and how to turn it off
-==========================  ==========================================================
-switch interval             ``sys.setswitchinterval(switch_interval)`` while the
-                            factory's pipeline thread runs (only when it is lower than
-                            the interpreter's; put back when the thread ends, unless the
-                            application changed it meanwhile). ``switch_interval=None``
-                            leaves the interpreter's alone.
-heap trimming               glibc's ``malloc_trim(0)`` after each sync or relist of an
-                            informer, so RSS follows the cache's size, not the peak of
-                            decoding the list. ``release_memory=False``.
-pipeline thread             one daemon thread per factory (``pipeline="thread"``, the
-                            default), with its own event loop (uvloop when the
-                            application's loop is uvloop) and one HTTP session.
-                            ``pipeline="loop"`` keeps everything on the caller's loop.
-log redaction               a filter that removes known secrets from every record of the
-                            ``aioinformer`` and ``kubernetes_asyncio`` loggers, installed
-                            once per process when the first client is made. Not
-                            optional: a token in a log line is a leak.
-==========================  ==========================================================
-
-Why the switch interval: CPython hands the GIL from a busy thread to a waiting one only
-after the waiter saw no hand-over for a whole interval (5 ms by default), and a busy event
-loop releases the GIL for an instant at every iteration, which counts as a hand-over. So a
-caller's loop of readers doing steps shorter than the interval (index lookups, back to back)
-keeps the pipeline thread waiting for as long as they run; at 0.2 ms any longer step lets it
-in. Threads only switch more often while both want the GIL: an idle pipeline costs nothing.
+"""ProcessSettings: every effect aioinformer has on the process beyond its own objects, in
+one place. The list, with each effect's default and how to turn it off, is the docstring of
+:class:`ProcessSettings` (docs/concepts.md shows it); :class:`SwitchInterval` keeps the
+interpreter's switch interval while pipeline threads run.
 """
 
 from __future__ import annotations
@@ -49,7 +20,39 @@ DEFAULT_SWITCH_INTERVAL = 0.0002
 
 @dataclass(frozen=True, slots=True)
 class ProcessSettings:
-    """The process-wide effects of an informer factory (see the table above)."""
+    """Every effect an informer factory (or a manager, which owns one) has on the process
+    beyond its own objects; nothing else of the process is changed. Each is on by default
+    (the figures of bench/RESULTS.md need the first three) and each says how to turn it
+    off, if it can be: ``InformerFactory(api, process=ProcessSettings(...))`` or
+    ``Manager(api, process=ProcessSettings(...))``.
+
+    * **Switch interval**: ``sys.setswitchinterval(switch_interval)`` (0.2 ms) while the
+      factory's pipeline thread runs, only when that is lower than the interpreter's own;
+      put back when the last pipeline thread ends, unless the application changed it
+      meanwhile. Off: ``switch_interval=None``. Why: CPython hands the GIL to a waiting
+      thread only after a whole interval (5 ms by default) without a hand-over, and a busy
+      event loop's brief release at every iteration counts as one, so readers doing short
+      steps back to back (index lookups) would keep the pipeline thread waiting for as
+      long as they run. Threads switch more often only while both want the GIL: an idle
+      pipeline costs nothing.
+    * **Heap trimming**: glibc's ``malloc_trim(0)`` after each sync or relist of an
+      informer, so the RSS follows the cache's size, not the peak of decoding the list
+      (nothing where the C library has none). Off: ``release_memory=False``.
+    * **The pipeline thread**: one daemon thread per factory (its name starts with
+      ``aioinformer-pipeline-``) with an event loop of its own (uvloop's when the caller's
+      loop is uvloop's) and one HTTP session per API server, shared by every informer of
+      the factory; it starts with the first informer and ends when the factory stops.
+      Off: ``pipeline="loop"`` (an argument of the factory and the manager, not of these
+      settings): everything runs on the caller's loop.
+    * **Log redaction**: a filter that removes known secrets (tokens, passwords, client
+      keys) from every record of the ``aioinformer`` and ``kubernetes_asyncio`` loggers,
+      installed once per process, when the first client is made. Not optional: a token in
+      a log line is a leak.
+    * **The loop watchdog** (a manager only): a daemon thread named
+      ``aioinformer-loop-watchdog``, while the manager runs, that logs a WARNING naming the
+      task that blocks the event loop for longer than ``blocked_loop_threshold`` (and fails
+      ``/healthz`` meanwhile). Not optional; it wakes every 0.1 s to read a timestamp.
+    """
 
     switch_interval: float | None = DEFAULT_SWITCH_INTERVAL
     """Seconds: the interpreter's switch interval while the pipeline thread runs, when that
