@@ -20,6 +20,7 @@ from __future__ import annotations
 from aioinformer._cache.deltas import Change as Change
 from aioinformer._cache.deltas import ChangeType as ChangeType
 from aioinformer._cache.factory import InformerFactory as InformerFactory
+from aioinformer._cache.factory import InformerOptions as InformerOptions
 from aioinformer._cache.factory import InformerSpec as InformerSpec
 from aioinformer._cache.handlers import ChangeStream as ChangeStream
 from aioinformer._cache.handlers import HandlerFailure as HandlerFailure
@@ -144,6 +145,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "InformerFactory",
+    "InformerOptions",
     "InformerSpec",
     "InformerStatistics",
     "Invalid",

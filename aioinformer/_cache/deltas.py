@@ -78,7 +78,7 @@ Delta: TypeAlias = ObjectDelta | Replace | Bookmark
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """What one batch item did to the store: what handlers and ``events()`` receive."""
+    """What one batch item did to the store: what handlers and ``informer.changes()`` receive."""
 
     type: ChangeType
     """ADDED, UPDATED or DELETED (:class:`~aioinformer.ChangeType`)."""

@@ -33,7 +33,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Final, Literal
+from typing import Final, TypedDict, Unpack
 
 from aioinformer._cache.index import IndexFunc, check_indexers
 from aioinformer._cache.informer import PIPELINES, Informer, Pipeline
@@ -51,6 +51,7 @@ __all__ = [
     "ALL_NAMESPACES",
     "FACTORY_NAMESPACE",
     "InformerFactory",
+    "InformerOptions",
     "InformerSpec",
     "NamespaceDefault",
 ]
@@ -96,6 +97,32 @@ def _transform_key(transform: Transform | None) -> object:
         tuple(map(id, getattr(transform, "__defaults__", None) or ())),
         tuple((k, id(v)) for k, v in sorted((transform.__kwdefaults__ or {}).items())),
     )
+
+
+class InformerOptions(TypedDict, total=False):
+    """The options of an informer request, declared once for
+    :meth:`InformerFactory.informer` and :meth:`aioinformer.Manager.informer` (a misspelled
+    one is a type error); each may be left out."""
+
+    namespace: str | NamespaceDefault | None
+    """One namespace, or None for all (default: the factory's, :data:`FACTORY_NAMESPACE`)."""
+    indexers: Mapping[str, IndexFunc] | None
+    """Extra indexes, name -> function (merged when the informer is shared)."""
+    transform: Transform | None
+    """Applied to each object before it is stored (e.g.
+    :func:`~aioinformer.drop_managed_fields`); returning None drops the object."""
+    label_selector: str | None
+    """A server-side label selector (``"app=web,tier!=db"``)."""
+    field_selector: str | None
+    """A server-side field selector (``"spec.nodeName=node-1"``)."""
+    metadata_only: bool
+    """Cache PartialObjectMetadata only."""
+    streaming_list: bool
+    """Sync with a streaming list (WatchList) instead of a list."""
+    compact: bool | None
+    """Keep the bodies compressed with a dictionary trained on the first objects (huge
+    caches: a fraction of the memory, a decompression per body access; default: the
+    factory's)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -233,49 +260,30 @@ class InformerFactory(Service):
         return "thread" if self.host.threaded else "loop"
 
     def informer(
-        self,
-        group_version: str,
-        plural: str,
-        *,
-        namespace: str | Literal[NamespaceDefault.FACTORY] | None = FACTORY_NAMESPACE,
-        indexers: Mapping[str, IndexFunc] | None = None,
-        transform: Transform | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        metadata_only: bool = False,
-        streaming_list: bool = False,
-        compact: bool | None = None,
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
-        ``"apps/v1", "statefulsets"``) and these options; created on first use.
+        ``"apps/v1", "statefulsets"``) and ``options`` (:class:`InformerOptions`: the
+        namespace, indexers, transform, selectors, ...); created on first use.
 
         Args:
             group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
             plural: the resource's plural name (``"pods"``).
-            namespace: one namespace, or None for all (default: the factory's).
-            indexers: extra indexes, name -> function (merged when the informer is shared).
-            transform: applied to each object before it is stored (e.g.
-                :func:`~aioinformer.drop_managed_fields`); returning None drops the object.
-            label_selector: a server-side label selector (``"app=web,tier!=db"``).
-            field_selector: a server-side field selector (``"spec.nodeName=node-1"``).
-            metadata_only: cache PartialObjectMetadata only.
-            streaming_list: sync with a streaming list (WatchList) instead of a list.
-            compact: keep the objects' bodies compressed with a dictionary trained on the
-                first objects (for huge caches: a fraction of the memory, a decompression
-                per body access; default: the factory's).
         """
+        namespace = options.get("namespace", FACTORY_NAMESPACE)
+        compact = options.get("compact")
         spec = InformerSpec(
             group_version=group_version,
             plural=plural,
             namespace=self.namespace if namespace is FACTORY_NAMESPACE else namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            metadata_only=metadata_only,
-            transform=transform,
-            streaming_list=streaming_list,
+            label_selector=options.get("label_selector"),
+            field_selector=options.get("field_selector"),
+            metadata_only=options.get("metadata_only", False),
+            transform=options.get("transform"),
+            streaming_list=options.get("streaming_list", False),
             compact=self.compact if compact is None else compact,
         )
-        return self.informer_for(spec, indexers)
+        return self.informer_for(spec, options.get("indexers"))
 
     def informer_for(
         self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None = None

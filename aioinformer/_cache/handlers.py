@@ -424,7 +424,7 @@ class Subscription:
 
 
 class ChangeStream:
-    """``async for change in dispatcher.changes(): ...``: a subscription read as a stream.
+    """``async for change in informer.changes(): ...``: a subscription read as a stream.
 
     Yields :class:`Change` objects (merged ones when coalescing). A change counts as
     handled when the consumer asks for the next. Iteration ends when the stream or the

@@ -29,7 +29,7 @@ Contracts:
   yet published has been waiting (0 when caught up), by the informer's ``clock``. With
   ``staleness_bound`` set, the reads that await freshness (``wait_for_rv``, ``wait_fresh``
   and every ``query``, with or without ``min_rv``) also wait while the staleness exceeds
-  the bound; ``snapshot()`` and ``read()`` never wait.
+  the bound; ``snapshot()`` never waits.
 * Handlers run in their own tasks (see :mod:`~aioinformer._cache.handlers`): a slow async
   handler delays only itself (a blocking sync one blocks the loop). Each change reaches
   each subscriber exactly once, in order: every batch's changes are handed over tagged
@@ -89,7 +89,8 @@ __all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
 log = logs.logger("aioinformer.informer")
 
 Pipeline: TypeAlias = Literal["thread", "loop"]
-"""Where an informer's watcher and writer run: a thread of their own, or the caller's loop."""
+"""Where an informer's watcher and writer run: its factory's pipeline thread, or the
+caller's loop."""
 PIPELINES: tuple[Pipeline, ...] = ("thread", "loop")
 
 
@@ -149,7 +150,8 @@ class InformerStatistics:
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
     pipeline: Pipeline = "loop"
-    """Where the watcher and the writer run: "thread" (their own) or "loop" (the caller's)."""
+    """Where the watcher and the writer run: "thread" (the factory's pipeline thread) or
+    "loop" (the caller's)."""
 
 
 def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:

@@ -51,7 +51,8 @@ class ProcessSettings:
     * **The loop watchdog** (a manager only): a daemon thread named
       ``aioinformer-loop-watchdog``, while the manager runs, that logs a WARNING naming the
       task that blocks the event loop for longer than ``blocked_loop_threshold`` (and fails
-      ``/healthz`` meanwhile). Not optional; it wakes every 0.1 s to read a timestamp.
+      ``/healthz`` meanwhile); it wakes every 0.1 s to read a timestamp. Off:
+      ``Manager(blocked_loop_threshold=None)``.
     """
 
     switch_interval: float | None = DEFAULT_SWITCH_INTERVAL

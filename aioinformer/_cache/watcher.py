@@ -428,7 +428,7 @@ class Watcher:
             self._task.cancel()
 
     async def run(self) -> None:
-        """List and watch until cancelled, :meth:`stop` ped or the FIFO is closed."""
+        """List and watch until cancelled, stopped (:meth:`stop`) or the FIFO is closed."""
         task = asyncio.current_task()
         if self._task is not None or task is None:
             raise RuntimeError(f"watcher {self.name} can run only once, in a task")

@@ -183,7 +183,7 @@ TOP_COLUMNS = (
     Column("synced"),
     Column("objects"),
     Column("RV", priority=3),
-    Column("events/s", priority=2, short="ev/s"),
+    Column("deltas/s", priority=2, short="d/s"),
     Column("FIFO", priority=1),
     Column("peak", priority=4),
     Column("staleness", short="stale"),

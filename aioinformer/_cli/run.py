@@ -83,8 +83,9 @@ def add_run_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                    help="port of /metrics, /healthz, /readyz; 0 for any free port")  # fmt: skip
     g.add_argument("--metrics-host", default="0.0.0.0", metavar="ADDRESS",
                    help="address the metrics port binds")  # fmt: skip
-    g.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="how long running reconciles may take to end on SIGTERM")  # fmt: skip
+    g.add_argument("--shutdown-timeout", type=float, default=None, metavar="SECONDS",
+                   help="how long running reconciles may take to end on SIGTERM (default: "
+                        "each controller's ControllerOptions.shutdown_timeout, 30 s)")  # fmt: skip
     g.add_argument("--log-format", choices=("text", "json"), default="text",
                    help="log lines as text or JSON")  # fmt: skip
     g.add_argument("--log-level", default="INFO", metavar="LEVEL",
@@ -206,8 +207,10 @@ async def _main(args: argparse.Namespace) -> int:
             api, args, metrics_port=args.metrics_port, metrics_host=args.metrics_host
         )
         await build_manager(build, manager)
-        for ctl in manager.controllers:
-            ctl.options = dataclasses.replace(ctl.options, shutdown_timeout=args.shutdown_timeout)
+        if args.shutdown_timeout is not None:  # (given: it overrides every controller's)
+            for ctl in manager.controllers:
+                options = ctl.options
+                ctl.options = dataclasses.replace(options, shutdown_timeout=args.shutdown_timeout)
         await manager.run()
     return 0
 

@@ -26,9 +26,10 @@ Contracts:
   API group are the primary's (the kind discovered from the server unless given), in the
   dependent's namespace. With a namespaced primary informer, keys of other namespaces are
   ignored (controllers of one kind can split the namespaces and share owned informers).
-* :meth:`Controller.stop` returns within its timeout whatever the reconciles do: they may
-  finish until shortly before it, then they are cancelled, and one that ignores its
-  cancellation is abandoned (its writes through the manager's client are fenced).
+* Stopping (cancelling :meth:`Controller.run`) ends within ``shutdown_timeout`` whatever
+  the reconciles do: they may finish until shortly before it, then they are cancelled, and
+  one that ignores its cancellation is abandoned (its writes through the manager's client
+  are fenced).
 """
 
 from __future__ import annotations

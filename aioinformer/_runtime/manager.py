@@ -15,9 +15,10 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
 
 * right before each reconcile starts, and right before each write of :attr:`Manager.client`
   (a frozen-then-resumed replica cannot write: its clock moved on);
-* losing a Lease cancels the running reconciles of its keys at once (checked every 0.1 s
-  and whenever the elector notices), a shard handed over to another replica has its
-  reconciles cancelled before its Lease is released;
+* losing a Lease cancels the running reconciles of its keys at once: the elector sets
+  ``leadership_lost`` (and the shard manager calls ``on_change``) the moment a renewal
+  misses its deadline or finds the Lease taken, with no polling; a shard handed over to
+  another replica has its reconciles cancelled before its Lease is released;
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
 """
@@ -29,9 +30,9 @@ import contextlib
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from aioinformer._cache.factory import InformerFactory
+from aioinformer._cache.factory import InformerFactory, InformerOptions
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.process import ProcessSettings
 from aioinformer._cache.watcher import WatchOptions
@@ -64,27 +65,6 @@ __all__ = ["LeaderElection", "Manager", "Sharding", "run"]
 log = logs.logger("aioinformer.manager")
 
 T = TypeVar("T")
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-class _FactoryMethod(Generic[P, R]):
-    """A method of the manager's factory, as the manager's own: ``manager.informer`` is
-    ``manager.factory.informer`` (one declaration of its options, checked by mypy)."""
-
-    def __init__(self, method: Callable[Concatenate[InformerFactory, P], R]) -> None:
-        self._name = method.__name__
-        self.__doc__ = method.__doc__
-
-    @overload
-    def __get__(self, manager: None, owner: type[Manager]) -> Self: ...
-    @overload
-    def __get__(self, manager: Manager, owner: type[Manager]) -> Callable[P, R]: ...
-    def __get__(self, manager: Manager | None, owner: type[Manager]) -> Self | Callable[P, R]:
-        if manager is None:
-            return self
-        method: Callable[P, R] = getattr(manager.factory, self._name)
-        return method
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +128,8 @@ class Manager(Service):
         discovery_timeout: seconds :meth:`run` waits for a resource that is not served
             yet (a CRD just created) before it gives up.
         blocked_loop_threshold: seconds the event loop may be blocked before a WARNING
-            names the task that blocks it (and ``/healthz`` fails while it lasts).
+            names the task that blocks it (and ``/healthz`` fails while it lasts); the
+            watchdog is a thread of the manager's. None: no watchdog (no thread).
         clock: the informers' clock.
         pipeline: where the informers' watchers and writers run: "thread" (one thread
             for all of them, the default) or "loop" (see
@@ -173,7 +154,7 @@ class Manager(Service):
         cache_sync_timeout: float | None = 120.0,
         field_manager: str = "aioinformer",
         discovery_timeout: float = 10.0,
-        blocked_loop_threshold: float = 1.0,
+        blocked_loop_threshold: float | None = 1.0,
         clock: Callable[[], float] = time.monotonic,
         pipeline: Pipeline = "thread",
         compact: bool = False,
@@ -206,7 +187,11 @@ class Manager(Service):
         :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client."""
         self.metrics = Metrics()
         self.metrics.add_informer_source(lambda: [i.statistics() for i in self.factory.informers])
-        self.watchdog = LoopWatchdog(threshold=blocked_loop_threshold)
+        self.watchdog: LoopWatchdog | None = (
+            LoopWatchdog(threshold=blocked_loop_threshold)
+            if blocked_loop_threshold is not None
+            else None
+        )
         """Warns (naming the task) when the event loop is blocked, while :meth:`run` runs."""
         self.health = Health()
         """``/healthz`` and ``/readyz`` on the metrics port: add checks with
@@ -232,10 +217,18 @@ class Manager(Service):
         self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
         """What :meth:`require_permission` declared: (group, resource, verbs, namespace)."""
 
-    informer = _FactoryMethod(InformerFactory.informer)
-    """``manager.informer(group_version, plural, **options)`` is the manager's factory's
-    :meth:`~aioinformer.InformerFactory.informer`: the same options (one declaration), a
-    shared informer the manager starts."""
+    def informer(
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
+    ) -> Informer:
+        """A shared informer of the manager's factory (:meth:`InformerFactory.informer
+        <aioinformer.InformerFactory.informer>`, the same :class:`~aioinformer.InformerOptions`),
+        started by the manager.
+
+        Args:
+            group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
+            plural: the resource's plural name (``"pods"``).
+        """
+        return self.factory.informer(group_version, plural, **options)
 
     def controller(
         self,
@@ -328,8 +321,9 @@ class Manager(Service):
                     stack.push_async_callback(runner.cleanup)
                     log.info("serving /metrics, /healthz, /readyz on %s:%d", self.metrics_host,
                              self.bound_metrics_port)  # fmt: skip
-                self.watchdog.start()
-                stack.callback(self.watchdog.stop)
+                if self.watchdog is not None:
+                    self.watchdog.start()
+                    stack.callback(self.watchdog.stop)
                 await self.resolve()
                 await stack.enter_async_context(self.factory)
                 await self.factory.wait_for_sync(self.cache_sync_timeout)
@@ -363,8 +357,9 @@ class Manager(Service):
     # -- health ----------------------------------------------------------------------------------
 
     def _loop_check(self) -> str | None:
-        if self.watchdog.blocked_since is not None:
-            return f"the event loop is blocked ({self.watchdog.lag:.1f} s)"
+        watchdog = self.watchdog
+        if watchdog is not None and watchdog.blocked_since is not None:
+            return f"the event loop is blocked ({watchdog.lag:.1f} s)"
         return None
 
     def _informers_check(self) -> str | None:
