@@ -83,6 +83,7 @@ from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
+from aioinformer._core.service import Service
 
 __all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
 
@@ -187,11 +188,12 @@ class _Rate:
         return total / self._window
 
 
-class Informer:
+class Informer(Service):
     """A shared, indexed, freshness-aware cache of one resource.
 
     Create it through :meth:`aioinformer.InformerFactory.informer` (the factory runs it);
-    the parameters below are what the factory passes.
+    the parameters below are what the factory passes. Alone, run it with ``await
+    informer.run()`` (until cancelled) or ``async with informer:``.
 
     Args:
         list_watch: lists and watches the resource (the factory's ``ListWatch``).
@@ -304,6 +306,9 @@ class Informer:
     def __repr__(self) -> str:
         return f"<Informer {self.name} rv={self._reader.resource_version}>"
 
+    def _service_name(self) -> str:
+        return f"informer-{self.name}"
+
     @property
     def namespace(self) -> str | None:
         """The namespace this informer watches; None when it watches all namespaces (or
@@ -348,20 +353,26 @@ class Informer:
     async def run(self) -> None:
         """Run the pipeline on its host until cancelled: the watcher lists and watches into
         the FIFO, the one writer applies what it queued and publishes. Returns (or raises)
-        only once the pipeline has ended, wherever it ran."""
+        only once the pipeline has ended, wherever it ran. ``async with informer:`` runs it
+        in a task of its own (entered once started, not synced). An informer runs once."""
         if self._running or self._closed:
             raise ConfigError(f"informer {self.name} runs once")
+        self._begin()
         self._running = True
-        for name, fn in self._pending_indexers.items():
-            await self._writer.add_indexer(name, fn)
-        self._pending_indexers.clear()
         try:
+            for name, fn in self._pending_indexers.items():
+                await self._writer.add_indexer(name, fn)
+            self._pending_indexers.clear()
+            self._ready()
             await self._host.run(self._main, name=self.name)
         finally:
             self._closed = True
             self._fifo.close()
             self._deliver()
-            await self._dispatcher.aclose()
+            try:
+                await self._dispatcher.aclose()
+            finally:
+                self._end()
 
     async def _main(self) -> None:
         """The data flow, on the host: watch -> FIFO -> writer -> publish."""
