@@ -62,6 +62,9 @@ ORPHAN_CHECK = 1.0
 THREAD_PREFIX = "aioinformer-pipeline-"
 """How every pipeline thread's name starts."""
 
+RESOLVER_THREADS = 2
+"""Threads of the pipeline loop's default executor (aiohttp resolves host names there)."""
+
 MAX_SKIPPED_POLLS = 64
 """While callbacks are ready, the pipeline loop skips this many zero-timeout polls in a
 row at most before it polls for I/O anyway."""
@@ -267,6 +270,11 @@ class ThreadHost:
         self._caller = asyncio.get_running_loop()
         self._ended = self._caller.create_future()
         loop = self._loop = _loop_like(self._caller)
+        # its default executor only resolves host names for new connections: two threads
+        # at most, named for the pipeline (asyncio's default grows to cpu_count + 4)
+        loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(RESOLVER_THREADS, f"{self.name}-resolver")
+        )
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         SWITCH.enter(self.process.switch_interval)
         try:
