@@ -65,6 +65,9 @@ THREAD_PREFIX = "aioinformer-pipeline-"
 RESOLVER_THREADS = 2
 """Threads of the pipeline loop's default executor (aiohttp resolves host names there)."""
 
+RESOLVER_PREFIX = "aioinformer-resolver-"
+"""How the names of those threads start (then the factory's id, as the pipeline thread's)."""
+
 MAX_SKIPPED_POLLS = 64
 """While callbacks are ready, the pipeline loop skips this many zero-timeout polls in a
 row at most before it polls for I/O anyway."""
@@ -271,9 +274,11 @@ class ThreadHost:
         self._ended = self._caller.create_future()
         loop = self._loop = _loop_like(self._caller)
         # its default executor only resolves host names for new connections: two threads
-        # at most, named for the pipeline (asyncio's default grows to cpu_count + 4)
+        # at most, named after the pipeline's (asyncio's default grows to cpu_count + 4)
         loop.set_default_executor(
-            concurrent.futures.ThreadPoolExecutor(RESOLVER_THREADS, f"{self.name}-resolver")
+            concurrent.futures.ThreadPoolExecutor(
+                RESOLVER_THREADS, self.name.replace(THREAD_PREFIX, RESOLVER_PREFIX)
+            )
         )
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
         SWITCH.enter(self.process.switch_interval)
