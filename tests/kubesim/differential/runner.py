@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -187,16 +188,32 @@ def made(run: Run, method: str, path: str, got: Answer) -> None:
 
 
 async def crd_served(run: Run, crd: dict[str, Any]) -> None:
-    """Wait (bounded) until every version of ``crd`` is listed."""
+    """Wait (bounded) until every version of ``crd`` is listed and its discovery document
+    names the kind (a real server publishes discovery a moment after it serves the kind)."""
     spec = crd["spec"]
+    plural = spec["names"]["plural"]
+    for version in spec["versions"]:
+        group_version = f"/apis/{spec['group']}/{version['name']}"
+        await _until_ok(run, f"{group_version}/{plural}", lambda body: True)
+        await _until_ok(
+            run,
+            group_version,
+            lambda body: plural in {r.get("name") for r in body.get("resources", [])},
+        )
+
+
+async def _until_ok(run: Run, path: str, good: Callable[[dict[str, Any]], bool]) -> None:
+    """Poll ``path`` until it answers 200 with a body ``good`` accepts, for at most
+    :data:`CRD_TIMEOUT` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CRD_TIMEOUT
-    for version in spec["versions"]:
-        path = f"/apis/{spec['group']}/{version['name']}/{spec['names']['plural']}"
-        while (await request(run.http, "GET", path, {}, None, {})).status != 200:
-            if loop.time() > deadline:
-                raise AssertionError(f"prepare: {path} not served after {CRD_TIMEOUT}s")
-            await asyncio.sleep(0.05)
+    while True:
+        got = await request(run.http, "GET", path, {}, None, {})
+        if got.status == 200 and isinstance(got.body, dict) and good(got.body):
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"prepare: {path} not served after {CRD_TIMEOUT}s")
+        await asyncio.sleep(0.05)
 
 
 # -- the exchanges --------------------------------------------------------------------------

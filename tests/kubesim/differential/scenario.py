@@ -223,21 +223,43 @@ class Scenario:
                 out.add(ns)
         return out
 
+    def sent(self) -> list[dict[str, Any]]:
+        """Every exchange it sends: its preparation's (each as the request it makes,
+        without a recorded response) and its own."""
+        out: list[dict[str, Any]] = []
+        for prep in self.prepare:
+            if isinstance(prep, SetupOf):
+                setup = transcript(prep.recording).get("setup", [])
+                out.extend(ex for ex in setup if prep.wants(ex))
+                continue
+            if isinstance(prep, Namespace):
+                path, body = NAMESPACES, {"metadata": {"name": prep.name}}
+            elif isinstance(prep, ItemsOf):
+                path, body = prep.collection, None
+            else:
+                path, body = prep.collection, prep.body
+            out.append({"request": {"method": "POST", "path": path, "body": body}})
+        return out + self.exchanges()
+
     def namespaces_made(self) -> set[str]:
         """The namespaces its preparation and its own exchanges create."""
-        made = {prep.name for prep in self.prepare if isinstance(prep, Namespace)}
-        sent = list(self.exchanges())
-        for prep in self.prepare:
-            if isinstance(prep, Create) and prep.collection == NAMESPACES:
-                made.add(prep.body["metadata"]["name"])
-            elif isinstance(prep, SetupOf):
-                setup = transcript(prep.recording).get("setup", [])
-                sent.extend(ex for ex in setup if prep.wants(ex))
-        for ex in sent:
-            req = ex["request"]
-            if req["method"] == "POST" and req["path"] == NAMESPACES:
-                made.add(req["body"]["metadata"]["name"])
-        return made
+        return {
+            req["body"]["metadata"]["name"]
+            for req in (ex["request"] for ex in self.sent())
+            if req["method"] == "POST"
+            and req["path"] == NAMESPACES
+            and isinstance(req.get("body"), dict)
+        }
+
+    def creates_pods(self) -> bool:
+        """Whether it creates pods, or tries to (dry runs, invalid pods: admission comes
+        first), in a namespace that exists."""
+        return any(
+            ex["request"]["method"] == "POST"
+            and ex["request"]["path"].endswith("/pods")
+            and not _namespace_missing(ex, namespace_of(ex["request"]["path"]) or "")
+            for ex in self.sent()
+        )
 
     def normalise(self, label: str, doc: Any) -> Any:
         """``doc`` with this scenario's masks for exchange ``label`` applied."""
@@ -267,6 +289,8 @@ def label_of(exchange: dict[str, Any]) -> str:
 
 def _namespace_missing(exchange: dict[str, Any], namespace: str) -> bool:
     """Whether the recorded answer is namespace ``namespace``'s NotFound."""
+    if "response" not in exchange:
+        return False
     body = exchange["response"].get("body")
     details = body.get("details") if isinstance(body, dict) else None
     return (

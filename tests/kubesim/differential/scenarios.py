@@ -73,10 +73,9 @@ WATCHLIST_GATE_ON = Need(
 WATCHLIST_GATE_OFF = Need(
     "watch_list", False, "the recording server had the WatchList feature gate off (on from 1.32)"
 )
-#: The first batch's pods in tx01 (and the like), made again as recorded: bound to nodes
-#: no kubelet runs, with no service account; a scheduler, pod GC or the admission plugin
-#: would change them.
-FIRST_BATCH_PODS = (NO_CONTROLLERS, NO_SA_ADMISSION)
+#: Pods made as recorded: without a service account, bound by no scheduler, run by no
+#: kubelet, never collected.
+PODS = (NO_CONTROLLERS, NO_SA_ADMISSION)
 
 
 def pods_before_watch(recording: str, namespace: str) -> tuple[Prep, ...]:
@@ -107,7 +106,7 @@ POLL = "a poll of the recorder: how often it ran is the server's timing"
 
 SCENARIOS: list[Scenario] = [
     # -- lists and their errors -----------------------------------------------------------
-    Scenario("01", prepare=TX01_PODS, needs=FIRST_BATCH_PODS),
+    Scenario("01", prepare=TX01_PODS, needs=PODS),
     Scenario(
         "02",
         prepare=(
@@ -117,10 +116,10 @@ SCENARIOS: list[Scenario] = [
             ItemsOf("02", "/api/v1/namespaces/tx02/pods", exchange="page 3"),
         ),
         masks=(Mask("metadata.continue", "a continue token holds its server's revision"),),
-        needs=FIRST_BATCH_PODS,
+        needs=PODS,
     ),
-    Scenario("04a", prepare=(Namespace("tx01"), ItemsOf("04a", TX01)), needs=FIRST_BATCH_PODS),
-    Scenario("04e", prepare=TX01_PODS, needs=FIRST_BATCH_PODS),
+    Scenario("04a", prepare=(Namespace("tx01"), ItemsOf("04a", TX01)), needs=PODS),
+    Scenario("04e", prepare=TX01_PODS, needs=PODS),
     Scenario("04f", prepare=IN_TX01),
     Scenario("05a", prepare=IN_TX01, masks=(rv_in_message(),)),
     Scenario("05b", prepare=IN_TX01, masks=(rv_in_message(),)),
@@ -134,40 +133,40 @@ SCENARIOS: list[Scenario] = [
     Scenario(
         "06",
         prepare=(Namespace("tx06-other"), *pods_before_watch("06", "tx06")),
-        needs=FIRST_BATCH_PODS,
+        needs=PODS,
     ),
     Scenario(
         "10a",
         prepare=pods_before_watch("10a", "tx10"),
-        needs=FIRST_BATCH_PODS,
+        needs=PODS,
     ),
     Scenario(
         "12",
         prepare=pods_before_watch("12", "tx12"),
         masks=(Mask("message", "the stored RV is the server's", pattern=r"(?<=in record \()\d+"),),
-        needs=(NO_CONTROLLERS,),
+        needs=PODS,
     ),
     *(
         Scenario(
             rec,
             prepare=(Namespace("tx01"), ItemsOf(rec, TX01, first=initial)),
             unordered_initial=initial,
-            needs=FIRST_BATCH_PODS if rec < "07c" else (WATCHLIST_GATE_ON,),
+            needs=PODS if rec < "07c" else (*PODS, WATCHLIST_GATE_ON),
         )
         for rec, initial in (("07a", 3), ("07b", 4), ("07c", 5), ("07d", 6), ("09a", 7), ("09c", 7))
     ),
     # -- error Status bodies --------------------------------------------------------------
-    Scenario("11a", prepare=TX01_PODS, needs=FIRST_BATCH_PODS),
-    Scenario("11b", prepare=TX01_PODS, needs=FIRST_BATCH_PODS),
+    Scenario("11a", prepare=TX01_PODS, needs=PODS),
+    Scenario("11b", prepare=TX01_PODS, needs=PODS),
     Scenario("11c", prepare=IN_TX01),
     Scenario("11d", prepare=IN_TX01),
-    Scenario("11e", prepare=IN_TX01),
+    Scenario("11e", prepare=IN_TX01, needs=PODS),
     Scenario("11f", prepare=IN_TX01),
     Scenario("11g", prepare=IN_TX01),
     Scenario("11h", prepare=IN_TX01),
     Scenario("11i"),
     Scenario("11j", prepare=IN_TX01),
-    Scenario("11k", prepare=TX01_PODS, needs=FIRST_BATCH_PODS),
+    Scenario("11k", prepare=TX01_PODS, needs=PODS),
     Scenario("11l", prepare=IN_TX01),
     # -- CRDs, Leases, discovery ----------------------------------------------------------
     Scenario("13a"),
@@ -201,42 +200,47 @@ SCENARIOS: list[Scenario] = [
     Scenario("15c"),
     Scenario("16g", prepare=IN_TX01),
     # -- tables ---------------------------------------------------------------------------
-    Scenario("24a", prepare=(PODSET_CRD, RECPODSET_CRD), masks=(AGE,)),
-    Scenario("24b", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
-    Scenario("24c", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
-    Scenario("24d", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,)),
+    Scenario("24a", prepare=(PODSET_CRD, RECPODSET_CRD), masks=(AGE,), needs=PODS),
+    Scenario("24b", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,), needs=PODS),
+    Scenario("24c", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,), needs=PODS),
+    Scenario("24d", prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")), masks=(AGE,), needs=PODS),
     Scenario(
         "24e",
         prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")),
         leave_out={"LIST podsets": SHARED_SERVER_STATE},
         masks=(AGE,),
+        needs=PODS,
     ),
     # -- events, OpenAPI, protobuf --------------------------------------------------------
     Scenario(
         "26a",
         prepare=(SetupOf("18a", labels=("create namespace",)),),
+        needs=PODS,
     ),
     Scenario("27a"),
     Scenario(
         "28a",
         prepare=(PODSET_CRD, RECPODSET_CRD, SetupOf("24a")),
+        needs=PODS,
     ),
     # -- dry run, deletion, finalizers, namespaces ----------------------------------------
-    Scenario("17a", needs=(NO_CONTROLLERS,)),
+    Scenario("17a", needs=PODS),
     Scenario(
         "17b",
         prepare=(SetupOf("17a"),),
-        needs=(NO_SA_ADMISSION,),
+        needs=PODS,
     ),
-    Scenario("18a", prepare=(PODSET_CRD,), masks=allocated_ips(), needs=(NO_SA_ADMISSION,)),
-    Scenario("18b", prepare=(PODSET_CRD, SetupOf("18a")), needs=(NO_SA_ADMISSION,)),
+    Scenario("18a", prepare=(PODSET_CRD,), masks=allocated_ips(), needs=PODS),
+    Scenario("18b", prepare=(PODSET_CRD, SetupOf("18a")), needs=PODS),
     Scenario(
         "18c", prepare=(SetupOf("18a", labels=("create namespace",)),), needs=(NO_CONTROLLERS,)
     ),
-    Scenario("19a", needs=(NO_CONTROLLERS,)),
+    Scenario("19a", needs=PODS),
     Scenario("20a", needs=(NO_CONTROLLERS,)),
     Scenario(
-        "20b", prepare=(SetupOf("20a", labels=("create namespace",)),), needs=(NO_CONTROLLERS,)
+        "20b",
+        prepare=(SetupOf("20a", labels=("create namespace",)),),
+        needs=PODS,
     ),
     Scenario("21a", prepare=(PODSET_CRD,), needs=(NO_CONTROLLERS,)),
     # -- server-side apply ----------------------------------------------------------------

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tests.kubesim.differential.runner import Run, replay
 from tests.kubesim.differential.scenario import Scenario
-from tests.kubesim.differential.scenarios import SCENARIOS
+from tests.kubesim.differential.scenarios import PODS, SCENARIOS
 from tests.kubesim.differential.targets import Target
 from tests.kubesim.replay import Replayer
 
@@ -28,3 +28,11 @@ def test_every_scenario_makes_the_namespaces_it_sends_requests_into() -> None:
         if s.namespaces_named() - s.namespaces_made()
     }
     assert missing == {}
+
+
+def test_every_scenario_that_creates_pods_needs_what_the_recordings_pods_had() -> None:
+    """The recordings' pods were admitted without a service account and left alone (no
+    scheduler, kubelet or pod GC): where the ServiceAccount admission plugin or the
+    controllers run, a pod is changed (or refused, in a namespace no controller gave a
+    ``default`` ServiceAccount), so such a scenario is skipped there."""
+    assert [s.name for s in SCENARIOS if s.creates_pods() and not set(PODS) <= set(s.needs)] == []
