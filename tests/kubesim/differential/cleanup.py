@@ -26,6 +26,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -92,7 +93,7 @@ async def restore(
         async with http.delete(path) as r:
             assert r.status in (200, 202, 404), f"DELETE {path}: {r.status}"
     for path in objects:
-        await _until(deadline, timeout, path, lambda p=path: _gone(http, p))
+        await _until(deadline, timeout, path, partial(_gone, http, path))
     left: list[str] = []
 
     async def as_found() -> bool:
