@@ -22,15 +22,21 @@ How it fits together, for the next engineer:
 * ``targets.py`` and ``conftest.py``: the ``target`` fixture runs every scenario on a
   fresh KubeSim (no controllers, the recording's WatchList gate; 127.0.0.1) and on the
   cluster ``$AIOINFORMER_TEST_KUBECONFIG`` names (kubeconfig read by kubernetes_asyncio's
-  loader: server, CA or client certificate, token). On a cluster, a scenario that needs the
-  recording server's configuration (``cluster_skip``) or another user's credentials is
-  skipped with that reason, and each scenario's namespaces are deleted afterwards.
+  loader: server, CA or client certificate, token). On a cluster, a scenario that needs
+  another user's credentials, or settings of the recording's server (``needs``: no
+  controllers, the ServiceAccount admission plugin off, a WatchList gate setting) that
+  ``settings.py`` finds the cluster does not have, is skipped with that reason.
   Credentials never appear in a failure message (:meth:`~.targets.Target.redact`).
+* ``cleanup.py``: a cluster is left as each scenario found it, so scenarios run in any
+  order, on a bare kube-apiserver + etcd (no namespace controller: the harness empties
+  and finalizes the namespaces itself) or a full cluster; what a scenario leaves behind
+  fails it. Each scenario prepares the namespaces its requests go to (a test checks it).
 * Where KubeSim answers differently from the recording, fix KubeSim; if that is not small,
   set ``kubesim_differs`` to what differs: the scenario is then a strict expected failure
   on KubeSim (fixing KubeSim turns it into an error until the mark goes).
 
 Point it at a cluster: ``AIOINFORMER_TEST_KUBECONFIG=~/kind.kubeconfig pytest
-tests/kubesim/differential -rs`` (a disposable cluster: the scenarios create and delete
-namespaces such as ``rec-ssa-a``).
+tests/kubesim/differential -rs`` (a disposable cluster or a bare kube-apiserver v1.28.0 +
+etcd: the scenarios create and delete namespaces such as ``rec-ssa-a``, two CRDs and a
+Node).
 """

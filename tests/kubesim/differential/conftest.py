@@ -24,13 +24,14 @@ TARGETS = ("kubesim", "cluster")
 
 
 def cluster_skip(scenario: Scenario) -> str | None:
-    """Why ``scenario`` cannot run on the configured cluster, if it cannot."""
+    """Why ``scenario`` cannot run on the configured cluster, if that is known before
+    asking the cluster (whether its settings are the recording server's is asked then)."""
     if cluster_kubeconfig() is None:
         return NOT_SET
     if scenario.users():
         users = ", ".join(sorted(scenario.users()))
         return f"needs the recording's other identities ({users}), which the kubeconfig lacks"
-    return scenario.cluster_skip
+    return None
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -50,11 +51,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture
 async def target(request: pytest.FixtureRequest, scenario: Scenario) -> AsyncIterator[Target]:
-    """A fresh KubeSim configured as the recording's server, or the configured cluster."""
+    """A fresh KubeSim configured as the recording's server, or the configured cluster
+    (the scenario skipped, saying which, where the cluster's settings are not those of the
+    recording's server that the answers depend on)."""
     if request.param == "kubesim":
         async with KubeSim(**kubesim_options(scenario.record)) as sim:
             yield KubeSimTarget(sim)
         return
     kubeconfig = cluster_kubeconfig()
     assert kubeconfig is not None
-    yield ClusterTarget(await connection_from_kubeconfig(kubeconfig))
+    cluster = ClusterTarget(await connection_from_kubeconfig(kubeconfig))
+    if scenario.needs and (why := (await cluster.settings()).unmet(scenario.needs)):
+        pytest.skip(why)
+    yield cluster

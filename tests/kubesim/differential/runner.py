@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import difflib
 import json
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ import orjson
 import yaml
 
 from tests.kubesim.differential import protobuf
+from tests.kubesim.differential.cleanup import NAMESPACES, namespace_of
 from tests.kubesim.differential.scenario import (
     ItemsOf,
     Namespace,
@@ -32,8 +33,6 @@ from tests.support import transcript
 
 #: A failure shows at most this many diff lines.
 DIFF_LINES = 40
-#: A namespaced collection at the start of a path: ``/api/v1/namespaces/<ns>/<plural>``.
-_COLLECTION = re.compile(r"^/apis?/(?:[^/]+/)?[^/]+/namespaces/[^/]+/[^/]+")
 #: Bounded waits for a CRD to be served (a real server takes ~0.1-1 s).
 CRD_TIMEOUT = 30.0
 
@@ -46,7 +45,8 @@ class Run:
     target: Target
     http: aiohttp.ClientSession
     replayer: Replayer
-    #: what it created that outlives it on a cluster: namespaces, cluster-scoped objects
+    #: what it may have made that outlives it on a cluster (:func:`made`): the paths of
+    #: namespaces and cluster-scoped objects
     made: list[str] = field(default_factory=list)
     compared: int = 0
 
@@ -83,17 +83,19 @@ def body_diff(want: Any, got: Any) -> str:
 async def prepare(run: Run, prep: Prep) -> None:
     if isinstance(prep, Namespace):
         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": prep.name}}
-        await create(run, "/api/v1/namespaces", body)
+        await create(run, NAMESPACES, body)
     elif isinstance(prep, SetupOf):
         for ex in transcript(prep.recording).get("setup", []):
-            if not prep.labels or label_of(ex).startswith(prep.labels):
+            if prep.wants(ex):
                 await setup_exchange(run, ex)
     elif isinstance(prep, ItemsOf):
         items = listed_items(find(prep.recording, prep.exchange)["response"])
         for item in items[: prep.first]:
             if prep.namespace and item["metadata"].get("namespace") != prep.namespace:
                 continue
-            await create(run, prep.collection, creatable(item))
+            got = await create(run, prep.collection, creatable(item))
+            if uid := item["metadata"].get("uid"):  # a later request may name it
+                run.replayer.uids.setdefault(uid, got.body["metadata"]["uid"])
             if prep.status and item.get("status"):
                 name = item["metadata"]["name"]
                 patch = orjson.dumps({"status": item["status"]})
@@ -130,7 +132,9 @@ def creatable(item: dict[str, Any]) -> dict[str, Any]:
     return {**body, "metadata": meta}
 
 
-async def create(run: Run, collection: str, body: dict[str, Any]) -> None:
+async def create(run: Run, collection: str, body: dict[str, Any]) -> Answer:
+    """POST ``body`` to ``collection``, expected to succeed; a CRD is waited for until it
+    is served."""
     data = orjson.dumps(body)
     got = await request(
         run.http, "POST", collection, {}, data, {"Content-Type": "application/json"}
@@ -141,6 +145,7 @@ async def create(run: Run, collection: str, body: dict[str, Any]) -> None:
     made(run, "POST", collection, got)
     if body.get("kind") == "CustomResourceDefinition":
         await crd_served(run, body)
+    return got
 
 
 async def setup_exchange(run: Run, ex: dict[str, Any], *, compared: bool = False) -> Answer:
@@ -164,34 +169,51 @@ async def setup_exchange(run: Run, ex: dict[str, Any], *, compared: bool = False
     return got
 
 
-def made(run: Run, method: str, collection: str, got: Answer) -> None:
-    """Note an object a POST created that outlives the scenario's namespaces (a
-    namespace, a CRD, a Node), so a cluster target can delete it afterwards, and the
-    namespaced collection a request went to (where a finalizer may hold an object)."""
-    if m := _COLLECTION.match(collection):
-        run.made.append(m.group(0))
-    if method != "POST" or got.status != 201 or not isinstance(got.body, dict):
+def made(run: Run, method: str, path: str, got: Answer) -> None:
+    """Note what a request may have made that outlives the scenario on a server that
+    outlives it: the namespace its path names (all it holds goes with it), or a
+    cluster-scoped object a write created (a namespace, a CRD, a Node)."""
+    if ns := namespace_of(path):
+        run.made.append(f"{NAMESPACES}/{ns}")
         return
-    if not got.body.get("metadata", {}).get("resourceVersion"):
-        return  # a dry run: nothing stored
-    if "/namespaces/" in collection or str(got.body.get("kind", "")).endswith("Review"):
-        return  # a namespace's content goes with it; a review is not stored
-    name = (got.body.get("metadata") or {}).get("name")
-    if name:
-        run.made.append(f"{collection}/{name}")
+    if got.status != 201 or not isinstance(got.body, dict):
+        return
+    meta = got.body.get("metadata") or {}
+    if not meta.get("resourceVersion") or str(got.body.get("kind", "")).endswith("Review"):
+        return  # a dry run or a review: nothing stored
+    if method == "POST" and meta.get("name"):
+        run.made.append(f"{path}/{meta['name']}")
+    elif method != "POST":
+        run.made.append(path)  # created by PUT or by an apply PATCH
 
 
 async def crd_served(run: Run, crd: dict[str, Any]) -> None:
-    """Wait (bounded) until every version of ``crd`` is listed."""
+    """Wait (bounded) until every version of ``crd`` is listed and its discovery document
+    names the kind (a real server publishes discovery a moment after it serves the kind)."""
     spec = crd["spec"]
+    plural = spec["names"]["plural"]
+    for version in spec["versions"]:
+        group_version = f"/apis/{spec['group']}/{version['name']}"
+        await _until_ok(run, f"{group_version}/{plural}", lambda body: True)
+        await _until_ok(
+            run,
+            group_version,
+            lambda body: plural in {r.get("name") for r in body.get("resources", [])},
+        )
+
+
+async def _until_ok(run: Run, path: str, good: Callable[[dict[str, Any]], bool]) -> None:
+    """Poll ``path`` until it answers 200 with a body ``good`` accepts, for at most
+    :data:`CRD_TIMEOUT` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + CRD_TIMEOUT
-    for version in spec["versions"]:
-        path = f"/apis/{spec['group']}/{version['name']}/{spec['names']['plural']}"
-        while (await request(run.http, "GET", path, {}, None, {})).status != 200:
-            if loop.time() > deadline:
-                raise AssertionError(f"prepare: {path} not served after {CRD_TIMEOUT}s")
-            await asyncio.sleep(0.05)
+    while True:
+        got = await request(run.http, "GET", path, {}, None, {})
+        if got.status == 200 and isinstance(got.body, dict) and good(got.body):
+            return
+        if loop.time() > deadline:
+            raise AssertionError(f"prepare: {path} not served after {CRD_TIMEOUT}s")
+        await asyncio.sleep(0.05)
 
 
 # -- the exchanges --------------------------------------------------------------------------

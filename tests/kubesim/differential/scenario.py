@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from tests.kubesim.differential.cleanup import NAMESPACES, namespace_of
+from tests.kubesim.differential.settings import Need
 from tests.support import CONFORMANCE, transcript
 
 
@@ -29,6 +31,10 @@ class SetupOf:
     recording: str
     labels: tuple[str, ...] = ()  #: only the setup exchanges whose label starts so ("": all)
 
+    def wants(self, exchange: dict[str, Any]) -> bool:
+        """Whether setup exchange ``exchange`` is one to send."""
+        return not self.labels or label_of(exchange).startswith(self.labels)
+
 
 @dataclass(frozen=True)
 class ItemsOf:
@@ -36,7 +42,8 @@ class ItemsOf:
     for the recording's main exchange, as :func:`find` takes it; for a watch, the objects
     of its initial ADDED events) in ``collection``: each item's name, labels,
     annotations, finalizers and spec (or data) as recorded, then its status through /status
-    when ``status`` is set and the recording shows one."""
+    when ``status`` is set and the recording shows one. A later request naming an item's
+    recorded uid names the created one's."""
 
     recording: str
     collection: str
@@ -129,9 +136,9 @@ class Scenario:
     with the recorded one after :func:`masked` and ``masks``.
 
     ``kubesim_differs`` names what KubeSim answers differently (the scenario is then an
-    expected failure on KubeSim, strictly: fixing KubeSim must remove it); ``cluster_skip``
-    why it cannot run on an arbitrary cluster (a server configuration the recording had:
-    no controllers, an admission plugin off, a feature gate). A recorded watch's events
+    expected failure on KubeSim, strictly: fixing KubeSim must remove it); ``needs`` the
+    settings of the recording's server its answers depend on (no controllers, an admission
+    plugin off, a feature gate: a cluster that differs skips it). A recorded watch's events
     (types and masked objects, bookmarks left out: their timing is the server's) are
     compared with what the watch gets during the writes."""
 
@@ -140,7 +147,7 @@ class Scenario:
     leave_out: dict[str, str] = field(default_factory=dict)
     masks: tuple[Mask, ...] = ()
     kubesim_differs: str | None = None
-    cluster_skip: str | None = None
+    needs: tuple[Need, ...] = ()
     #: the watch's first N events are initial ADDED events in no particular order (RV=0,
     #: sendInitialEvents): compared in name order
     unordered_initial: int = 0
@@ -206,6 +213,54 @@ class Scenario:
                 return rebuild(exchange)
         return None
 
+    def namespaces_named(self) -> set[str]:
+        """The namespaces its exchanges (those not left out) send requests into, except
+        where the recorded answer is that the namespace does not exist."""
+        out = set()
+        for ex in self.exchanges():
+            ns = namespace_of(ex["request"]["path"])
+            if ns and not self.left_out(ex) and not _namespace_missing(ex, ns):
+                out.add(ns)
+        return out
+
+    def sent(self) -> list[dict[str, Any]]:
+        """Every exchange it sends: its preparation's (each as the request it makes,
+        without a recorded response) and its own."""
+        out: list[dict[str, Any]] = []
+        for prep in self.prepare:
+            if isinstance(prep, SetupOf):
+                setup = transcript(prep.recording).get("setup", [])
+                out.extend(ex for ex in setup if prep.wants(ex))
+                continue
+            if isinstance(prep, Namespace):
+                path, body = NAMESPACES, {"metadata": {"name": prep.name}}
+            elif isinstance(prep, ItemsOf):
+                path, body = prep.collection, None
+            else:
+                path, body = prep.collection, prep.body
+            out.append({"request": {"method": "POST", "path": path, "body": body}})
+        return out + self.exchanges()
+
+    def namespaces_made(self) -> set[str]:
+        """The namespaces its preparation and its own exchanges create."""
+        return {
+            req["body"]["metadata"]["name"]
+            for req in (ex["request"] for ex in self.sent())
+            if req["method"] == "POST"
+            and req["path"] == NAMESPACES
+            and isinstance(req.get("body"), dict)
+        }
+
+    def creates_pods(self) -> bool:
+        """Whether it creates pods, or tries to (dry runs, invalid pods: admission comes
+        first), in a namespace that exists."""
+        return any(
+            ex["request"]["method"] == "POST"
+            and ex["request"]["path"].endswith("/pods")
+            and not _namespace_missing(ex, namespace_of(ex["request"]["path"]) or "")
+            for ex in self.sent()
+        )
+
     def normalise(self, label: str, doc: Any) -> Any:
         """``doc`` with this scenario's masks for exchange ``label`` applied."""
         for mask in self.masks:
@@ -230,6 +285,19 @@ def find(recording: str, label: str) -> dict[str, Any]:
 def label_of(exchange: dict[str, Any]) -> str:
     """An exchange's label; the main exchange has none and is called ``main``."""
     return str(exchange.get("label") or "main")
+
+
+def _namespace_missing(exchange: dict[str, Any], namespace: str) -> bool:
+    """Whether the recorded answer is namespace ``namespace``'s NotFound."""
+    if "response" not in exchange:
+        return False
+    body = exchange["response"].get("body")
+    details = body.get("details") if isinstance(body, dict) else None
+    return (
+        exchange["response"]["status"] == 404
+        and isinstance(details, dict)
+        and (details.get("kind"), details.get("name")) == ("namespaces", namespace)
+    )
 
 
 def is_watch(exchange: dict[str, Any]) -> bool:

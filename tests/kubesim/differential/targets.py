@@ -7,9 +7,7 @@ failure message (:meth:`Target.redact`)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
-import re
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -19,6 +17,8 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
+from tests.kubesim.differential.cleanup import found, restore
+from tests.kubesim.differential.settings import Settings, settings_of
 from tests.kubesim.replay import RECORDER_UA
 
 #: The environment variable naming a disposable cluster's kubeconfig.
@@ -27,7 +27,6 @@ NOT_SET = (
     f"{KUBECONFIG_ENV} is not set: point it at a disposable cluster's kubeconfig to replay "
     "these scenarios against a real kube-apiserver"
 )
-_NAMESPACED = re.compile(r"^/.+/namespaces/[^/]+/[^/]+$")
 #: Recorded identities other than the admin, and what they stand for on KubeSim.
 ALICE = "alice"  # a user no RBAC rule grants anything: 403 on every request
 BAD_TOKEN = "not-a-token-anyone-issued"
@@ -106,8 +105,12 @@ class Target:
             text = text.replace(secret, "<redacted>")
         return text
 
-    async def cleanup(self, made: list[str]) -> None:
-        """Remove what a scenario made (paths of namespaces and cluster-scoped objects)."""
+    @asynccontextmanager
+    async def left_as_found(self) -> AsyncIterator[list[str]]:
+        """A list for a scenario to note what it makes in (request paths, as
+        :attr:`~tests.kubesim.differential.runner.Run.made` says); on a server that
+        outlives the scenario, what it made is removed afterwards, even when it failed."""
+        yield []
 
 
 class KubeSimTarget(Target):
@@ -133,60 +136,31 @@ class ClusterTarget(Target):
     user); the recordings' other identities are not available there."""
 
     name = "cluster"
+    #: How long removing what a scenario made may take (a bare kube-apiserver's own
+    #: work takes well under a second; a full cluster's controllers may take longer).
+    cleanup_seconds = 120.0
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
         self.users = {}
 
-    async def cleanup(self, made: list[str], timeout: float = 120.0) -> None:
-        """Delete what a scenario made (the paths of its namespaces, cluster-scoped objects
-        such as CRDs and Nodes, and the namespaced collections it wrote to) and wait until
-        each is gone (the next scenario may make one of the same name), failing with its
-        path after ``timeout`` seconds. What would keep a namespace from going goes first:
-        finalizers are removed, pods deleted without grace (no kubelet runs the
-        recordings' nodes)."""
-        collections = sorted({p for p in made if _NAMESPACED.match(p)})
-        objects = sorted(set(made) - set(collections))
-        objects.sort(key=lambda p: not p.startswith("/api/v1/namespaces/"))
+    async def settings(self) -> Settings:
+        """The cluster's settings that recorded answers depend on, found by asking it."""
         async with self.session() as http:
-            for collection in collections:
-                await _release(http, collection)
-            for path in objects:
-                async with http.delete(path) as r:
-                    assert r.status in (200, 202, 404), f"DELETE {path}: {r.status}"
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            for path in objects:
-                while True:
-                    async with http.get(path) as r:
-                        if r.status == 404:
-                            break
-                    if loop.time() > deadline:
-                        raise AssertionError(f"{path} still there after {timeout}s")
-                    await asyncio.sleep(0.5)
+            return await settings_of(http)
 
-
-#: A list of metadata only: names and finalizers, whatever the objects hold (25d's are
-#: nested 2000 levels deep, beyond what a JSON parser takes by default).
-_METADATA_ONLY = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
-
-
-async def _release(http: aiohttp.ClientSession, collection: str) -> None:
-    """Remove every finalizer in ``collection`` and delete its pods without grace."""
-    async with http.get(collection, headers={"Accept": _METADATA_ONLY}) as r:
-        if r.status != 200:
-            return
-        items = (await r.json()).get("items") or []
-    for item in items:
-        path = f"{collection}/{item['metadata']['name']}"
-        if item["metadata"].get("finalizers"):
-            patch = {"metadata": {"finalizers": None}}
-            headers = {"Content-Type": "application/merge-patch+json"}
-            async with http.patch(path, json=patch, headers=headers) as r:
-                assert r.status in (200, 404), f"PATCH {path} finalizers: {r.status}"
-    if collection.endswith("/pods"):
-        async with http.delete(collection, params={"gracePeriodSeconds": "0"}) as r:
-            assert r.status in (200, 404), f"DELETE {collection}: {r.status}"
+    @asynccontextmanager
+    async def left_as_found(self) -> AsyncIterator[list[str]]:
+        """What the cluster has is noted first; afterwards what the scenario made is
+        removed, and the cluster is waited for until it has nothing more than before
+        (:func:`~tests.kubesim.differential.cleanup.restore`)."""
+        async with self.session() as http:
+            before = await found(http)
+            made: list[str] = []
+            try:
+                yield made
+            finally:
+                await restore(http, made, before, self.cleanup_seconds)
 
 
 def cluster_kubeconfig() -> str | None:
