@@ -26,7 +26,7 @@ import msgspec
 import orjson
 from aiohttp import web
 
-from aioinformer._cache.deltas import Change, ObjectDelta, ChangeType, Delta, Replace
+from aioinformer._cache.deltas import Change, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._cache.index import IndexFunc
 from aioinformer._cache.snapshot_store import Snapshot, snapshot_store
 from aioinformer._cache.watcher import Watcher, WatchOptions

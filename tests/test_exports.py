@@ -1,7 +1,6 @@
 """The public API is what ``aioinformer.__all__`` (and ``aioinformer.testing.__all__``)
 export: every name exists, is documented, and nothing public is missing from it; the old
-names still import, with a DeprecationWarning; ``import aioinformer`` loads no testing,
-harness, demo or CLI module."""
+names are gone; ``import aioinformer`` loads no testing, harness, demo or CLI module."""
 
 from __future__ import annotations
 
@@ -60,31 +59,40 @@ def test_public_classes_show_the_public_module() -> None:
 
 
 @pytest.mark.parametrize(
-    ("old", "new"),
+    "old",
     [
-        ("ApiStatusError", "StatusError"),
-        ("WatchExpired", "Expired"),
-        ("StreamError", "TransportError"),
-        ("WatchError", "ApiError"),
-        ("InformerStats", "InformerStatistics"),
-        ("ChangeType", "ChangeType"),
+        "ApiStatusError",
+        "WatchExpired",
+        "StreamError",
+        "WatchError",
+        "InformerStats",
+        "DeltaType",
+        "Delta",
+        "Replace",
+        "Bookmark",
+        "DeltaFIFO",
+        "StoreKind",
+        "StoreView",
+        "StoreReader",
+        "PipelineThread",
     ],
 )
-def test_old_names_still_import_with_a_warning(old: str, new: str) -> None:
-    with pytest.warns(DeprecationWarning, match=old):
-        assert getattr(aioinformer, old) is getattr(aioinformer, new)
-    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        aioinformer.Nope  # type: ignore[attr-defined]  # noqa: B018
+def test_old_names_are_gone(old: str) -> None:
+    """The package is 0.x and unreleased: a renamed or removed name is simply gone (no
+    shim that imports it with a warning)."""
+    assert old not in aioinformer.__all__
+    with pytest.raises(AttributeError, match=f"no attribute '{old}'"):
+        getattr(aioinformer, old)
 
 
 def test_import_loads_the_library_only() -> None:
-    code = "import aioinformer, sys; print(sorted(m for m in sys.modules if m.startswith('aioinformer')))"
+    code = "import aioinformer, sys; print(sorted(m for m in sys.modules if 'aioinformer' in m or 'kubesim' in m))"
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     modules = set(eval(out))
-    assert modules, out
-    for prefix in ("aioinformer.testing", "aioinformer._harness", "aioinformer._cli"):
+    assert "aioinformer._cache.informer" in modules, out
+    for prefix in ("aioinformer.testing", "aioinformer._harness", "aioinformer._cli", "kubesim"):
         assert not [m for m in modules if m == prefix or m.startswith(prefix + ".")], modules
     code = (
         "import aioinformer, sys; "

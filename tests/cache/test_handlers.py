@@ -856,7 +856,7 @@ async def test_statistics_and_default_names() -> None:
 
     sub = d.add_handler(on_pod)
     stream = d.changes(coalesce=True)
-    assert sub.name.endswith("on_pod#1") and stream.subscription.name == "events#2"
+    assert sub.name.endswith("on_pod#1") and stream.subscription.name == "changes#2"
     d.dispatch([added(A1), updated(A1, A2), added(B1)])
     await sub.join()
     first, second = d.statistics()

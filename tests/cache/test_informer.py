@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
-from aioinformer._cache.deltas import ObjectDelta, Delta
+from aioinformer._cache.deltas import Delta, ObjectDelta
 from aioinformer._cache.informer import Pipeline
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer.testing import KubeSim

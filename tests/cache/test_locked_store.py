@@ -10,10 +10,10 @@ import asyncio
 from typing import Any
 
 import pytest
-
-from aioinformer._cache.deltas import ObjectDelta, ChangeType, Replace
-from aioinformer._cache.index import by_label
 from aioinformer._cache.locked_store import LockedView, LockedWriter
+
+from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
+from aioinformer._cache.index import by_label
 from aioinformer._core.errors import ConfigError
 from tests.support import Store, eventually, pod_object, upsert
 

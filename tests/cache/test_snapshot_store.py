@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cache.deltas import ObjectDelta, ChangeType, Replace
+from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
 from aioinformer._cache.index import by_label
 from aioinformer._cache.pmap import IN_PLACE
 from aioinformer._cache.snapshot_store import snapshot_store

@@ -12,16 +12,16 @@ from unittest import mock
 
 import msgspec
 import pytest
+from aioinformer._cache.locked_store import LockedView, LockedWriter
+from aioinformer._cache.store import StoreKind, StoreView, open_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aioinformer._cache import buckets as _buckets
-from aioinformer._cache.deltas import Bookmark, Change, ObjectDelta, ChangeType, Delta, Replace
+from aioinformer._cache.deltas import Bookmark, Change, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
-from aioinformer._cache.locked_store import LockedView, LockedWriter
 from aioinformer._cache.snapshot_store import Snapshot
-from aioinformer._cache.store import StoreKind, StoreView, open_store
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._core.objects import KubeObject
 from tests.support import Store, delta, many_pods, pod_object, upsert
