@@ -15,6 +15,7 @@ from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
 from aioinformer._cache.deltas import Delta, ObjectDelta
 from aioinformer._cache.informer import Pipeline
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
+from aioinformer._harness.locked_informer import LockedFactory, LockedInformer
 from aioinformer.testing import KubeSim
 from tests.support import FakeClock, eventually, pod
 
@@ -23,8 +24,8 @@ FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 
 @pytest.fixture(params=["thread", "loop"])
 async def factory(sim: KubeSim, request: pytest.FixtureRequest) -> AsyncIterator[InformerFactory]:
-    """A factory whose snapshot informers run their pipeline on a thread of their own, or
-    on the test's loop (every test here runs both ways)."""
+    """A factory whose informers run their pipelines on its pipeline thread, or on the
+    test's loop (every test here runs both ways)."""
     async with sim.api_client() as api:
         async with InformerFactory(api, watch_options=FAST, pipeline=request.param) as f:
             yield f
@@ -144,19 +145,6 @@ async def test_handlers_and_late_subscribers(sim: KubeSim, factory: InformerFact
     assert late == ["before"]
 
 
-async def test_locked_store_has_the_same_reader_api(sim: KubeSim, factory: InformerFactory) -> None:
-    for i in range(3):
-        sim.create("pods", pod(f"l{i}"), "default")
-    locked = factory.informer("v1", "pods", store="locked")
-    await factory.wait_for_sync(timeout=10)
-    await locked.wait_fresh(sim.resource_version, timeout=5)
-    async with locked.read() as view:
-        assert {o.key: str(o.rv) for o in view.list()} == sim.versions("pods")
-        assert len(view.by_index("namespace", "default")) == 3
-    with pytest.raises(ConfigError):
-        locked.snapshot()
-
-
 async def test_stats(sim: KubeSim, factory: InformerFactory) -> None:
     pods = factory.informer("v1", "pods")
     await factory.wait_for_sync(timeout=10)
@@ -220,13 +208,15 @@ async def test_slow_readers_and_stuck_handlers_never_stop_publishing(
 
 async def test_staleness_bound_makes_fresh_reads_wait(sim: KubeSim) -> None:
     """With staleness_bound, freshness-asking reads wait while the store lags the FIFO by
-    more than the bound (here: the baseline store's writer is blocked by a reader). The
+    more than the bound. Here the writer is held back by a reader of the harness's
+    lock-based baseline (the same Informer, whose writer waits for its readers' lock). The
     informer's clock is a fake one, moved by the test: the lag is exact."""
     clock = FakeClock()
     received: list[Delta] = []
     async with sim.api_client() as api:
-        async with InformerFactory(api, staleness_bound=0.1, watch_options=FAST, clock=clock) as f:
-            inf = f.informer("v1", "pods", store="locked")
+        async with LockedFactory(api, staleness_bound=0.1, watch_options=FAST, clock=clock) as f:
+            inf = f.informer("v1", "pods")
+            assert isinstance(inf, LockedInformer)
             inf.on_receive(received.extend)
             await f.wait_for_sync(timeout=30)
             async with inf.read():

@@ -1,7 +1,8 @@
-"""The store interface (``open_store``): both kinds against a plain-dict model, the edges
+"""Both stores behind one reader/writer API (the library's snapshot store and the harness's
+lock-based baseline, through ``tests.support.Store``): against a plain-dict model, the edges
 of the API, index functions that fail, add_indexer under load, and what a reader held
 across awaits does to the writer. Each kind's own contract: test_snapshot_store.py and
-test_locked_store.py."""
+tests/harness/test_locked_store.py."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from unittest import mock
 
 import msgspec
 import pytest
-from aioinformer._cache.locked_store import LockedView, LockedWriter
-from aioinformer._cache.store import StoreKind, StoreView, open_store
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,16 +20,20 @@ from aioinformer._cache import buckets as _buckets
 from aioinformer._cache.deltas import Bookmark, Change, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.index import IndexFunc, by_controller_uid, by_field, by_label, by_namespace
-from aioinformer._cache.snapshot_store import Snapshot
+from aioinformer._cache.snapshot_store import Snapshot, snapshot_store
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._core.objects import KubeObject
-from tests.support import Store, delta, many_pods, pod_object, upsert
+from aioinformer._harness.locked_store import LockedView, LockedWriter
+from tests.support import STORE_KINDS, Store, StoreKind, delta, many_pods, pod_object, upsert
 
-STORES: list[StoreKind] = ["snapshot", "locked"]
 EXTRA: dict[str, IndexFunc] = {"app": by_label("app"), "node": by_field("spec.nodeName")}
 
 
-async def view_of(store: Store) -> StoreView:
+View = Snapshot | LockedView
+"""What either store's reader gives: the same reader API."""
+
+
+async def view_of(store: Store) -> View:
     """The current view of either store (the baseline's is read under its lock)."""
     async with store.read() as view:
         return view
@@ -108,9 +111,7 @@ def brute_index(model: dict[str, KubeObject], fn: IndexFunc) -> dict[str, set[st
     return out
 
 
-def check_view(
-    view: StoreView, model: dict[str, KubeObject], indexers: dict[str, IndexFunc]
-) -> None:
+def check_view(view: View, model: dict[str, KubeObject], indexers: dict[str, IndexFunc]) -> None:
     assert len(view) == len(model)
     assert sorted(view.keys()) == sorted(model)
     for key, obj in model.items():
@@ -222,7 +223,7 @@ def run_model_history(kind: StoreKind, data: st.DataObject) -> None:
             assert (view.resource_version, view.seq) == (rv, seq)
             check_view(view, model, indexers)
             del view  # a snapshot nobody holds: the next batch may write in place
-            if store.reader.supports_snapshots and data.draw(st.booleans()):
+            if kind == "snapshot" and data.draw(st.booleans()):
                 kept.append((store.snapshot(), dict(model), rv, seq))
         for snap, state, snap_rv, snap_seq in kept:  # held snapshots never changed
             assert (snap.resource_version, snap.seq) == (snap_rv, snap_seq)
@@ -234,7 +235,7 @@ def run_model_history(kind: StoreKind, data: st.DataObject) -> None:
 # ---- API edges ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.parametrize("kind", STORE_KINDS)
 async def test_edges(kind: StoreKind) -> None:
     store = Store(kind)
     assert await store.apply([]) == [] and store.reader.seq == 0  # nothing published
@@ -255,11 +256,9 @@ async def test_edges(kind: StoreKind) -> None:
         Store(kind, {"namespace": by_label("ns")})
     with pytest.raises(ConfigError, match="already exists"):
         await store.add_indexer("controller", by_label("x"))
-    with pytest.raises(ConfigError, match="store must be one of"):
-        open_store("fast")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("kind", ["snapshot", "locked"])
+@pytest.mark.parametrize("kind", STORE_KINDS)
 async def test_an_index_function_that_raises_leaves_the_object_out_of_that_index(
     kind: StoreKind, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -360,7 +359,7 @@ async def test_a_locked_reader_across_awaits_stalls_the_writer_for_the_whole_sca
 # ---- add_indexer --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", STORES)
+@pytest.mark.parametrize("kind", STORE_KINDS)
 async def test_add_indexer_while_batches_keep_arriving(kind: StoreKind) -> None:
     store = Store(kind)
     n = 3000
@@ -401,9 +400,9 @@ async def test_add_indexer_while_batches_keep_arriving(kind: StoreKind) -> None:
 
 
 def test_conformance() -> None:
-    """Snapshot and LockedView both provide the reader API (also checked by mypy)."""
-    readers: list[Callable[[], StoreView]] = [
-        lambda: open_store("snapshot")[0].snapshot(),
+    """Snapshot and LockedView both provide the reader API."""
+    readers: list[Callable[[], View]] = [
+        lambda: snapshot_store()[0].snapshot(),
         lambda: LockedView(LockedWriter()),
     ]
     for make in readers:

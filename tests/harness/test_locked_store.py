@@ -1,8 +1,10 @@
-"""The lock-based baseline's own contract: the read lock is held across the body of
-``read()``, the writer (and ``add_indexer``) waits for the readers inside and new readers
-queue behind a waiting writer, ``snapshot()`` is refused with a clear message, and
-``list_now``, ``resource_version``, ``seq`` and ``len`` never wait. What both stores share:
-test_store.py."""
+"""The lock-based baseline (aioinformer._harness, what the demo and the benchmarks compare
+the snapshot store against). Its store's own contract: the read lock is held across the
+body of ``read()``, the writer (and ``add_indexer``) waits for the readers inside and new
+readers queue behind a waiting writer, ``snapshot()`` is the live view (no lock, valid until
+the next await), and ``list_now``, ``resource_version``, ``seq`` and ``len`` never wait.
+Then LockedInformer over real HTTP: the same informer, whose writer waits for its readers.
+What both stores share: tests/cache/test_store.py."""
 
 from __future__ import annotations
 
@@ -10,12 +12,17 @@ import asyncio
 from typing import Any
 
 import pytest
-from aioinformer._cache.locked_store import LockedView, LockedWriter
 
 from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
 from aioinformer._cache.index import by_label
+from aioinformer._cache.informer import Informer
+from aioinformer._cache.pipeline import ThreadHost
+from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.errors import ConfigError
-from tests.support import Store, eventually, pod_object, upsert
+from aioinformer._harness.locked_informer import LockedFactory, LockedInformer, reading
+from aioinformer._harness.locked_store import LockedView, LockedWriter
+from aioinformer.testing import KubeSim, eventually
+from tests.support import Store, pod, pod_object, upsert, watch_options
 
 
 def writers_waiting(store: Store) -> int:
@@ -132,12 +139,22 @@ async def test_iter_chunks_holds_the_lock_across_its_awaits() -> None:
     assert store.reader.seq == 2 and len(store.reader) == 31
 
 
-async def test_snapshot_is_refused_with_a_clear_message() -> None:
-    with pytest.raises(
-        ConfigError,
-        match=r"store='locked'\) has no snapshots: read it with `async with informer\.read\(\) as view`",
-    ):
-        Store("locked").snapshot()
+async def test_snapshot_is_the_live_view_read_without_the_lock() -> None:
+    """No snapshots: ``snapshot()`` is the live view, taken without the lock even while a
+    reader holds it and a writer waits, and it changes with the next batch (it is valid
+    only until the next await)."""
+    store = Store("locked")
+    await store.apply([upsert(pod_object("a", rv=1))])
+    live = store.reader.snapshot()
+    log: list[str] = []
+    reader = Reader(store, "reader", log)
+    await reader.inside.wait()
+    writer = asyncio.create_task(store.apply([upsert(pod_object("b", rv=2))]))
+    await eventually(lambda: writers_waiting(store) == 1, "the writer to wait for the lock")
+    assert store.reader.snapshot() is live and live.keys() == ["default/a"]  # no await
+    await reader.leave()
+    await writer
+    assert (live.seq, sorted(live.keys())) == (2, ["default/a", "default/b"])  # it moved
 
 
 @pytest.mark.parametrize(
@@ -152,3 +169,56 @@ async def test_a_malformed_item_fails_the_batch_before_it_changes_anything(bad: 
         assert view.seq == 1 and view.keys() == ["default/ok"]
         assert view.get("default/ok").rv == 1  # type: ignore[union-attr]
     assert store.writer.in_place_batches == 0 and store.writer.batches == 1
+
+
+# -- LockedInformer ----------------------------------------------------------------------------
+
+
+def informer_writer_waiting(informer: LockedInformer) -> bool:
+    writer = informer._writer
+    assert isinstance(writer, LockedWriter)
+    return len(writer._lock.writer_lock._lock._write_waiters) == 1
+
+
+async def test_a_locked_informer_caches_the_server_and_its_writer_waits_for_its_readers(
+    sim: KubeSim, api: Any
+) -> None:
+    for i in range(3):
+        sim.create("pods", pod(f"l{i}"), "default")
+    async with LockedFactory(api, watch_options=watch_options(), pipeline="thread") as f:
+        assert f.pipeline == "loop"  # its lock is an asyncio one: whatever was asked
+        pods = f.informer("v1", "pods")
+        assert isinstance(pods, LockedInformer)
+        await f.wait_for_sync(timeout=30)
+        async with pods.read() as view:
+            assert isinstance(view, LockedView)
+            assert {o.key: str(o.rv) for o in view.list()} == sim.versions("pods")
+            assert len(view.by_index("namespace", "default")) == 3
+            seq = view.seq
+            made = sim.create("pods", pod("behind"), "default")
+            await eventually(
+                lambda: informer_writer_waiting(pods), "the writer to wait for the read lock"
+            )
+            assert view.seq == seq and "default/behind" not in view
+            assert pods.snapshot() is view  # the synchronous reads see the live view
+        snap = await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
+        assert snap.get("default/behind") is not None and snap.seq > seq
+
+
+async def test_reading_gives_a_view_across_awaits_of_either_informer(api: Any) -> None:
+    """The demo reads both kinds one way: under the baseline's read lock, or on a snapshot
+    (no lock: the snapshot never changes)."""
+    plain = Informer(ListWatch(api, "v1", "pods"), name="pods")
+    locked = LockedInformer(ListWatch(api, "v1", "pods"), name="pods")
+    async with reading(plain) as view:
+        assert view is plain.snapshot()
+    async with reading(locked) as view:
+        assert isinstance(view, LockedView)
+        locked_writer = locked._writer
+        assert isinstance(locked_writer, LockedWriter)
+        assert locked_writer._lock.reader_lock.locked  # held for the body
+
+
+async def test_a_locked_informer_refuses_a_pipeline_thread(api: Any) -> None:
+    with pytest.raises(ConfigError, match="caller's loop only"):
+        LockedInformer(ListWatch(api, "v1", "pods"), name="pods", host=ThreadHost("locked"))
