@@ -215,7 +215,9 @@ class _Remote:
             self.future.set_exception(ClosedError(f"{host} has ended"))
 
     def _settle(self, task: asyncio.Task[Any]) -> None:
-        if task.cancelled():
+        if task.cancelled() and not self._cancelled:  # by the host's end, not the caller
+            self.future.set_exception(ClosedError(f"{self._name}: its host ended"))
+        elif task.cancelled():
             self.future.cancel()
         elif (exc := task.exception()) is not None:
             self.future.set_exception(exc)
@@ -310,7 +312,7 @@ class ThreadHost:
                 if not waiter.done():
                     cancelled = True
                     self.call(remote.cancel)
-            except BaseException:  # main()'s own exception: raised below
+            except Exception:  # main()'s own exception: raised below
                 pass
         if cancelled:
             raise asyncio.CancelledError
@@ -353,9 +355,10 @@ class ThreadHost:
                 caller.call_soon_threadsafe(fn)
 
     async def aclose(self) -> None:
-        """End the thread: every pipeline still running on it is cancelled, its HTTP
-        sessions closed, its loop closed; returns once the thread has ended. Idempotent;
-        harmless before the first pipeline."""
+        """End the thread: every pipeline still running on it is cancelled (its
+        :meth:`run` raises :class:`~aioinformer.ClosedError`), its HTTP sessions closed,
+        its loop closed; returns once the thread has ended. Idempotent; harmless before
+        the first pipeline."""
         if self._thread is None or self._ended is None:
             return
         self.call(self._request_stop)
