@@ -1,5 +1,10 @@
-"""The pipeline thread: a coroutine on a thread and loop of its own, its outcome, calls into
-it, cancellation, the switch interval while it runs, and the selector that skips
+"""The pipeline hosts (aioinformer/_cache/pipeline.py). Both keep one contract: ``run``
+returns main's result or raises its error, cancelling the caller cancels main and ``run``
+returns only once main has ended; ``call``, ``notify`` and ``submit`` cross between the
+loops. The ThreadHost besides: one thread and loop of its own, one clone of a RestClient per
+source (closed at its end), ``aclose`` ends it (idempotent), it ends by itself once the
+caller's loop is closed, its loop is uvloop's when the caller's is (end to end against
+KubeSim), the switch interval follows ProcessSettings while it runs, and its selector skips
 zero-timeout polls."""
 
 from __future__ import annotations
@@ -8,145 +13,298 @@ import asyncio
 import socket
 import sys
 import threading
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import uvloop
 
+from aioinformer import ClosedError, ConfigError, InformerFactory, ProcessSettings
 from aioinformer._cache.pipeline import (
     MAX_SKIPPED_POLLS,
-    SWITCH_INTERVAL,
     THREAD_PREFIX,
-    PipelineThread,
+    LoopHost,
+    PipelineHost,
+    ThreadHost,
     _BurstSelector,
 )
-from aioinformer._core.errors import ClosedError
+from aioinformer._cache.process import DEFAULT_SWITCH_INTERVAL
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._client.rest import RestClient
+from aioinformer.testing import KubeSim, eventually
+from tests.support import api_client_for, pod, watch_options
+
+UNREACHABLE = "http://127.0.0.1:9"  # (no request is sent: the clients are only made)
 
 
-def gone(pipe: PipelineThread) -> bool:
-    return pipe.thread is not None and not pipe.thread.is_alive()
+@pytest.fixture(params=["thread", "loop"])
+async def host(request: pytest.FixtureRequest) -> AsyncIterator[PipelineHost]:
+    """Either host; closed at the end of the test."""
+    made: PipelineHost = ThreadHost("test") if request.param == "thread" else LoopHost()
+    try:
+        yield made
+    finally:
+        await made.aclose()
 
 
-async def test_main_runs_on_its_own_thread_and_loop_and_its_result_comes_back() -> None:
-    caller = asyncio.get_running_loop()
-    seen: dict[str, object] = {}
-
-    async def main() -> str:
-        seen["thread"] = threading.current_thread().name
-        seen["loop"] = asyncio.get_running_loop()
-        return "done"
-
-    pipe = PipelineThread("one")
-    pipe.start(main)
-    assert await pipe.wait() == "done"
-    assert seen["thread"] == THREAD_PREFIX + "one" and seen["loop"] is not caller
-    assert pipe.loop.is_closed() and gone(pipe)
+@pytest.fixture
+def switch_interval() -> Iterator[float]:
+    """The interpreter's switch interval before the test, put back after it."""
+    before = sys.getswitchinterval()
+    try:
+        yield before
+    finally:
+        sys.setswitchinterval(before)
 
 
-async def test_an_exception_of_main_is_raised_by_wait() -> None:
+def where() -> tuple[str, asyncio.AbstractEventLoop]:
+    return threading.current_thread().name, asyncio.get_running_loop()
+
+
+# -- the contract of every host ----------------------------------------------------------------
+
+
+async def test_run_returns_the_result_of_main_where_the_host_runs_it(host: PipelineHost) -> None:
+    async def main() -> tuple[str, asyncio.AbstractEventLoop]:
+        return where()
+
+    thread, loop = await host.run(main, "main")
+    if isinstance(host, ThreadHost):
+        assert thread == THREAD_PREFIX + "test" and host.thread is not None
+        assert host.thread.name == thread and loop is host.loop
+        assert loop is not asyncio.get_running_loop() and host.thread.is_alive()
+    else:
+        assert (thread, loop) == where()
+    assert await host.run(main, "again") == (thread, loop)  # one thread for every pipeline
+
+
+async def test_run_raises_the_error_of_main(host: PipelineHost) -> None:
     async def main() -> None:
         raise ValueError("pipeline bug")
 
-    pipe = PipelineThread("failing")
-    pipe.start(main)
     with pytest.raises(ValueError, match="pipeline bug"):
-        await pipe.wait()
-    assert gone(pipe)
+        await host.run(main, "failing")
 
 
-async def test_call_run_and_notify_cross_between_the_loops() -> None:
-    stop: list[asyncio.Event] = []
-    started = asyncio.Event()
-    caller = asyncio.get_running_loop()
-
-    async def main() -> int:
-        stop.append(asyncio.Event())  # (an event of the thread's loop)
-        pipe.notify(started.set)  # from the thread, onto the caller's loop
-        await stop[0].wait()
-        return 7
-
-    async def where() -> str:
-        assert asyncio.get_running_loop() is pipe.loop
-        return threading.current_thread().name
-
-    pipe = PipelineThread("calls")
-    pipe.start(main)
-    await asyncio.wait_for(started.wait(), 10)
-    assert await pipe.run(where()) == THREAD_PREFIX + "calls"
-    pipe.call(stop[0].set)
-    assert await pipe.wait() == 7
-    assert asyncio.get_running_loop() is caller
-    with pytest.raises(ClosedError):
-        await pipe.run(where())
-    pipe.call(stop[0].set)  # harmless once ended
-    pipe.cancel()
-
-
-async def test_cancelling_the_waiter_cancels_main_and_waits_for_the_thread() -> None:
+async def test_cancelling_the_caller_cancels_main_and_run_returns_once_main_ended(
+    host: PipelineHost,
+) -> None:
+    """main's cleanup waits for the test to let it finish: ``run`` is still running then,
+    and raises the cancellation only after the cleanup."""
+    running, cleaning = asyncio.Event(), asyncio.Event()
+    finish: list[asyncio.Event] = []
     cleaned = threading.Event()
-    running = asyncio.Event()
 
     async def main() -> None:
-        pipe.notify(running.set)
+        finish.append(asyncio.Event())  # (an event of the host's loop)
+        host.notify(running.set)
         try:
             await asyncio.Event().wait()
         finally:
-            await asyncio.sleep(0.05)  # a cleanup that takes a moment
+            host.notify(cleaning.set)
+            await finish[0].wait()
             cleaned.set()
 
-    pipe = PipelineThread("cancelled")
-    pipe.start(main)
-    waiter = asyncio.create_task(pipe.wait())
-    await asyncio.wait_for(running.wait(), 10)
-    waiter.cancel()
+    runner = asyncio.create_task(host.run(main, "cancelled"))
+    await running.wait()
+    runner.cancel()
+    await cleaning.wait()
+    assert not runner.done(), "run returned while main was still cleaning up"
+    host.call(finish[0].set)
     with pytest.raises(asyncio.CancelledError):
-        await waiter
-    assert cleaned.is_set() and gone(pipe)  # cleaned up before wait() ended
+        await runner
+    assert cleaned.is_set()
 
 
-async def test_the_switch_interval_is_lowered_while_pipelines_run() -> None:
-    before = sys.getswitchinterval()
-    assert before > SWITCH_INTERVAL
+async def test_call_notify_and_submit_cross_between_the_loops(host: PipelineHost) -> None:
+    caller = where()
+    stop: list[asyncio.Event] = []
+    started = asyncio.Event()
+    seen: dict[str, tuple[str, asyncio.AbstractEventLoop]] = {}
 
-    async def main() -> None:
-        await asyncio.Event().wait()  # until cancelled
+    async def main() -> str:
+        seen["main"] = where()
+        stop.append(asyncio.Event())
+        host.notify(lambda: seen.setdefault("notify", where()))
+        host.notify(started.set)
+        await stop[0].wait()
+        return "stopped"
 
-    first, second = PipelineThread("a"), PipelineThread("b")
-    first.start(main)
-    second.start(main)
-    # (the interpreter keeps whole microseconds: 0.0002 reads back as 0.000199999...)
-    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)
-    first.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await first.wait()
-    assert sys.getswitchinterval() == pytest.approx(SWITCH_INTERVAL)  # the other still runs
-    second.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await second.wait()
-    assert sys.getswitchinterval() == before
+    async def submitted() -> int:
+        seen["submit"] = where()
+        return 7
+
+    def stopping() -> None:
+        seen["call"] = where()
+        stop[0].set()
+
+    runner = asyncio.create_task(host.run(main, "calls"))
+    await started.wait()
+    assert await host.submit(submitted()) == 7
+    host.call(stopping)
+    assert await runner == "stopped"
+    assert seen["notify"] == caller  # from the host onto the caller's loop
+    assert seen["submit"] == seen["call"] == seen["main"]  # onto the host
+    assert (seen["main"] != caller) is host.threaded
 
 
-def test_a_pipeline_whose_caller_loop_closes_ends_by_itself() -> None:
-    """An informer never stopped: once its caller's loop is closed nobody can stop it,
-    so the thread cancels its coroutine itself and ends."""
+# -- ThreadHost: its end ---------------------------------------------------------------------------
+
+
+async def test_aclose_cancels_what_runs_ends_the_thread_and_is_idempotent() -> None:
+    host = ThreadHost("closing")
+    await host.aclose()  # harmless before the first pipeline: nothing was started
+    assert host.thread is None and not host.ended
+    running = asyncio.Event()
     cancelled = threading.Event()
-    holder: list[PipelineThread] = []
 
     async def main() -> None:
+        host.notify(running.set)
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
             cancelled.set()
             raise
 
-    async def start() -> None:
-        pipe = PipelineThread("orphan")
-        pipe.start(main)
-        holder.append(pipe)
+    runner = asyncio.create_task(host.run(main, "still running"))
+    await running.wait()
+    await host.aclose()
+    assert cancelled.is_set() and host.ended
+    assert host.thread is not None and not host.thread.is_alive()
+    assert host.loop is not None and host.loop.is_closed()
+    with pytest.raises(ClosedError, match="still running: its host ended"):
+        await runner  # (the caller was not cancelled: no CancelledError out of the blue)
+    await host.aclose()  # idempotent
+    # once ended: run and submit refuse, call and notify do nothing
+    with pytest.raises(ClosedError, match="has ended"):
+        await host.run(main, "late")
+    coro = asyncio.sleep(0)
+    with pytest.raises(ClosedError, match="has ended"):
+        await host.submit(coro)
+    assert coro.cr_frame is None  # closed, never left "never awaited"
+    host.call(lambda: pytest.fail("called after the end"))
+    host.notify(lambda: None)
 
-    asyncio.run(start())  # (closes the loop without waiting for the pipeline)
-    thread = holder[0].thread
+
+def test_a_thread_whose_caller_loop_closes_ends_by_itself() -> None:
+    """A host nobody closed (its factory's task left pending on a loop closed by hand):
+    nobody is left to stop it, so the thread sees the closed loop, cancels its pipelines,
+    closes its clients and ends. The ``run`` left pending can still be closed."""
+    host = ThreadHost("orphan")
+    cancelled = threading.Event()
+    clones: list[RestClient] = []
+
+    async def main(list_watch: ListWatch) -> None:
+        clones.append(host.adopt(list_watch).rest)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    async def start() -> asyncio.Task[None]:
+        async with api_client_for(UNREACHABLE) as api:
+            list_watch = ListWatch(api, "v1", "pods")
+            task = asyncio.create_task(host.run(lambda: main(list_watch), "orphan"))
+            await eventually(lambda: bool(clones), "the pipeline to adopt its client")
+        return task
+
+    loop = asyncio.new_event_loop()
+    task = loop.run_until_complete(start())
+    loop.close()  # without cancelling the task that runs the host
+    thread = host.thread
     assert thread is not None
     thread.join(timeout=30)
-    assert cancelled.is_set() and not thread.is_alive()
+    assert not thread.is_alive(), "the thread outlived its caller's loop"
+    assert cancelled.is_set() and host.ended
+    assert clones[0].api_client.rest_client.pool_manager.closed
+    task.get_coro().close()  # (a coroutine that ignored GeneratorExit would raise here)
+    task._log_destroy_pending = False  # type: ignore[attr-defined]
+
+
+# -- ThreadHost: one HTTP client per source --------------------------------------------------
+
+
+async def test_adopt_gives_one_clone_per_source_and_closes_it_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clones: list[RestClient] = []
+    clone = RestClient.clone
+
+    def counting_clone(self: RestClient) -> RestClient:
+        made = clone(self)
+        clones.append(made)
+        return made
+
+    monkeypatch.setattr(RestClient, "clone", counting_clone)
+    async with api_client_for(UNREACHABLE) as api_a, api_client_for(UNREACHABLE) as api_b:
+        rest_a, rest_b = RestClient(api_a), RestClient(api_b)
+        host = ThreadHost("adopting")
+        lists = [ListWatch(rest_a, "v1", p) for p in ("pods", "configmaps", "secrets")]
+        other = ListWatch(rest_b, "v1", "pods")
+
+        async def main(list_watch: ListWatch) -> ListWatch:
+            adopted = host.adopt(list_watch)
+            assert adopted.rest.api_client.rest_client.pool_manager._loop is host.loop
+            return adopted
+
+        adopted = [await host.run(lambda lw=lw: main(lw), lw.path) for lw in lists]  # type: ignore[misc]
+        assert [a.path for a in adopted] == [lw.path for lw in lists]  # the same requests
+        assert len({id(a.rest) for a in adopted}) == 1 and adopted[0].rest is not rest_a
+        moved_other = await host.run(lambda: main(other), "other")
+        assert moved_other.rest is not adopted[0].rest
+        assert clones == [adopted[0].rest, moved_other.rest]  # one per source
+        with pytest.raises(ConfigError, match="adopt"):
+            host.adopt(ListWatch(RestClient(api_a), "v1", "pods"))  # not from a pipeline
+        await host.aclose()
+        assert all(c.api_client.rest_client.pool_manager.closed for c in clones)
+        assert not api_a.rest_client.pool_manager.closed  # the caller's stay open
+        assert not api_b.rest_client.pool_manager.closed
+
+
+async def test_a_loop_host_adopts_nothing() -> None:
+    async with api_client_for(UNREACHABLE) as api:
+        list_watch = ListWatch(api, "v1", "pods")
+        assert LoopHost().adopt(list_watch) is list_watch
+
+
+# -- ThreadHost: the loop it runs ------------------------------------------------------------
+
+
+def test_on_uvloop_the_pipeline_thread_runs_uvloop_end_to_end() -> None:
+    """An application on uvloop: the factory's pipeline thread runs a uvloop loop too, and
+    an informer syncs and follows a write through it."""
+
+    async def scenario() -> None:
+        assert isinstance(asyncio.get_running_loop(), uvloop.Loop)
+        async with (
+            KubeSim(bookmark_interval=60.0) as sim,
+            sim.api_client() as api,
+            InformerFactory(api, watch_options=watch_options()) as factory,
+        ):
+            pods = factory.informer("v1", "pods")
+            await factory.wait_for_sync(timeout=30)
+            made = sim.create("pods", pod("on-uvloop"), "default")
+            snap = await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
+            assert "default/on-uvloop" in snap
+            host = factory.host
+            assert isinstance(host, ThreadHost) and isinstance(host.loop, uvloop.Loop)
+
+    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        runner.run(scenario())
+
+
+async def test_on_asyncio_the_pipeline_thread_runs_a_selector_loop_that_skips_polls() -> None:
+    host = ThreadHost("selector")
+
+    async def main() -> object:
+        loop = asyncio.get_running_loop()
+        return loop._selector  # type: ignore[attr-defined]
+
+    try:
+        assert isinstance(await host.run(main, "main"), _BurstSelector)
+        assert isinstance(host.loop, asyncio.SelectorEventLoop)
+    finally:
+        await host.aclose()
 
 
 def test_the_selector_skips_zero_timeout_polls_but_not_waiting_ones() -> None:
@@ -164,3 +322,65 @@ def test_the_selector_skips_zero_timeout_polls_but_not_waiting_ones() -> None:
         selector.close()
         a.close()
         b.close()
+
+
+# -- ThreadHost: the switch interval ---------------------------------------------------------
+
+
+async def started(host: ThreadHost) -> ThreadHost:
+    """``host`` with its thread running (a first pipeline started and ended)."""
+
+    async def main() -> None:
+        pass
+
+    await host.run(main, "start")
+    return host
+
+
+async def test_the_switch_interval_is_lowered_while_threads_run_then_put_back(
+    switch_interval: float,
+) -> None:
+    assert switch_interval > DEFAULT_SWITCH_INTERVAL
+    first, second = await started(ThreadHost("a")), await started(ThreadHost("b"))
+    # (the interpreter keeps whole microseconds: 0.0002 reads back as 0.000199999...)
+    assert sys.getswitchinterval() == pytest.approx(DEFAULT_SWITCH_INTERVAL)
+    await first.aclose()
+    assert sys.getswitchinterval() == pytest.approx(DEFAULT_SWITCH_INTERVAL)  # b still runs
+    await second.aclose()
+    assert sys.getswitchinterval() == switch_interval
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (ProcessSettings(switch_interval=None), None),
+        (ProcessSettings(switch_interval=0.001), 0.001),
+    ],
+    ids=["left-alone", "own-value"],
+)
+async def test_the_switch_interval_follows_the_process_settings(
+    switch_interval: float, settings: ProcessSettings, expected: float | None
+) -> None:
+    host = await started(ThreadHost("settings", settings))
+    try:
+        now = sys.getswitchinterval()
+        assert now == (switch_interval if expected is None else pytest.approx(expected))
+    finally:
+        await host.aclose()
+    assert sys.getswitchinterval() == switch_interval
+
+
+async def test_an_applications_own_switch_interval_is_kept(switch_interval: float) -> None:
+    lower = DEFAULT_SWITCH_INTERVAL / 2
+    sys.setswitchinterval(lower)  # the application's own, lower already: left alone
+    host = await started(ThreadHost("lower"))
+    assert sys.getswitchinterval() == pytest.approx(lower)
+    await host.aclose()
+    assert sys.getswitchinterval() == pytest.approx(lower)
+
+    sys.setswitchinterval(switch_interval)
+    host = await started(ThreadHost("changed"))
+    assert sys.getswitchinterval() == pytest.approx(DEFAULT_SWITCH_INTERVAL)
+    sys.setswitchinterval(0.003)  # the application changes it while the thread runs
+    await host.aclose()
+    assert sys.getswitchinterval() == pytest.approx(0.003)  # not "put back" over it
