@@ -1,33 +1,46 @@
-"""InformerFactory over real HTTP against KubeSim: one shared informer per resource and
-options, indexers merged, the namespace default, store kinds checked at once, informers
-started whenever they are created, ``wait_for_sync`` failing with names and causes, a stop
-that leaves nothing behind, and the two ways of giving watch options."""
+"""InformerFactory over real HTTP against KubeSim. It is a Service: ``async with`` or
+``await factory.run()`` runs the informers created before and while it runs, and its end
+stops every one of them and its pipeline thread. One pipeline thread and one HTTP session
+serve all its informers. One informer per InformerSpec (a transform made anew per call is
+the same one; a differing one makes a second informer, with a WARNING), indexers merged
+and checked when registered, the namespace default, ``wait_for_sync`` failing with names
+and causes, an informer that dies logged while the others go on, and the watch options."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from aioinformer import ConfigError, FreshnessTimeout, InformerFactory, WatchOptions, by_label
-from aioinformer._cache.factory import ALL_NAMESPACES, watch_options_from
-from aioinformer._core.backoff import Backoff
-from aioinformer.testing import KubeSim
-from tests.support import configmap, eventually, pod
+from aioinformer import (
+    ConfigError,
+    FreshnessTimeout,
+    InformerFactory,
+    InformerSpec,
+    KubeObject,
+    WatchOptions,
+    by_field,
+    by_label,
+    drop_managed_fields,
+)
+from aioinformer._cache.factory import ALL_NAMESPACES
+from aioinformer._cache.informer import Informer
+from aioinformer._cache.pipeline import THREAD_PREFIX, LoopHost, ThreadHost
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._client.rest import RestClient
+from aioinformer.testing import KubeSim, eventually
+from tests.support import configmap, pod, watch_options
 
-FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
+FAST = watch_options()
 PODSETS = "example.aioinformer.dev/v1"
 
 
-@pytest.fixture
-async def factory(api: Any) -> AsyncIterator[InformerFactory]:
-    async with InformerFactory(api, watch_options=FAST) as f:
-        yield f
-
-
-def informer_tasks(before: set[asyncio.Task[Any]]) -> list[Any]:
+def informer_tasks(before: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
     """Tasks started since ``before`` that run aioinformer's own code."""
     return [
         t
@@ -38,24 +51,219 @@ def informer_tasks(before: set[asyncio.Task[Any]]) -> list[Any]:
     ]
 
 
-# -- sharing -----------------------------------------------------------------------------------
+def pipeline_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
 
 
-async def test_the_same_resource_and_options_share_one_informer(api: Any) -> None:
+@pytest.fixture
+def clones(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[RestClient]]:
+    """Every RestClient a pipeline thread clones (one HTTP session each) in this test."""
+    made: list[RestClient] = []
+    clone = RestClient.clone
+
+    def counting_clone(self: RestClient) -> RestClient:
+        made.append(clone(self))
+        return made[-1]
+
+    monkeypatch.setattr(RestClient, "clone", counting_clone)
+    yield made
+
+
+# -- running: a Service ------------------------------------------------------------------------
+
+
+async def test_one_pipeline_thread_and_one_http_session_serve_every_informer(
+    sim: KubeSim, api: Any, clones: list[RestClient]
+) -> None:
+    resources = [
+        ("v1", "pods"),
+        ("v1", "configmaps"),
+        ("v1", "secrets"),
+        ("apps/v1", "deployments"),
+    ]
+    before = {t.ident for t in pipeline_threads()}
+    sim.create("configmaps", configmap("early"), "default")
+    f = InformerFactory(api, watch_options=FAST)
+    early = [f.informer(gv, plural) for gv, plural in resources[:2]]  # before it runs
+    assert {t.ident for t in pipeline_threads()} == before  # the thread starts with them
+    async with f:
+        late = [f.informer(gv, plural) for gv, plural in resources[2:]]  # while it runs
+        await f.wait_for_sync(timeout=30)
+        assert all(inf.has_synced for inf in early + late)
+        assert "default/early" in early[1].snapshot()
+        threads = [t for t in pipeline_threads() if t.ident not in before]
+        assert isinstance(f.host, ThreadHost) and threads == [f.host.thread]
+        assert threads[0].name == f.host.name == f"{THREAD_PREFIX}{id(f):x}"
+        assert len(clones) == 1, "one HTTP session for every informer of the factory"
+        assert {id(inf._watcher._lw.rest) for inf in early + late} == {id(clones[0])}  # type: ignore[attr-defined]
+        await eventually(lambda: sim.open_watches == 4, "the four watches")
+        assert {inf.pipeline for inf in early + late} == {"thread"}
+    assert not threads[0].is_alive() and f.host.ended
+    assert clones[0].api_client.rest_client.pool_manager.closed
+    assert not api.rest_client.pool_manager.closed  # the caller's client is the caller's
+    await eventually(lambda: sim.open_watches == 0, "the server to see every watch close")
+
+
+async def test_on_the_callers_loop_there_is_no_thread_and_no_clone(
+    sim: KubeSim, api: Any, clones: list[RestClient]
+) -> None:
+    before = {t.ident for t in pipeline_threads()}
+    async with InformerFactory(api, watch_options=FAST, pipeline="loop") as f:
+        pods = f.informer("v1", "pods")
+        await f.wait_for_sync(timeout=30)
+        assert isinstance(f.host, LoopHost) and f.pipeline == pods.pipeline == "loop"
+        assert pods._watcher._lw.rest is f.rest  # type: ignore[attr-defined]
+    assert clones == [] and {t.ident for t in pipeline_threads()} <= before
+    with pytest.raises(ConfigError, match="pipeline must be one of"):
+        InformerFactory(api, pipeline="process")  # type: ignore[arg-type]
+
+
+async def test_exit_stops_every_informer_and_the_thread_and_the_factory_runs_once(
+    sim: KubeSim, api: Any
+) -> None:
+    before = asyncio.all_tasks()
+    f = InformerFactory(api, watch_options=FAST)
+    async with f:
+        f.informer("v1", "pods")
+        f.informer("v1", "configmaps")
+        await f.wait_for_sync(timeout=30)
+        assert informer_tasks(before), "the informers run in tasks of their own"
+        with pytest.raises(ConfigError, match="already running"):
+            await f.run()  # a second run while it runs
+    assert informer_tasks(before) == []
+    assert isinstance(f.host, ThreadHost) and f.host.ended
+    assert f.host.thread is not None and not f.host.thread.is_alive()
+    await eventually(lambda: sim.open_watches == 0, "the server to see both watches close")
+    with pytest.raises(ConfigError, match="closed"):
+        f.informer("v1", "secrets")
+    with pytest.raises(ConfigError, match="has run already"):
+        await f.run()
+
+
+async def test_cancelling_the_task_that_runs_it_stops_every_informer(
+    sim: KubeSim, api: Any
+) -> None:
+    """``await factory.run()``, the other way of running it: cancellation is its stop."""
+    before = asyncio.all_tasks()
+    f = InformerFactory(api, watch_options=FAST)
+    pods, configmaps = f.informer("v1", "pods"), f.informer("v1", "configmaps")
+    runner = asyncio.create_task(f.run())
+    await f.wait_for_sync(timeout=30)
+    await eventually(lambda: sim.open_watches == 2, "both watches")
+    runner.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await runner
+    assert informer_tasks(before) == []
+    assert isinstance(f.host, ThreadHost) and f.host.ended
+    assert pods._closed and configmaps._closed
+    await eventually(lambda: sim.open_watches == 0, "the server to see both watches close")
+
+
+async def test_an_informer_that_dies_is_logged_and_the_others_go_on(
+    sim: KubeSim, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store that fails even the harmless probe is broken: that informer stops, the
+    factory logs it at ERROR when it happens, and its other informers keep following."""
+
+    class BrokenWriter:
+        def __init__(self, writer: Any) -> None:
+            self._writer = writer
+
+        def apply(self, batch: Any, *, changes: bool = True) -> Any:
+            raise RuntimeError("the store is broken")
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._writer, name)
+
+    async with InformerFactory(api, watch_options=FAST) as f:
+        pods = f.informer("v1", "pods")
+        broken = f.informer("v1", "configmaps")
+        broken._writer = BrokenWriter(broken._writer)  # type: ignore[assignment]
+        await pods.wait_for_sync(timeout=30)
+        await eventually(lambda: broken._closed, "the broken informer to stop")
+        stopped = [r for r in caplog.records if "stopped" in r.getMessage()]
+        assert [r.levelno for r in stopped] == [logging.ERROR]
+        assert stopped[0].getMessage().startswith("informer configmaps stopped")
+        assert "the others keep running" in stopped[0].getMessage()
+        made = sim.create("pods", pod("after"), "default")
+        snap = await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
+        assert "default/after" in snap and not broken.has_synced
+
+
+# -- sharing: one informer per spec ---------------------------------------------------------------
+
+
+FIELDS = ("metadata", "spec")
+
+
+def project(obj: KubeObject, fields: tuple[str, ...]) -> KubeObject:
+    return obj
+
+
+def per_call(fields: tuple[str, ...] = FIELDS) -> Callable[[KubeObject], KubeObject]:
+    """A transform written once, made anew at each call."""
+    return lambda o: project(o, fields)
+
+
+async def test_the_same_spec_shares_one_informer_and_any_other_makes_another(api: Any) -> None:
     f = InformerFactory(api, watch_options=FAST)
     pods = f.informer("v1", "pods")
     assert f.informer("v1", "pods") is pods
+    assert f.informer_for(InformerSpec(group_version="v1", plural="pods")) is pods
     others = [
         f.informer("v1", "pods", label_selector="app=web"),
         f.informer("v1", "pods", field_selector="spec.nodeName=n1"),
         f.informer("v1", "pods", namespace="default"),
         f.informer("v1", "pods", metadata_only=True),
-        f.informer("v1", "pods", store="locked"),
         f.informer("v1", "configmaps"),
     ]
-    assert len({id(i) for i in [pods, *others]}) == 7
+    assert len({id(i) for i in [pods, *others]}) == 6
     assert f.informers == [pods, *others]
-    await f.stop()
+
+
+async def test_a_transform_made_anew_per_call_is_the_same_one(
+    api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Same code over the same captured objects (a lambda per call, a partial of the same
+    function and arguments, the same method): one informer, no warning."""
+    f = InformerFactory(api, watch_options=FAST)
+    lambdas = [f.informer("v1", "pods", transform=per_call()) for _ in range(3)]
+    partials = [
+        f.informer("v1", "secrets", transform=functools.partial(project, fields=FIELDS))
+        for _ in range(2)
+    ]
+    named = [f.informer("v1", "configmaps", transform=drop_managed_fields) for _ in range(2)]
+    assert lambdas[0] is lambdas[1] is lambdas[2]
+    assert partials[0] is partials[1] and named[0] is named[1]
+    assert len(f.informers) == 3
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    spec = InformerSpec(group_version="v1", plural="pods", transform=per_call())
+    assert spec == InformerSpec(group_version="v1", plural="pods", transform=per_call())
+    assert spec != InformerSpec(group_version="v1", plural="pods", transform=per_call(("x",)))
+
+
+async def test_a_second_informer_of_one_scope_logs_a_warning_naming_the_differences(
+    api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    f = InformerFactory(api, watch_options=FAST)
+    plain = f.informer("v1", "pods", transform=per_call())
+    other = f.informer("v1", "pods", transform=per_call(("status",)))  # other captured data
+    assert other is not plain
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    message = warnings[0].getMessage()
+    assert message.startswith("a second informer of pods: it differs from the one")
+    assert "in transform," in message and "keeps its own watch and cache" in message
+    f.informer("v1", "configmaps")
+    f.informer("v1", "configmaps", streaming_list=True, transform=drop_managed_fields)
+    message = [r for r in caplog.records if r.levelno == logging.WARNING][-1].getMessage()
+    assert "configmaps: it differs" in message and "in streaming_list, transform," in message
+    caplog.clear()
+    f.informer("v1", "configmaps", namespace="default")  # another scope: nothing to say
+    assert not [r for r in caplog.records if r.levelno == logging.WARNING]
+
+
+# -- indexers ------------------------------------------------------------------------------------
 
 
 async def test_indexers_of_a_shared_informer_are_merged_before_it_runs(
@@ -76,7 +284,20 @@ async def test_indexers_of_a_shared_informer_are_merged_before_it_runs(
             f.informer("v1", "pods", indexers={"late": by_label("late")})
 
 
-# -- namespaces and store kinds ------------------------------------------------------------------
+async def test_index_functions_are_checked_when_registered(api: Any) -> None:
+    f = InformerFactory(api, watch_options=FAST)
+    with pytest.raises(ConfigError, match=r"must be callable, not 'spec\.nodeName' \(by_field"):
+        f.informer("v1", "pods", indexers={"node": "spec.nodeName"})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match="index names are non-empty strings"):
+        f.informer("v1", "pods", indexers={"": by_field("spec.nodeName")})
+    assert f.informers == []  # nothing was made of a refused request
+    pods = f.informer("v1", "pods")
+    with pytest.raises(ConfigError, match="must be callable"):
+        f.informer("v1", "pods", indexers={"node": None})  # type: ignore[dict-item]
+    assert "node" not in pods.indexers
+
+
+# -- namespaces and resources --------------------------------------------------------------------
 
 
 async def test_informers_default_to_the_factory_namespace(sim: KubeSim, api: Any) -> None:
@@ -103,92 +324,32 @@ async def test_a_factory_without_a_namespace_watches_all_of_them(api: Any) -> No
     f = InformerFactory(api)
     assert f.informer("v1", "pods").namespace is None
     assert f.informer("apps/v1", "statefulsets").name == "statefulsets.apps"
-    await f.stop()
 
 
-async def test_unknown_store_kinds_and_resources_are_refused_at_once(api: Any) -> None:
-    with pytest.raises(ConfigError, match="store must be one of"):
-        InformerFactory(api, store="fast")  # type: ignore[arg-type]
-    f = InformerFactory(api, store="locked")
-    assert f.informer("v1", "pods").store_kind == "locked"
-    assert f.informer("v1", "pods", store="snapshot").store_kind == "snapshot"
-    with pytest.raises(ConfigError, match="store must be one of"):
-        f.informer("v1", "pods", store="fast")  # type: ignore[arg-type]
+async def test_bad_resources_are_refused_at_once(api: Any) -> None:
+    f = InformerFactory(api)
     for gv, plural in (("", "pods"), ("v1", ""), ("v1", "pods/status")):
         with pytest.raises(ConfigError, match="bad resource"):
             f.informer(gv, plural)
-    await f.stop()
-
-
-# -- running ------------------------------------------------------------------------------------
-
-
-async def test_informers_created_after_start_are_started(
-    sim: KubeSim, factory: InformerFactory
-) -> None:
-    sim.create("configmaps", configmap("late"), "default")
-    await factory.wait_for_sync(timeout=30)  # nothing to wait for yet
-    late = factory.informer("v1", "configmaps")
-    await factory.wait_for_sync(timeout=30)
-    assert late.has_synced and "default/late" in late.snapshot()
+    assert f.informers == []
 
 
 async def test_wait_for_sync_timeout_names_the_informer_and_its_last_error(
-    sim: KubeSim, factory: InformerFactory
-) -> None:
-    pods = factory.informer("v1", "pods")
-    podsets = factory.informer(PODSETS, "podsets")  # no CRD: the list gets 404
-    await pods.wait_for_sync(timeout=30)
-    await eventually(lambda: podsets.statistics().last_error != "", "the first failed list")
-    with pytest.raises(FreshnessTimeout) as info:
-        await factory.wait_for_sync(timeout=0.01)
-    message = str(info.value)
-    assert message.startswith("not synced after 0.01s: podsets.example.aioinformer.dev (")
-    assert "HTTP 404" in message and "is the CRD installed?" in message
-    assert ";" not in message  # one informer named: the synced one is not
-    with pytest.raises(FreshnessTimeout, match=r"informer podsets\.example\.aioinformer\.dev"):
-        await podsets.wait_for_sync(timeout=0.01)
-
-
-async def test_stop_is_idempotent_and_leaves_no_task(api: Any) -> None:
-    before = asyncio.all_tasks()
-    f = InformerFactory(api, watch_options=FAST)
-    await f.start()
-    f.informer("v1", "pods")
-    f.informer("v1", "configmaps")
-    await f.wait_for_sync(timeout=30)
-    assert informer_tasks(before), "the informers run in tasks of their own"
-    await f.stop()
-    assert informer_tasks(before) == []
-    await f.stop()  # harmless
-    with pytest.raises(ConfigError, match="closed"):
-        f.informer("v1", "secrets")
-    with pytest.raises(ConfigError, match="closed"):
-        await f.start()
-
-
-async def test_cancelling_the_task_that_runs_it_stops_every_informer(
     sim: KubeSim, api: Any
 ) -> None:
-    before = asyncio.all_tasks()
-    synced = asyncio.Event()
-
-    async def runner() -> None:
-        async with InformerFactory(api, watch_options=FAST) as f:
-            f.informer("v1", "pods")
-            f.informer("v1", "configmaps")
-            await f.wait_for_sync(timeout=30)
-            synced.set()
-            await asyncio.Event().wait()
-
-    task = asyncio.create_task(runner())
-    await synced.wait()
-    await eventually(lambda: sim.open_watches == 2, "both watches")
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    assert informer_tasks(before) == []
-    await eventually(lambda: sim.open_watches == 0, "the server to see both watches close")
+    async with InformerFactory(api, watch_options=FAST) as f:
+        pods = f.informer("v1", "pods")
+        podsets = f.informer(PODSETS, "podsets")  # no CRD: the list gets 404
+        await pods.wait_for_sync(timeout=30)
+        await eventually(lambda: podsets.statistics().last_error != "", "the first failed list")
+        with pytest.raises(FreshnessTimeout) as info:
+            await f.wait_for_sync(timeout=0.01)
+        message = str(info.value)
+        assert message.startswith("not synced after 0.01s: podsets.example.aioinformer.dev (")
+        assert "HTTP 404" in message and "is the CRD installed?" in message
+        assert ";" not in message  # one informer named: the synced one is not
+        with pytest.raises(FreshnessTimeout, match=r"informer podsets\.example\.aioinformer\.dev"):
+            await podsets.wait_for_sync(timeout=0.01)
 
 
 # -- watch options -------------------------------------------------------------------------------
@@ -201,33 +362,8 @@ async def test_watch_options_reach_every_informer(api: Any) -> None:
     watcher = f.informer("v1", "pods")._watcher
     assert (watcher.page_size, watcher.idle_timeout) == (7, 12.0)
     assert InformerFactory(api).watch_options == WatchOptions()
-    await f.stop()
 
 
-async def test_the_deprecated_watcher_options_mapping(api: Any) -> None:
-    with pytest.warns(DeprecationWarning, match="watcher_options= is deprecated"):
-        f = InformerFactory(api, watcher_options={"page_size": 3, "backoff_initial": 0.5})
-    assert f.watch_options == WatchOptions(page_size=3, backoff_initial=0.5)
-    with pytest.raises(ConfigError, match="not both"):
-        InformerFactory(api, watch_options=WatchOptions(), watcher_options={"page_size": 3})
-    with (
-        pytest.warns(DeprecationWarning),
-        pytest.raises(ConfigError, match=r"watch options: .*pagesize"),
-    ):
-        InformerFactory(api, watcher_options={"pagesize": 3})
-    with pytest.warns(DeprecationWarning), pytest.raises(ConfigError, match="page_size"):
-        InformerFactory(api, watcher_options={"page_size": -1})  # checked as WatchOptions
-
-
-def test_watch_options_from_a_mapping_with_a_backoff() -> None:
-    backoff = Backoff(initial=0.1, maximum=2.0, reset_after=5.0, jitter=0.0)
-    got = watch_options_from({"backoff": backoff, "idle_timeout": 9.0})
-    assert got == WatchOptions(
-        idle_timeout=9.0,
-        backoff_initial=0.1,
-        backoff_maximum=2.0,
-        backoff_reset_after=5.0,
-        backoff_jitter=0.0,
-    )
-    assert watch_options_from(None) == WatchOptions()
-    assert watch_options_from(got) is got
+async def test_an_informer_built_by_hand_runs_on_the_callers_loop(api: Any) -> None:
+    """Outside a factory an informer has no pipeline thread unless given one."""
+    assert Informer(ListWatch(api, "v1", "pods"), name="pods").pipeline == "loop"
