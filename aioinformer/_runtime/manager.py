@@ -485,5 +485,10 @@ def run(main: Coroutine[Any, Any, T], *, uvloop: bool | None = None) -> T:
     Returns:
         What ``main`` returns.
     """
-    with asyncio.Runner(loop_factory=lambda: new_event_loop(uvloop)) as runner:
+    try:
+        loop = new_event_loop(uvloop)
+    except BaseException:
+        main.close()  # (never run: no "never awaited" warning on top of the error)
+        raise
+    with asyncio.Runner(loop_factory=lambda: loop) as runner:
         return runner.run(main)
