@@ -16,8 +16,8 @@ from aioinformer._cache.deltas import Delta, ObjectDelta
 from aioinformer._cache.informer import Pipeline
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._harness.locked_informer import LockedFactory, LockedInformer
-from aioinformer.testing import KubeSim
-from tests.support import FakeClock, eventually, pod
+from aioinformer.testing import KubeSim, eventually
+from tests.support import FakeClock, pod
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 

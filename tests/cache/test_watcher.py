@@ -28,14 +28,13 @@ from aioinformer._core.errors import (
     ClosedError,
 )
 from aioinformer._core.objects import KubeObject, drop_managed_fields
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.support import (
     CountingListWatch,
     FakeClock,
     ModelFifo,
     Sleeps,
     api_client_for,
-    eventually,
     fake_server,
     make_watcher,
     pod,
@@ -329,7 +328,7 @@ async def test_resume_after_clean_timeout_without_relist() -> None:
         async with running(w):
             await w.wait_for_sync()
             sim.create("pods", pod("a"), "default")
-            await eventually(lambda: w.statistics().watch_restarts >= 2, "two timeouts")
+            await eventually(lambda: w.statistics().watch_restarts >= 2, "two timeouts", timeout=30)
             sim.create("pods", pod("b"), "default")
             await converge(sink, lambda: sim.versions("pods"))
         assert w.statistics().lists == 1 and w.statistics().stream_errors == 0
@@ -469,7 +468,9 @@ async def test_silent_stream_watchdog_rewatches_and_converges() -> None:
             sim.stall_watches()
             sim.create("pods", pod("b"), "default")
             await eventually(
-                lambda: w.statistics().watch_restarts >= restarts + 2, "watchdog restarts"
+                lambda: w.statistics().watch_restarts >= restarts + 2,
+                "watchdog restarts",
+                timeout=30,
             )
             assert "default/b" not in sink.state
             sim.unstall_watches()
