@@ -13,8 +13,10 @@ import pytest
 
 from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
 from aioinformer._cache.deltas import Delta, ObjectDelta
-from aioinformer._cache.informer import Pipeline
-from aioinformer._core.errors import ConfigError, FreshnessTimeout
+from aioinformer._cache.informer import Informer, Pipeline
+from aioinformer._cache.pipeline import LoopHost, ThreadHost
+from aioinformer._client.listwatch import ListWatch
+from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._harness.locked_informer import LockedFactory, LockedInformer
 from aioinformer.testing import KubeSim, eventually
 from tests.support import FakeClock, pod
@@ -313,3 +315,37 @@ async def test_an_injected_clock_does_not_time_the_watches(sim: KubeSim) -> None
             )
             stats = inf.statistics()
             assert stats.last_error == "" and stats.stream_errors == 0, stats.last_error
+
+
+@pytest.mark.parametrize("host", ["thread", "loop"])
+async def test_run_by_hand_add_an_index_while_it_runs_and_cancel(sim: KubeSim, host: str) -> None:
+    """An informer run by hand on either host: an index added while it runs is built where
+    its writer runs; cancelling ``run`` ends the pipeline (watcher included) before ``run``
+    returns; an informer runs once."""
+    sim.create("pods", pod("a", app="web"), "default")
+    async with sim.api_client() as api:
+        made = ThreadHost("by-hand") if host == "thread" else LoopHost()
+        inf = Informer(ListWatch(api, "v1", "pods"), name="pods", host=made, watch_options=FAST)
+        task = asyncio.create_task(inf.run())
+        try:
+            await inf.wait_for_sync(timeout=30)
+            await inf.add_indexer("app", by_label("app"))
+            assert [o.name for o in inf.snapshot().by_index("app", "web")] == ["a"]
+        finally:
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await made.aclose()
+        assert inf._watcher._done and inf._fifo.closed
+        with pytest.raises(ConfigError, match="runs once"):
+            await inf.run()
+        with pytest.raises(ClosedError):
+            await inf.wait_fresh(sim.resource_version + 1, timeout=30)
+
+
+async def test_a_pipeline_thread_needs_a_lister_watcher_it_can_move(api: Any) -> None:
+    class Fixed:
+        resource = "pods"
+
+    with pytest.raises(ConfigError, match="needs a lister-watcher with using"):
+        Informer(Fixed(), name="pods", host=ThreadHost("refused"))  # type: ignore[arg-type]
