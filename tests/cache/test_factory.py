@@ -1,7 +1,7 @@
 """InformerFactory over real HTTP against KubeSim. It is a Service: ``async with`` or
 ``await factory.run()`` runs the informers created before and while it runs, and its end
-stops every one of them and its pipeline thread. One pipeline thread and one HTTP session
-serve all its informers. One informer per InformerSpec (a transform made anew per call is
+stops every one of them and its pipeline thread (and its resolver threads). One pipeline
+thread and one HTTP session serve all its informers. One informer per InformerSpec (a transform made anew per call is
 the same one; a differing one makes a second informer, with a WARNING), indexers merged
 and checked when registered, the namespace default, ``wait_for_sync`` failing with names
 and causes, an informer that dies logged while the others go on, and the watch options."""
@@ -30,7 +30,13 @@ from aioinformer import (
 )
 from aioinformer._cache.factory import ALL_NAMESPACES
 from aioinformer._cache.informer import Informer
-from aioinformer._cache.pipeline import THREAD_PREFIX, LoopHost, ThreadHost
+from aioinformer._cache.pipeline import (
+    RESOLVER_PREFIX,
+    RESOLVER_THREADS,
+    THREAD_PREFIX,
+    LoopHost,
+    ThreadHost,
+)
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import RestClient
 from aioinformer.testing import KubeSim, eventually
@@ -53,6 +59,11 @@ def informer_tasks(before: set[asyncio.Task[Any]]) -> list[asyncio.Task[Any]]:
 
 def pipeline_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+
+
+def resolver_prefix(factory: InformerFactory) -> str:
+    """How the names of the factory's resolver threads start."""
+    return f"{RESOLVER_PREFIX}{id(factory):x}"
 
 
 @pytest.fixture
@@ -94,11 +105,14 @@ async def test_one_pipeline_thread_and_one_http_session_serve_every_informer(
         threads = [t for t in pipeline_threads() if t.ident not in before]
         assert isinstance(f.host, ThreadHost) and threads == [f.host.thread]
         assert threads[0].name == f.host.name == f"{THREAD_PREFIX}{id(f):x}"
+        resolvers = [t for t in threading.enumerate() if t.name.startswith(resolver_prefix(f))]
+        assert len(resolvers) <= RESOLVER_THREADS  # (made as host names are looked up)
         assert len(clones) == 1, "one HTTP session for every informer of the factory"
         assert {id(inf._watcher._lw.rest) for inf in early + late} == {id(clones[0])}  # type: ignore[attr-defined]
         await eventually(lambda: sim.open_watches == 4, "the four watches")
         assert {inf.pipeline for inf in early + late} == {"thread"}
     assert not threads[0].is_alive() and f.host.ended
+    assert not [t for t in resolvers if t.is_alive()]
     assert clones[0].api_client.rest_client.pool_manager.closed
     assert not api.rest_client.pool_manager.closed  # the caller's client is the caller's
     await eventually(lambda: sim.open_watches == 0, "the server to see every watch close")

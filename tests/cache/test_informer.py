@@ -317,26 +317,44 @@ async def test_an_injected_clock_does_not_time_the_watches(sim: KubeSim) -> None
             assert stats.last_error == "" and stats.stream_errors == 0, stats.last_error
 
 
+@pytest.mark.parametrize("how", ["run", "async with"])
 @pytest.mark.parametrize("host", ["thread", "loop"])
-async def test_run_by_hand_add_an_index_while_it_runs_and_cancel(sim: KubeSim, host: str) -> None:
-    """An informer run by hand on either host: an index added while it runs is built where
-    its writer runs; cancelling ``run`` ends the pipeline (watcher included) before ``run``
-    returns; an informer runs once."""
+async def test_run_by_hand_add_an_index_while_it_runs_and_stop(
+    sim: KubeSim, host: str, how: str
+) -> None:
+    """An informer run by hand on either host, by ``await informer.run()`` in a task or by
+    ``async with informer:`` (a Service): an index added while it runs is built where its
+    writer runs; cancelling ``run`` (leaving the block) ends the pipeline, watcher
+    included, before it returns; an informer runs once (a second run is refused, during
+    the first or after it)."""
     sim.create("pods", pod("a", app="web"), "default")
     async with sim.api_client() as api:
         made = ThreadHost("by-hand") if host == "thread" else LoopHost()
         inf = Informer(ListWatch(api, "v1", "pods"), name="pods", host=made, watch_options=FAST)
-        task = asyncio.create_task(inf.run())
-        try:
+
+        async def use() -> None:
             await inf.wait_for_sync(timeout=30)
             await inf.add_indexer("app", by_label("app"))
             assert [o.name for o in inf.snapshot().by_index("app", "web")] == ["a"]
+            with pytest.raises(ConfigError, match="runs once"):
+                await inf.run()
+
+        try:
+            if how == "async with":
+                async with inf as entered:
+                    assert entered is inf
+                    await use()
+            else:
+                task = asyncio.create_task(inf.run())
+                try:
+                    await use()
+                finally:
+                    task.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await task
+            assert inf._watcher._done and inf._fifo.closed
         finally:
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
             await made.aclose()
-        assert inf._watcher._done and inf._fifo.closed
         with pytest.raises(ConfigError, match="runs once"):
             await inf.run()
         with pytest.raises(ClosedError):

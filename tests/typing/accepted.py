@@ -8,6 +8,7 @@ from typing import Any
 from aioinformer import (
     Informer,
     InformerFactory,
+    InformerOptions,
     InformerSpec,
     KubeObject,
     Manager,
@@ -28,6 +29,7 @@ def node_of(obj: KubeObject) -> list[str]:
 def the_same_options_both_ways(api: Any) -> list[Informer]:
     manager = Manager(api, pipeline="loop", compact=False, process=ProcessSettings())
     factory = InformerFactory(api, pipeline="thread", process=ProcessSettings(None))
+    options: InformerOptions = {"namespace": "default", "indexers": {"node": node_of}}
     return [
         manager.informer("v1", "pods", compact=True),
         manager.informer("v1", "pods", indexers={"node": by_field("spec.nodeName")}),
@@ -41,6 +43,8 @@ def the_same_options_both_ways(api: Any) -> list[Informer]:
             metadata_only=True,
         ),
         factory.informer_for(InformerSpec(group_version="v1", plural="pods"), {"n": node_of}),
+        manager.informer("v1", "configmaps", **options),
+        factory.informer("v1", "configmaps", **options),
     ]
 
 

@@ -1,6 +1,6 @@
 """What mypy --strict must refuse at the informers' front door: a misspelled option and an
 index function that is not one (a str, meaning ``by_field``), through the factory and
-through the manager (whose ``informer`` is the factory's: one declaration of the options).
+through the manager and in an InformerOptions (one declaration of the options).
 Checked by test_typing.py: the comment ``# expect [code]: message`` (continued on ``#   ``
 lines) above a line is exactly the error mypy reports on it. Never run."""
 
@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from aioinformer import InformerFactory, Manager
+from aioinformer import InformerFactory, InformerOptions, Manager
 
 
 def through_the_manager(api: Any) -> None:
     manager = Manager(api)
-    # expect [call-arg]: Unexpected keyword argument "compactt"; did you mean "compact"?
+    # expect [call-arg]: Unexpected keyword argument "compactt" for "informer" of "Manager";
+    #   did you mean "compact"?
     manager.informer("v1", "pods", compactt=True)
     # expect [dict-item]: Dict entry 0 has incompatible type "str": "str"; expected "str":
     #   "Callable[[KubeObject], Iterable[str]]"
@@ -28,3 +29,8 @@ def through_the_factory(api: Any) -> None:
     # expect [dict-item]: Dict entry 0 has incompatible type "str": "str"; expected "str":
     #   "Callable[[KubeObject], Iterable[str]]"
     factory.informer("v1", "pods", indexers={"node": "spec.nodeName"})
+
+
+def as_options() -> InformerOptions:
+    # expect [typeddict-unknown-key]: Extra key "compactt" for TypedDict "InformerOptions"
+    return {"compactt": True}
