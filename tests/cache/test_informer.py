@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer import InformerFactory, Metrics, WatchOptions, by_label
+from aioinformer import InformerFactory, Metrics, ProcessSettings, WatchOptions, by_label
+from aioinformer._cache import informer as informer_module
 from aioinformer._cache.deltas import Delta, ObjectDelta
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.pipeline import LoopHost, ThreadHost
@@ -367,3 +368,19 @@ async def test_a_pipeline_thread_needs_a_lister_watcher_it_can_move(api: Any) ->
 
     with pytest.raises(ConfigError, match="needs a lister-watcher with using"):
         Informer(Fixed(), name="pods", host=ThreadHost("refused"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("release", [True, False])
+async def test_the_heap_is_trimmed_after_a_sync_only_if_the_process_settings_say_so(
+    sim: KubeSim, monkeypatch: pytest.MonkeyPatch, release: bool
+) -> None:
+    trims: list[str] = []
+    monkeypatch.setattr(informer_module, "release_free_memory", lambda: trims.append("trim"))
+    settings = ProcessSettings(release_memory=release)
+    async with sim.api_client() as api:
+        async with InformerFactory(api, watch_options=FAST, process=settings) as f:
+            pods = f.informer("v1", "pods")
+            await f.wait_for_sync(timeout=30)
+            made = sim.create("pods", pod("after-the-sync"), "default")
+            await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
+    assert trims == (["trim"] if release else [])  # the sync's, not the later write's
