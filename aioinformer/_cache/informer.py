@@ -523,10 +523,11 @@ class Informer(Service):
 
     async def wait_for_sync(self, timeout: float | None = None) -> None:
         """Wait until the initial list has been applied (:class:`FreshnessTimeout` after
-        ``timeout`` seconds, naming the last list/watch error)."""
+        ``timeout`` seconds, naming the last list/watch error; :class:`ClosedError` if
+        the informer stops first)."""
         try:
-            await asyncio.wait_for(self._synced.wait(), timeout)
-        except TimeoutError:
+            await self._wait(lambda: self.has_synced, timeout, lambda: "its initial sync")
+        except FreshnessTimeout:
             last = self._watcher.statistics().last_error or "no error seen"
             raise FreshnessTimeout(
                 f"informer {self.name} not synced after {timeout}s ({last})"

@@ -245,6 +245,7 @@ class ThreadHost:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stop: asyncio.Event | None = None  # (of the host's loop)
+        self._stopping = False  # (read and written on the host's loop only)
         self._ended: asyncio.Future[None] | None = None  # (of the caller's loop)
         self._clients: dict[int, tuple[RestClient, RestClient]] = {}  # id(source) -> pair
         self._remotes: set[_Remote] = set()  # started by run(), not ended yet
@@ -302,7 +303,7 @@ class ThreadHost:
             else:
                 self._remotes.add(remote)
                 remote.future.add_done_callback(lambda _f: self._forget(remote))
-                self.call(remote.start)
+                self.call(lambda: self._start_remote(remote))
         waiter = asyncio.wrap_future(remote.future)
         cancelled = False
         while not waiter.done():
@@ -318,6 +319,14 @@ class ThreadHost:
             raise asyncio.CancelledError
         result: _T = waiter.result()
         return result
+
+    def _start_remote(self, remote: _Remote) -> None:
+        """On the host's loop: start ``remote``, unless the host is stopping (its tasks
+        are being cancelled: one started now would be left on a closed loop)."""
+        if self._stopping:
+            remote.abandon(self.name)
+        else:
+            remote.start()
 
     def _forget(self, remote: _Remote) -> None:
         with self._lock:
@@ -368,6 +377,7 @@ class ThreadHost:
     # -- the thread --------------------------------------------------------------------------
 
     def _request_stop(self) -> None:
+        self._stopping = True
         if self._stop is not None:
             self._stop.set()
 
@@ -377,9 +387,10 @@ class ThreadHost:
         stop = self._stop = asyncio.Event()
         caller = self._caller
         assert caller is not None
-        while not stop.is_set() and not caller.is_closed():
+        while not self._stopping and not caller.is_closed():
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), ORPHAN_CHECK)
+        self._stopping = True
         me = asyncio.current_task()
         rest = [t for t in asyncio.all_tasks() if t is not me]
         for task in rest:

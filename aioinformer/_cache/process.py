@@ -83,13 +83,7 @@ class SwitchInterval:
             return
         with self._lock:
             self._holders.append(interval)
-            wanted = min(self._holders)
-            current = sys.getswitchinterval()
-            if wanted < current and (self._saved is None or current == self._lowered):
-                if self._saved is None:
-                    self._saved = current
-                sys.setswitchinterval(wanted)
-                self._lowered = sys.getswitchinterval()
+            self._apply()
 
     def leave(self, interval: float | None) -> None:
         """A pipeline thread that asked for ``interval`` has ended."""
@@ -97,10 +91,28 @@ class SwitchInterval:
             return
         with self._lock:
             self._holders.remove(interval)
-            if self._holders or self._saved is None:
-                return
-            if sys.getswitchinterval() == self._lowered:  # (else the application's)
-                sys.setswitchinterval(self._saved)
+            self._apply()
+
+    def _apply(self) -> None:
+        """The lowest interval a running thread asks for, while it is lower than the
+        interpreter's own; the interpreter's back once none asks. An interval the
+        application set meanwhile (not the one set here) is left alone."""
+        current = sys.getswitchinterval()
+        ours = self._saved is not None
+        if ours and current != self._lowered:  # the application changed it: its own now
+            self._saved = None
+            return
+        base = self._saved if ours else current
+        assert base is not None
+        wanted = min(self._holders, default=base)
+        if wanted < base:
+            if self._saved is None:
+                self._saved = base
+            if current != wanted:
+                sys.setswitchinterval(wanted)
+            self._lowered = sys.getswitchinterval()
+        elif ours:
+            sys.setswitchinterval(base)
             self._saved = None
 
 

@@ -12,8 +12,14 @@ ways, trio-style:
   fails before, entering raises that error. Leaving cancels it, waits for it, and raises
   the error it failed with, if any. The task never outlives the block.
 
+If the service fails while the block runs, the block's body is cancelled at once (as
+a task group cancels its body when a child fails) and leaving the block raises the
+service's error; if the body raised an exception of its own, that one propagates, with
+the service's error as its cause.
+
 A service runs once at a time: a second ``run`` while one runs is a
-:class:`~aioinformer.ConfigError`.
+:class:`~aioinformer.ConfigError`. Some run once in all (an informer, an informer factory:
+their state is spent) and say so; the others may run again once they have ended.
 """
 
 from __future__ import annotations
@@ -34,9 +40,9 @@ class Service:
 
     _task: asyncio.Task[None] | None = None
     _readiness: asyncio.Future[None] | None = None
+    _body: asyncio.Task[object] | None = None  # the task inside the ``async with`` block
+    _body_cancelled = False  # we cancelled it: the service failed while it ran
     _active = False
-    _wait_ready = True
-    """Whether ``async with`` waits for :meth:`_ready` (else only for the task to start)."""
 
     async def run(self) -> None:
         """Run until cancelled."""
@@ -68,16 +74,25 @@ class Service:
         loop = asyncio.get_running_loop()
         ready = self._readiness = loop.create_future()
         task = self._task = loop.create_task(self.run(), name=self._service_name())
-        if self._wait_ready:
-            try:
-                await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
-            except BaseException:
-                await self._stop()
-                raise
-            if not ready.done():  # it ended (failed) before it was ready
-                await self._stop()
-                raise ConfigError(f"{self._service_name()} ended before it was ready")
+        try:
+            await asyncio.wait([ready, task], return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await self._stop()
+            raise
+        if not ready.done():  # it ended (failed) before it was ready
+            await self._stop()
+            raise ConfigError(f"{self._service_name()} ended before it was ready")
+        self._body, self._body_cancelled = asyncio.current_task(), False
+        task.add_done_callback(self._failed_under_body)
         return self
+
+    def _failed_under_body(self, task: asyncio.Task[None]) -> None:
+        """The service ended while the block runs: cancel the block's body (as a task group
+        does), so it learns at once; leaving the block then raises the service's error."""
+        body = self._body
+        if task is self._task and body is not None and not body.done():
+            self._body_cancelled = True
+            body.cancel()
 
     async def __aexit__(
         self,
@@ -85,7 +100,18 @@ class Service:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        await self._stop()
+        body, self._body = self._body, None
+        if self._body_cancelled and body is not None:
+            body.uncancel()  # (ours: the service's error replaces the cancellation)
+        try:
+            await self._stop()
+        except Exception as error:
+            if exc is not None and not (
+                self._body_cancelled and exc_type is asyncio.CancelledError
+            ):
+                # the body's own exception goes on; the service's is chained to it
+                raise exc from error
+            raise
 
     async def _stop(self) -> None:
         """Cancel the task ``async with`` started, wait for it, raise its error."""
@@ -95,6 +121,7 @@ class Service:
             ready.cancel()
         if task is None:
             return
+        task.remove_done_callback(self._failed_under_body)
         task.cancel()
         await wait_ended(task)
         error = None if task.cancelled() else task.exception()

@@ -384,3 +384,18 @@ async def test_the_heap_is_trimmed_after_a_sync_only_if_the_process_settings_say
             made = sim.create("pods", pod("after-the-sync"), "default")
             await pods.wait_for_rv(made["metadata"]["resourceVersion"], timeout=30)
     assert trims == (["trim"] if release else [])  # the sync's, not the later write's
+
+
+async def test_waiting_for_the_sync_of_an_informer_that_stops_first_raises(
+    sim: KubeSim, api: Any
+) -> None:
+    """A wait for the sync of an informer that ends before it synced (a list refused for
+    ever: a resource that is not served) raises ClosedError instead of waiting for ever."""
+    inf = Informer(ListWatch(api, "v1", "nosuchthings"), name="nosuchthings")
+    task = asyncio.create_task(inf.run())
+    waiting = asyncio.create_task(inf.wait_for_sync())
+    await eventually(lambda: inf.statistics().errors_by_code, "the list to be refused")
+    task.cancel()
+    with pytest.raises(ClosedError, match="stopped while waiting for its initial sync"):
+        await waiting
+    await asyncio.gather(task, return_exceptions=True)

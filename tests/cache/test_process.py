@@ -49,8 +49,9 @@ def test_holders_nest_the_lowest_wins_and_the_last_one_puts_it_back() -> None:
     switch.enter(0.003)  # more than now: nothing changes
     assert sys.getswitchinterval() == pytest.approx(0.0002)
     switch.leave(0.0002)
+    assert sys.getswitchinterval() == pytest.approx(0.001)  # the lowest still asked for
     switch.leave(0.001)
-    assert sys.getswitchinterval() == pytest.approx(0.0002)  # one still runs: left lowered
+    assert sys.getswitchinterval() == pytest.approx(0.003)  # one still runs: its own
     switch.leave(0.003)
     assert sys.getswitchinterval() == HIGH  # the last one out puts it back
 

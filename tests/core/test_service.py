@@ -181,13 +181,43 @@ async def test_entering_cancelled_stops_the_service_before_raising() -> None:
     assert probe.ended == 1
 
 
-async def test_without_waiting_for_ready_async_with_enters_at_once() -> None:
+async def test_a_failure_while_the_block_runs_cancels_the_body_and_is_raised_at_exit() -> None:
     probe = Probe()
-    probe._wait_ready = False
-    async with probe:
-        assert not probe.started.is_set()  # the task is made, not yet run
-        await probe.started.wait()
-    assert probe.ended == 1
+    probe.go.set()
+    reached_end = False
+    with pytest.raises(RuntimeError, match="failed while running"):
+        async with probe:
+            probe.fail.set()
+            await asyncio.Event().wait()  # cancelled at once: the service failed
+            reached_end = True
+    assert not reached_end and probe.ended == 1
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]  # uncancelled
+
+
+class FailsOnStop(Service):
+    """Ready at once; stopping it fails (its cleanup raises)."""
+
+    async def run(self) -> None:
+        self._begin()
+        try:
+            self._ready()
+            await asyncio.Event().wait()
+        finally:
+            self._end()
+            raise RuntimeError("failed while stopping")
+
+
+async def test_the_bodys_own_exception_wins_with_the_services_as_its_cause() -> None:
+    with pytest.raises(KeyError) as raised:
+        async with FailsOnStop():
+            raise KeyError("the body's")
+    assert isinstance(raised.value.__cause__, RuntimeError)
+
+
+async def test_a_failure_at_exit_after_a_clean_body_is_raised() -> None:
+    with pytest.raises(RuntimeError, match="failed while stopping"):
+        async with FailsOnStop():
+            pass
 
 
 async def test_wait_ended_waits_for_a_task_asked_to_stop() -> None:
