@@ -534,6 +534,28 @@ def manager_before_section(data: dict[str, Any]) -> list[str]:
 README_START, README_END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
+def before_after_section(data: dict[str, Any]) -> list[str]:
+    """A figure-by-figure comparison of two checkouts in one run (bench/before_after.py)."""
+    before, after = data["before"], data["after"]
+    out = heading(f"## {data['script']}: before and after, one run (bench/before_after.py)", data)
+    out += [
+        f"Before: `{before['path']}` at {before['commit']}; after: `{after['path']}` at "
+        f"{after['commit']}; {len(data['runs']) // 2} rounds of each, alternating. Medians; "
+        "the ratio is after / before, the range each side's min-max over the rounds.",
+        "",
+        "| figure | before | after | after / before | before range | after range |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in data["summary"]:
+        lo_b, hi_b = row["before_range"]
+        lo_a, hi_a = row["after_range"]
+        out.append(
+            f"| `{row['figure']}` | {row['before']:.4g} | {row['after']:.4g} | "
+            f"{row['ratio']} | {lo_b:.4g}-{hi_b:.4g} | {lo_a:.4g}-{hi_a:.4g} |"
+        )
+    return out
+
+
 def headline(data: dict[str, Any]) -> list[str]:
     """The README's compact table: one row per configuration of the seed run."""
     o = data["options"]
@@ -599,6 +621,8 @@ def main(argv: list[str] | None = None) -> int:
         ("kubesim.json", kubesim_section),
         ("manager_before.json", manager_before_section),
         ("manager.json", manager_section),
+        ("pipeline_before_after.json", before_after_section),
+        ("store_before_after.json", before_after_section),
     ]
     for name, render in sections:
         path = RESULTS / name
