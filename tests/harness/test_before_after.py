@@ -13,7 +13,7 @@ import pytest
 from tests.support import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
-import before_after  # noqa: E402
+import before_after
 
 pytestmark = pytest.mark.timeout(300)
 
