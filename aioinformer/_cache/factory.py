@@ -374,10 +374,8 @@ class InformerFactory(Service):
         seconds, ``FreshnessTimeout`` naming each informer still waiting and its last
         list/watch error."""
         try:
-            await asyncio.wait_for(
-                asyncio.gather(*(inf.wait_for_sync() for inf in self._informers.values())),
-                timeout,
-            )
+            async with asyncio.timeout(timeout):  # (not wait_for: it may lose a cancellation)
+                await asyncio.gather(*(inf.wait_for_sync() for inf in self._informers.values()))
         except TimeoutError:
             pending = [
                 f"{i.name} ({i.statistics().last_error or 'no error seen'})"
