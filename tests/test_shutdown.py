@@ -1,11 +1,12 @@
 """Shutdown and cancellation (issue #6) over real HTTP against KubeSim.
 
 Cancelling the task that runs a factory or a manager stops every child task (watchers,
-writers, handler tasks, controller workers), closes every HTTP response (the server sees
-its watch count return to 0) and leaves no "Task was destroyed but it is pending" report
-and no unclosed-resource warning; a second ``stop()`` is harmless; an informer that fails
-(a transform raising on everything, a resource that is not served, a writer that dies)
-never stops the others. tests/test_informer.py covers the plain stop of a factory.
+writers, handler tasks, controller workers) and the factory's one pipeline thread, closes
+every HTTP response (the server sees its watch count return to 0) and leaves no "Task was
+destroyed but it is pending" report and no unclosed-resource warning, even when it comes
+the moment the caches sync; a factory runs once; an informer that fails (a transform
+raising on everything, a resource that is not served, a writer that dies) never stops the
+others.
 """
 
 from __future__ import annotations
@@ -22,15 +23,15 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer import InformerFactory, KubeObject
+from aioinformer import ControllerOptions, InformerFactory, KubeObject
 from aioinformer._cache.pipeline import THREAD_PREFIX
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._runtime.manager import LeaderElection, Manager
-from aioinformer.testing import KubeSim
-from tests.support import eventually, pod
+from aioinformer.testing import KubeSim, eventually
+from tests.support import pod
 from tests.support import watch_options as options
 
-OURS = ("informer-", "-watcher", "-writer", "-worker-", "manager-", "leader-elector")
+OURS = ("informer-", "-watcher", "-worker-", "controller:", "manager", "leader-elector")
 
 
 def cm(name: str) -> dict[str, Any]:
@@ -55,9 +56,13 @@ def leftover(before: set[asyncio.Task[Any]], names: tuple[str, ...] = ()) -> lis
     return out
 
 
-def pipeline_threads() -> list[str]:
-    """The informers' pipeline threads still alive."""
-    return [t.name for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+def pipeline_threads(before: set[threading.Thread]) -> list[str]:
+    """The pipeline threads started since ``before`` and still alive."""
+    return [
+        t.name
+        for t in set(threading.enumerate()) - before
+        if t.name.startswith(THREAD_PREFIX) and t.is_alive()
+    ]
 
 
 @contextlib.contextmanager
@@ -86,13 +91,13 @@ def no_pending_task_reports() -> Iterator[list[str]]:
 async def test_cancelling_the_factory_runner_stops_every_task_and_response(
     caplog: pytest.LogCaptureFixture, pipeline: Any
 ) -> None:
-    """Every task and, with pipeline threads, every thread is gone once the cancellation
-    of the runner completes."""
+    """Every task and, with the pipeline thread, the thread is gone once the cancellation
+    of the runner completes; the factory does not run again."""
     caplog.set_level(logging.INFO, logger="aioinformer")
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("pods", pod("a"), "default")
         sim.create("configmaps", cm("c"), "default")
-        before = asyncio.all_tasks()
+        before, threads = asyncio.all_tasks(), set(threading.enumerate())
         factory = InformerFactory(api, watch_options=options(), pipeline=pipeline)
         slow_started = asyncio.Event()
 
@@ -115,18 +120,21 @@ async def test_cancelling_the_factory_runner_stops_every_task_and_response(
             task = asyncio.create_task(runner(), name="user-runner")
             await eventually(lambda: sim.open_watches == 2, "pods and configmaps watches")
             await asyncio.wait_for(slow_started.wait(), 15)
-            if pipeline == "loop":  # 3 informers x (run, watcher, writer) + handlers
-                assert len(leftover(before)) >= 7
-            else:  # 3 informers' runs + handlers here, watchers and writers on 3 threads
-                assert len(leftover(before)) >= 5 and len(pipeline_threads()) == 3
+            if pipeline == "loop":  # the factory + 3 informers x (run+writer, watcher) + handlers
+                assert len(leftover(before)) >= 9
+                assert pipeline_threads(threads) == []
+            else:  # the factory, 3 informers' runs and handlers here; the rest on one thread
+                assert len(leftover(before)) >= 6
+                assert pipeline_threads(threads) == [f"{THREAD_PREFIX}{id(factory):x}"]
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert leftover(before) == []  # gone when the runner's cancellation completes
-            assert pipeline_threads() == []
+            assert pipeline_threads(threads) == []
             await eventually(lambda: sim.open_watches == 0, "the server to see every close")
-            await factory.stop()  # a second stop is harmless
-            await factory.stop()
+            with pytest.raises(ConfigError, match="has run already"):
+                async with factory:
+                    pass
             with pytest.raises(ConfigError, match="closed"):
                 factory.informer("v1", "secrets")
         assert reports == []
@@ -137,7 +145,7 @@ async def test_cancelling_the_manager_run_stops_controllers_informers_and_respon
     async with KubeSim() as sim, sim.api_client() as api:
         for i in range(5):
             sim.create("configmaps", cm(f"c{i}"), "default")
-        before = asyncio.all_tasks()
+        before, threads = asyncio.all_tasks(), set(threading.enumerate())
         reconciling = asyncio.Event()
 
         async def reconcile(key: str) -> None:
@@ -148,27 +156,95 @@ async def test_cancelling_the_manager_run_stops_controllers_informers_and_respon
             manager = Manager(api, metrics_port=0, watch_options=options())
             cms = manager.informer("v1", "configmaps", namespace="default")
             manager.informer("v1", "pods")
-            manager.controller(
-                "cm", reconcile, primary=cms, primary_kind="ConfigMap", concurrency=3
+            ctl = manager.controller(
+                "cm",
+                reconcile,
+                primary=cms,
+                primary_kind="ConfigMap",
+                options=ControllerOptions(concurrency=3),
             )
             task = asyncio.create_task(manager.run(), name="user-manager")
             await asyncio.wait_for(reconciling.wait(), 15)
             await eventually(lambda: sim.open_watches == 2, "the watches")
             port = manager.bound_metrics_port
-            assert any("-worker-" in n for n in leftover(before))
-            assert len(pipeline_threads()) == 2
+            assert sum("-worker-" in n for n in leftover(before)) == 3
+            assert len(pipeline_threads(threads)) == 1  # one for both informers
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
-            assert leftover(before) == [] and pipeline_threads() == []
+            assert leftover(before) == [] and pipeline_threads(threads) == []
+            assert not ctl.running
             await eventually(lambda: sim.open_watches == 0, "the server to see every close")
-            await manager.factory.stop()  # harmless after the run ended
-            for ctl in manager.controllers:
-                await ctl.stop()  # idempotent
             async with aiohttp.ClientSession() as http:  # the metrics endpoint is closed
                 with pytest.raises(aiohttp.ClientConnectionError):
                     await http.get(f"http://127.0.0.1:{port}/metrics")
         assert reports == []
+
+
+SIXTEEN = [  # (group_version, plural, namespace): 8 resources, each in all and in one namespace
+    (gv, plural, ns)
+    for gv, plural in [
+        ("v1", "pods"),
+        ("v1", "configmaps"),
+        ("v1", "secrets"),
+        ("v1", "services"),
+        ("v1", "serviceaccounts"),
+        ("v1", "persistentvolumeclaims"),
+        ("apps/v1", "deployments"),
+        ("coordination.k8s.io/v1", "leases"),
+    ]
+    for ns in (None, "default")
+]
+
+
+async def test_a_manager_with_sixteen_informers_runs_one_pipeline_thread() -> None:
+    """Sixteen informers on one manager: one pipeline thread (named after its factory)
+    carries all their watches while ``async with manager:`` runs, and none is left once
+    the block has exited."""
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("configmaps", cm("c"), "default")
+        threads = set(threading.enumerate())
+        manager = Manager(api, watch_options=options())
+        informers = [manager.informer(gv, plural, namespace=ns) for gv, plural, ns in SIXTEEN]
+        assert len(set(informers)) == 16
+        assert pipeline_threads(threads) == []  # none before it runs
+        async with manager:
+            assert all(inf.has_synced for inf in informers)
+            assert informers[2].snapshot().keys() == ["default/c"]
+            assert pipeline_threads(threads) == [f"{THREAD_PREFIX}{id(manager.factory):x}"]
+            await eventually(lambda: sim.open_watches == 16, "every informer's watch")
+            assert len(pipeline_threads(threads)) == 1
+        assert pipeline_threads(threads) == []  # ended with the block
+        await eventually(lambda: sim.open_watches == 0, "the server to see every close")
+
+
+@pytest.mark.parametrize("runs", ["manager", "factory"])
+async def test_a_cancellation_as_the_caches_sync_still_stops_the_run(runs: str) -> None:
+    """The runner is cancelled in the same instant the caller sees the caches synced (the
+    runner's own wait for the sync completing then too): the cancellation is not lost, the
+    run ends."""
+    async with KubeSim() as sim, sim.api_client() as api:
+        sim.create("configmaps", cm("c"), "default")
+        if runs == "manager":
+            manager = Manager(api, watch_options=options())
+            manager.informer("v1", "configmaps")
+            factory = manager.factory
+            task = asyncio.create_task(manager.run())
+        else:
+            factory = InformerFactory(api, watch_options=options())
+            factory.informer("v1", "configmaps")
+
+            async def runner() -> None:
+                async with factory:
+                    await factory.wait_for_sync(timeout=15)
+                    await asyncio.Event().wait()
+
+            task = asyncio.create_task(runner())
+        await factory.wait_for_sync(timeout=15)
+        task.cancel()
+        done, _ = await asyncio.wait([task], timeout=15)
+        assert done, "the run went on after its cancellation"
+        assert task.cancelled()
 
 
 async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
@@ -203,8 +279,7 @@ async def test_manager_stop_lets_reconciles_finish_then_cancels_stuck_ones(
             reconcile,
             primary=cms,
             primary_kind="ConfigMap",
-            concurrency=2,
-            shutdown_timeout=1.0,
+            options=ControllerOptions(concurrency=2, shutdown_timeout=1.0),
         )
         task = asyncio.create_task(manager.run())
         await eventually(lambda: len(started) == 2, "both reconciles to start")
@@ -254,7 +329,9 @@ async def test_shutdown_is_bounded_whatever_a_reconciles_cleanup_does(
                     late_write.append(exc)
                 raise
 
-        manager.controller("cm", reconcile, primary=cms, shutdown_timeout=1.0)
+        manager.controller(
+            "cm", reconcile, primary=cms, options=ControllerOptions(shutdown_timeout=1.0)
+        )
         task = asyncio.create_task(manager.run())
         try:
             await asyncio.wait_for(running.wait(), 30)
