@@ -44,6 +44,7 @@ from aioinformer._client.client import Client
 from aioinformer._client.config import load_api_client
 from aioinformer._core.errors import AlreadyExists, ConfigError
 from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.target import build_manager
 from aioinformer.testing._helpers import install_crd
 from kubesim import KubeSim
 
@@ -59,7 +60,8 @@ class Example:
     name: str
     """What the progress lines and the fault mix's results call it."""
     build: Callable[[Manager], object]
-    """Registers the operator's informers and controllers on a manager."""
+    """Registers the operator's informers and controllers on a manager (a coroutine
+    function is awaited)."""
     progress: Callable[[Client], Awaitable[tuple[str, bool]]]
     """``(line, done)`` from the API server: done once the samples have converged."""
     crds: Sequence[Mapping[str, Any] | str | Path] = ()
@@ -124,20 +126,25 @@ class Example:
             client = Client(api, field_manager=self.name)
             await self.install(client)
             manager = Manager(api)
-            self.build(manager)
-            running = asyncio.create_task(manager.run(), name=f"{self.name}-manager")
-            stack.push_async_callback(_cancel_and_wait, running)
-            status = await self._report(client, running, args)
+            await build_manager(self.build, manager)
+            try:
+                # the manager beside the progress lines: if it fails, the lines stop and
+                # its error is raised; once the lines are done, the manager is stopped
+                async with asyncio.TaskGroup() as group:
+                    running = group.create_task(manager.run(), name=f"{self.name}-manager")
+                    status = await self._report(client, args)
+                    running.cancel()
+            except BaseExceptionGroup as failed:
+                raise _single(failed) from None
         return status
 
-    async def _report(
-        self, client: Client, running: asyncio.Task[None], args: argparse.Namespace
-    ) -> int:
-        """Print progress lines as they change; with ``--once`` return once converged."""
+    async def _report(self, client: Client, args: argparse.Namespace) -> int:
+        """Print progress lines as they change; with ``--once`` return once converged
+        (else run until cancelled)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + args.timeout
         last, converged = "", False
-        while not running.done():
+        while True:
             line, done = await self.progress(client)
             if line != last:
                 print(line, flush=True)
@@ -151,10 +158,13 @@ class Example:
                 print(f"{self.name}: not converged after {args.timeout:g}s", flush=True)
                 return 1
             await asyncio.sleep(_POLL)
-        running.result()  # raises what stopped the manager
-        return 1
 
 
-async def _cancel_and_wait(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    await asyncio.wait([task])
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error of ``group`` (what stopped the manager, or the progress check), or
+    the group itself when there are several."""
+    errors = group.exceptions
+    if len(errors) == 1:
+        inner = errors[0]
+        return _single(inner) if isinstance(inner, BaseExceptionGroup) else inner
+    return group

@@ -67,7 +67,7 @@ from aioinformer import (
     Manager,
     WatchOptions,
 )
-from aioinformer._runtime.target import module_from_file
+from aioinformer._runtime.target import build_manager, module_from_file
 from aioinformer.testing._example import Example
 from kubesim import ApiError, KubeSim
 
@@ -355,7 +355,7 @@ class _Run:
             manager = Manager(self.api, watch_options=_WATCH_OPTIONS)
             for op in self.mix.operators:
                 await op.install(self.client)
-                op.build(manager)
+                await build_manager(op.build, manager)
             for ctl in manager.controllers:
                 ctl.expectations.ttl = _EXPECTATIONS_TTL
             if self.mix.operators:
@@ -548,11 +548,6 @@ def _diff(label: str, have: dict[str, int], want: dict[str, int], other: str) ->
         if have[k] != want[k]
     ]
     return out[:10]
-
-
-async def _cancel(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    await asyncio.wait([task])
 
 
 def example_operators(

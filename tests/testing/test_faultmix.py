@@ -108,6 +108,8 @@ def test_example_operators_need_the_examples_directory(tmp_path: Path) -> None:
     assert [op.name for op in example_operators(EXAMPLES, ["podset"])] == ["podset"]
     names = ["podset", "nodeagent", "configmap_mirror", "website"]
     assert [op.name for op in example_operators(EXAMPLES, names)] == names
-    (tmp_path / "plain.py").write_text("def build(manager): pass\n")
-    with pytest.raises(ConfigError, match=r"plain\.py has no EXAMPLE"):
+    (tmp_path / "plain.py").write_text("def build(manager): pass\n")  # no progress()
+    with pytest.raises(ConfigError, match=r"^plain: an example defines build\(manager\) and pro"):
         example_operators(tmp_path, ["plain"])
+    with pytest.raises(ConfigError, match="no such file"):
+        example_operators(tmp_path, ["absent"])
