@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from aioinformer._cli.helpformat import PROG, add_command
 from aioinformer._cli.tables import Column, fit_table, wrap_list
+from aioinformer._core.errors import ConfigError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,7 +83,7 @@ def add_soak_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_soak(args: argparse.Namespace) -> int:
     """Run the seeds, print the report; 0 when every seed converged, 1 otherwise, 2 on a
-    bad argument."""
+    bad argument or an example that is not one (one line)."""
     from rich.console import Console
 
     from aioinformer.testing._faultmix import example_operators
@@ -95,7 +96,11 @@ def run_soak(args: argparse.Namespace) -> int:
         )
         return 2
     logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
-    operators = [] if args.no_operators else example_operators(args.examples)
+    try:
+        operators = [] if args.no_operators else example_operators(args.examples)
+    except ConfigError as exc:
+        print(f"{PROG} soak: {exc}", file=sys.stderr)
+        return 2
     seconds = args.minutes * 60 / args.seeds
     names = ", ".join(op.name for op in operators) or "none (no examples/ directory found)"
     console.print(

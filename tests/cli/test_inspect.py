@@ -233,7 +233,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
     }
     staleness = headers.index("staleness")
     assert all(row[staleness].endswith(" ms") for row in rows.values())
-    all_headers = ["informer", "synced", "objects", "RV", "events/s", "FIFO", "peak",
+    all_headers = ["informer", "synced", "objects", "RV", "deltas/s", "FIFO", "peak",
                    "staleness", "relists", "restarts", "decode errors"]  # fmt: skip
     if columns >= 140:
         assert headers == all_headers and "not shown" not in text
@@ -254,7 +254,7 @@ def test_top_table_columns_are_chosen_by_priority() -> None:
 
     stats = [
         InformerStatistics(
-            name="statefulsets.apps[kube-system]", store="snapshot", objects=123456,
+            name="statefulsets.apps[kube-system]", objects=123456,
             resource_version=98765432, seq=3, has_synced=True, fifo_depth=2, fifo_peak=9,
             staleness=0.25, deltas_per_second=1500.0, applied_total=10, batches=3,
             in_place_batches=3, relists=1, watch_restarts=4, decode_errors=5,

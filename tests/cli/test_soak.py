@@ -18,12 +18,8 @@ from tests.support import run_cli
 pytestmark = pytest.mark.timeout(120)
 
 NEVER = """
-class _Never:
-    name = "{name}"
-    async def install(self, api): pass
-    def build(self, manager): pass
-    async def progress(self, api): return "{name} never converges", False
-EXAMPLE = _Never()
+def build(manager): pass
+async def progress(client): return "{name} never converges", False
 """
 
 
@@ -77,6 +73,19 @@ async def test_soak_exits_1_when_a_seed_does_not_converge(tmp_path: Path) -> Non
     assert "NOT converged" in out and "0/1 seeds converged; not: 1" in out
     assert "seed 1: operator podset: podset never converges" in out
     assert "seed 1 faults: " in out
+
+
+def test_an_example_that_is_not_one_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "podset.py").write_text("def build(manager): pass\n")  # no progress()
+    assert main(["soak", "--seeds", "1", "--examples", str(tmp_path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "python -m aioinformer soak: podset: an example defines build(manager) and "
+        "progress(client)\n"
+    )
 
 
 def test_soak_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
