@@ -25,8 +25,8 @@ import orjson
 import pytest
 
 from aioinformer import Informer, InformerFactory
-from aioinformer.testing import KubeSim
-from tests.support import ModelFifo, eventually, make_watcher, pod, running, transcript
+from aioinformer.testing import KubeSim, eventually
+from tests.support import ModelFifo, make_watcher, pod, running, transcript
 from tests.support import watch_options as options
 
 PODSETS = "example.aioinformer.dev/v1/podsets"

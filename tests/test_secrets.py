@@ -8,7 +8,6 @@ exception messages or reprs, whatever fails; KubeSim listens on loopback with au
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 import traceback
@@ -21,8 +20,8 @@ from kubernetes_asyncio import client, config
 
 from aioinformer import AioinformerError, InformerFactory, Manager, TransportError
 from aioinformer._client.listwatch import ListWatch
-from aioinformer.testing import KubeSim
-from tests.support import eventually, pod
+from aioinformer.testing import KubeSim, eventually
+from tests.support import pod
 from tests.support import watch_options as options
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
@@ -169,14 +168,12 @@ async def test_no_token_key_or_authorization_header_in_logs_errors_or_reprs(
             ctl = manager.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
             objects += [api, manager, manager.factory, ctl, *manager.factory.informers]
 
-            task = asyncio.create_task(manager.run())
-            try:
+            async with manager:  # entered once synced (after the two 500s)
 
                 def annotated() -> bool:
                     snap = cms.snapshot()
                     return all(o.annotations.get("reconciled") for o in snap.list())
 
-                await cms.wait_for_sync(timeout=15)
                 await eventually(lambda: len(cms.snapshot()) == 1 and annotated(), "reconcile")
                 # a relist: the watch history expires while the watch is stalled
                 sim.stall_watches()
@@ -206,9 +203,6 @@ async def test_no_token_key_or_authorization_header_in_logs_errors_or_reprs(
                         await client.CoreV1Api(lw_api).list_namespaced_secret("default")
                     except client.ApiException as exc:
                         errors.append(exc)
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
         assert len(errors) == 4 and sim.faults.injected["http_500"] == 2
 
     formatter = logging.Formatter("%(name)s %(levelname)s %(message)s")

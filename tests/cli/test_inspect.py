@@ -15,8 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer.testing import KubeSim
-from tests.support import configmap, eventually, pod, run_cli
+from aioinformer.testing import KubeSim, eventually
+from tests.support import configmap, pod, run_cli
 
 
 def token_free(text: str, token: str) -> bool:
@@ -171,7 +171,9 @@ async def top(sim: KubeSim, kubeconfig: Path, columns: int, *args: str) -> str:
 
     reader = asyncio.create_task(read())
     try:
-        await eventually(synced_table_printed, "top to print a table of synced informers", 60)
+        await eventually(
+            synced_table_printed, "top to print a table of synced informers", timeout=60
+        )
         proc.send_signal(signal.SIGINT)
         err = await asyncio.wait_for(proc.stderr.read(), 30)
         await asyncio.wait_for(reader, 30)
@@ -311,7 +313,7 @@ async def test_top_on_a_terminal_redraws_one_table_in_place(sim: KubeSim, tmp_pa
     loop = asyncio.get_running_loop()
     loop.add_reader(master, read)
     try:
-        await eventually(lambda: screen().count("│ pods[default]") >= 2, "top redrawn", 60)
+        await eventually(lambda: screen().count("│ pods[default]") >= 2, "top redrawn", timeout=60)
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 30) == 0, screen()
     finally:

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer import InformerFactory, WatchOptions
+from aioinformer.testing import eventually
 from tests.faults.hostile import (
     event,
     hang,
@@ -25,7 +26,6 @@ from tests.faults.hostile import (
     list_body,
     pod,
 )
-from tests.support import eventually
 
 LIST = list_body([pod("a", 5)], 10)
 

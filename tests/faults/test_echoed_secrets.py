@@ -24,6 +24,7 @@ from aiohttp import web
 
 from aioinformer import AioinformerError, InformerFactory, WatchOptions
 from aioinformer._client.listwatch import ListWatch
+from aioinformer.testing import eventually
 from tests.faults.hostile import (
     TOKEN,
     Hostile,
@@ -34,7 +35,6 @@ from tests.faults.hostile import (
     pod,
     status,
 )
-from tests.support import eventually
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
 CASES = ("status401", "html502", "errorevent", "headers", "redirect", "items")

@@ -19,11 +19,10 @@ import pytest
 
 from aioinformer import InformerFactory, WatchOptions
 from aioinformer._client.listwatch import ListWatch
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.faults.hostile import (
     pod,
 )
-from tests.support import eventually
 
 SPEC = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 

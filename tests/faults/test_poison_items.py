@@ -20,12 +20,11 @@ import orjson
 import pytest
 
 from aioinformer import Informer, InformerFactory, KubeObject, WatchOptions
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.faults.hostile import (
     deep_bytes,
     pod,
 )
-from tests.support import eventually
 
 DEPTH = 1500  # deeper than msgspec decodes (RecursionError); a real server stores 2000
 HUGE_RV = "9" * 5000  # int() refuses it (ValueError); Go's uint64 parser too

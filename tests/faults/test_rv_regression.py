@@ -17,7 +17,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer import Informer, InformerFactory, WatchOptions
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.faults.hostile import (
     event,
     hostile_server,
@@ -26,7 +26,6 @@ from tests.faults.hostile import (
     pod,
     status,
 )
-from tests.support import eventually
 
 SPEC = {"spec": {"containers": [{"name": "c", "image": "x"}]}}
 

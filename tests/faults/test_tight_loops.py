@@ -21,6 +21,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer import InformerFactory, WatchOptions
+from aioinformer.testing import eventually
 from tests.faults.hostile import (
     Handler,
     RssSampler,
@@ -31,7 +32,6 @@ from tests.faults.hostile import (
     pod,
     status,
 )
-from tests.support import eventually
 
 RATE, BURST = 20.0, 10
 MAX_LIST_BYTES = 8 << 20

@@ -7,8 +7,7 @@ import contextlib
 
 from aioinformer._harness.simchild import Driver
 from aioinformer._harness.workload import realistic_pod
-from aioinformer.testing import KubeSim
-from tests.support import eventually
+from aioinformer.testing import KubeSim, eventually
 
 
 def ready_status(sim: KubeSim, name: str, ns: str) -> tuple[str, str]:
