@@ -16,8 +16,8 @@ made from ``spec.template`` on every Ready node:
 * the pods of a deleted NodeAgent go with it: the garbage collector follows their
   ownerReferences.
 
-Generated names make the seed's bug silent: a reconcile that reads a cache which has not
-seen the pod it just created creates a second pod on the node, and nothing answers 409.
+Generated names make the incident's bug silent: a reconcile that reads a cache which has
+not seen the pod it just created creates a second pod on the node, and nothing answers 409.
 Every write goes through ``manager.client``, which keeps the controller's expectations and
 read-your-writes by itself; ``build(manager, protect=False)`` builds the controller
 without them to show the bug (``counters["surplus"]``: second pods found).
@@ -131,8 +131,9 @@ def build(
     manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
 ) -> NodeAgentOperator:
     """The NodeAgent operator on ``manager``; ``protect=False`` turns off the controller's
-    read-your-writes and expectations (the seed's buggy controller); ``namespace`` limits it
-    to the NodeAgents of one namespace (several operators can then share one manager)."""
+    read-your-writes and expectations (the incident's buggy controller); ``namespace``
+    limits it to the NodeAgents of one namespace (several operators can then share one
+    manager)."""
     return NodeAgentOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
 

@@ -15,11 +15,12 @@ PodSet's namespace and controlled by it (a controller ownerReference). Like a St
   ownerReferences (a pod left by a deleted PodSet of the same name holds its name until
   then, and is waited for).
 
-Fixed pod names make the seed's bug visible: a reconcile that reads a cache which has not
-seen the pod it just created creates it again and gets 409 AlreadyExists. Every write goes
-through ``manager.client``, which keeps the controller's read-your-writes and expectations
-by itself; ``build(manager, protect=False)`` builds the controller without them (the seed's
-buggy controller) to show the bug: ``counters["conflicts"]`` counts the 409s.
+Fixed pod names make the incident's bug visible: a reconcile that reads a cache which has
+not seen the pod it just created creates it again and gets 409 AlreadyExists. Every write
+goes through ``manager.client``, which keeps the controller's read-your-writes and
+expectations by itself; ``build(manager, protect=False)`` builds the controller without
+them (the incident's buggy controller) to show the bug: ``counters["conflicts"]`` counts
+the 409s.
 
 Run it: ``python examples/podset.py`` (embedded KubeSim, three nodes, a PodSet ``web`` with
 3 replicas; Ctrl-C to stop), ``--once`` to exit once converged, ``--kubeconfig PATH`` for a
@@ -127,8 +128,9 @@ def build(
     manager: Manager, *, protect: bool = True, concurrency: int = 4, namespace: str | None = None
 ) -> PodSetOperator:
     """The PodSet operator on ``manager``; ``protect=False`` turns off the controller's
-    read-your-writes and expectations (the seed's buggy controller); ``namespace`` limits it
-    to the PodSets of one namespace (several operators can then share one manager)."""
+    read-your-writes and expectations (the incident's buggy controller); ``namespace``
+    limits it to the PodSets of one namespace (several operators can then share one
+    manager)."""
     return PodSetOperator(manager, protect=protect, concurrency=concurrency, namespace=namespace)
 
 

@@ -1,8 +1,9 @@
 """The example operators (examples/*.py, loaded from their files) against KubeSim over HTTP.
 
+Importing one loads the library only (no KubeSim, testing kit, harness or command line).
 Each converges from scratch, after changes and after an apiserver restart, and leaves
 nothing behind when its object goes (the garbage collector follows the ownerReferences);
-and the seed's bug is reproduced on purpose (watch events delivered 0.3 s late: stale
+and the incident's bug is reproduced on purpose (watch events delivered 0.3 s late: stale
 informers, and a burst of triggers): without the controller's protection the PodSet gets
 409 AlreadyExists answers and the NodeAgent puts second pods on nodes; with it, neither
 happens.
@@ -11,6 +12,9 @@ happens.
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -22,7 +26,7 @@ import pytest
 
 from aioinformer import Client, Manager
 from aioinformer._runtime.target import module_from_file
-from aioinformer.testing import KubeSim, install_crd
+from aioinformer.testing import Example, KubeSim, install_crd
 from tests.support import REPO, pod_object, run_python
 
 EXAMPLES = REPO / "examples"
@@ -57,19 +61,16 @@ async def operator(
     sim: KubeSim, build: Callable[..., Op], crd: Path | None = None, **options: Any
 ) -> AsyncIterator[tuple[Op, Client]]:
     """Install ``crd``, then run ``build(manager, **options)`` on its own manager until the
-    block ends; yields the operator and a client (for progress checks)."""
+    block ends (entered once its caches synced); yields the operator and a client (for
+    progress checks)."""
     async with sim.api_client() as api:
         client = Client(api, field_manager="tests")
         if crd is not None:
             await install_crd(client, crd)
-        manager = Manager(api)
+        manager = Manager(api, cache_sync_timeout=10)
         op = build(manager, **options)
-        running = asyncio.create_task(manager.run())
-        try:
-            await manager.factory.wait_for_sync(timeout=10)
+        async with manager:
             yield op, client
-        finally:
-            await cancel_and_wait(running)
 
 
 async def converged(check: Callable[[], Awaitable[Progress]], timeout: float = 20.0) -> str:
@@ -275,7 +276,7 @@ def label_namespace(sim: KubeSim, name: str, matching: bool) -> None:
 async def test_configmap_mirror(sim: KubeSim) -> None:
     name = configmap_mirror.SAMPLE_NAME
     async with operator(sim, configmap_mirror.build) as (op, client):
-        await configmap_mirror.EXAMPLE.install(client)
+        await Example.from_module(configmap_mirror).install(client)  # its samples
 
         def check() -> Awaitable[Progress]:
             return configmap_mirror.progress(client, NS, name)
@@ -298,6 +299,48 @@ async def test_configmap_mirror(sim: KubeSim) -> None:
         await converged(check)  # the copies are gone, then the finalizer, then the source
         assert not sim.list("configmaps", NS, field_selector=f"metadata.name={name}")
         assert op.counters["conflicts"] == 0
+
+
+# -- what an operator imports -------------------------------------------------------------------
+
+NOT_IN_AN_OPERATOR = (
+    "kubesim",
+    "aioinformer.testing",
+    "aioinformer._harness",
+    "aioinformer._cli",
+    "aiorwlock",
+)
+"""What importing the library or a production operator must not load: the embedded server,
+the testing kit, the benchmark harness and demo, the command line, the baseline's lock."""
+
+
+@pytest.mark.parametrize(
+    "module", ["aioinformer", "website", "podset", "nodeagent", "configmap_mirror"]
+)
+def test_importing_an_operator_loads_the_library_only(module: str, tmp_path: Path) -> None:
+    """In a fresh interpreter (the examples directory on its path, as ``python
+    examples/website.py`` has it): the library is loaded, and nothing of
+    :data:`NOT_IN_AN_OPERATOR`."""
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        f"import {module}; print(json.dumps(sorted(sys.modules)))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(EXAMPLES)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert run.returncode == 0, run.stderr
+    loaded = json.loads(run.stdout)
+    assert "aioinformer._runtime.manager" in loaded  # (it did import the library)
+    unwanted = [
+        name
+        for name in loaded
+        if any(name == top or name.startswith(f"{top}.") for top in NOT_IN_AN_OPERATOR)
+    ]
+    assert unwanted == []
 
 
 # -- as a program --------------------------------------------------------------------------------
