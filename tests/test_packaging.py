@@ -1,14 +1,19 @@
 """The distribution's metadata, read back from the installed package (what a wheel of this
 tree carries): license, readme, project URLs, classifiers and keywords as pyproject.toml
 declares them; LICENSE is the Apache License 2.0 verbatim; CHANGELOG.md follows Keep a
-Changelog and has the current version; the package is typed."""
+Changelog and has the current version; the package is typed. KubeSim is a distribution of
+its own (``kubesim/``): installed, ``import kubesim`` works alone and loads no aioinformer."""
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import json
 import re
+import subprocess
+import sys
 import tomllib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -99,10 +104,27 @@ def test_the_changelog_keeps_a_changelog() -> None:
 
 
 def test_the_package_is_typed() -> None:
-    from pathlib import Path
-
     package = Path(aioinformer.__file__).parent
     assert (package / "py.typed").is_file()
     assert tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["hatch"]["build"][
         "targets"
     ]["wheel"]["packages"] == ["aioinformer"]  # the wheel ships the folder, py.typed with it
+
+
+def test_kubesim_is_a_distribution_importable_on_its_own(tmp_path: Path) -> None:
+    """``python -c "import kubesim"`` in a fresh interpreter, away from the checkout: the
+    installed distribution's package, of this tree's version, with nothing of aioinformer
+    loaded."""
+    declared = tomllib.loads((REPO / "kubesim" / "pyproject.toml").read_text())["project"]
+    assert importlib.metadata.version("kubesim") == declared["version"]
+    code = (
+        "import json, sys, kubesim; "
+        "print(json.dumps([kubesim.__file__, kubesim.KubeSim.__name__, sorted(sys.modules)]))"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
+    assert run.returncode == 0, run.stderr
+    where, server, loaded = json.loads(run.stdout)
+    assert Path(where).name == "__init__.py" and server == "KubeSim"
+    assert [m for m in loaded if m.partition(".")[0] == "aioinformer"] == []
