@@ -18,9 +18,9 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["SEED_COLUMNS", "column_notes", "report_table"]
+__all__ = ["CONTENTION_COLUMNS", "column_notes", "report_table"]
 
-SEED_COLUMNS: tuple[tuple[Column, str], ...] = (
+CONTENTION_COLUMNS: tuple[tuple[Column, str], ...] = (
     (Column("configuration", justify="left"), "the store and how its readers read (see --help)"),
     (
         Column("staleness p99", short="stale p99"),
@@ -70,7 +70,7 @@ def _pair(values: dict[str, int], kind: str) -> str:
 
 
 def _row(r: ConfigResult) -> list[str]:
-    """The cells of ``r``, in :data:`SEED_COLUMNS` order."""
+    """The cells of ``r``, in :data:`CONTENTION_COLUMNS` order."""
     return [
         r.config,
         _duration(r.staleness_p99),
@@ -96,13 +96,13 @@ def report_table(report: ContentionReport, console: Console, width: int | None =
         f"({o['owners']} owners x {o['pods_per_owner']}), "
         f"{o['readers']} readers, {o['rate']:.0f} writes/s offered for {o['duration']:.0f} s"
     )
-    columns = [c for c, _ in SEED_COLUMNS]
+    columns = [c for c, _ in CONTENTION_COLUMNS]
     rows = [_row(r) for r in report.results]
     return fit_table(console, columns, rows, title=title, width=width)
 
 
 def column_notes(table: Table) -> list[str]:
     """One line per column ``table`` shows: its header and what it means."""
-    meaning = {c.header: m for c, m in SEED_COLUMNS} | {c.short: m for c, m in SEED_COLUMNS}
+    meaning = {name: m for c, m in CONTENTION_COLUMNS for name in (c.header, c.short)}
     shown = [str(col.header) for col in table.columns]
     return [f"  {header}: {meaning[header]}" for header in shown if header in meaning]

@@ -96,7 +96,7 @@ _NUMBERS: tuple[tuple[str, str, type, str], ...] = (
         "locked_batch",
         int,
         "deltas the locked store applies per write lock: 1 as client-go's DeltaFIFO in the "
-        "seed, 1000 as RealFIFO PopBatch since 1.33",
+        "incident, 1000 as RealFIFO PopBatch since 1.33",
     ),
 )
 """The scenario's numeric flags: flag, key of the defaults, type, help."""

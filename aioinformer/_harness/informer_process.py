@@ -5,12 +5,13 @@ the environment (never on the command line). It talks JSON lines with the parent
 
 1. stdin: the configuration (``url``, ``store``, ``read``, ``readers``, ``owners``,
    ``chunk``, ``batch_size``, ``sample_interval``, ``examples_dir`` or null, ...).
-   It starts a Manager with one shared pods informer (and the example operators, if
-   asked), waits for the sync and prints ``{"synced": seconds, "objects": n}``.
+   It runs a Manager with one shared pods informer (and the example operators, if
+   asked) and, once every informer has synced, prints ``{"synced": seconds, "objects": n}``.
 2. stdin: ``{"start": seconds}``: runs the K readers (and drives the operators) for that
    long, printing ``{"progress": {...}}`` lines, then ``{"loaded": true}``.
 3. stdin: ``{"drain_to": rv}``: stops the readers, waits until the informer has published
-   ``rv``, lets the operators settle, prints the result object and exits.
+   ``rv``, lets the operators settle, stops the manager, prints the result object and
+   exits.
 
 The result holds raw measurements (publish times, receive times, reader latencies,
 samples, operator counters, RSS); the parent turns them into the figures
@@ -118,26 +119,16 @@ class InformerProcess:
         self.samples: list[list[float]] = []
         uids = owner_uids(cfg["owners"], cfg["namespaces"])
         self.readers = Readers(self.pods, cfg["read"], uids, cfg["chunk"])
-        self.running: asyncio.Task[None] | None = None
 
     def sample(self) -> InformerStatistics:
         st = self.pods.statistics()
         self.samples.append([time.monotonic(), st.fifo_depth, st.staleness, st.applied_total])
         return st
 
-    async def sync(self) -> dict[str, Any]:
-        """Install the operators' CRDs, start the manager, wait for the pods' sync."""
-        if self.ops is not None:
-            await self.ops.install(self.api)
-        self.running = asyncio.create_task(self.manager.run(), name="contention-manager")
-        t0 = time.perf_counter()
-        while not self.pods.has_synced:
-            if self.running.done():
-                self.running.result()  # raises what stopped it
-            await asyncio.sleep(0.01)
-        synced = time.perf_counter() - t0
+    def synced(self, seconds: float) -> dict[str, Any]:
+        """What the parent hears once the manager has synced, ``seconds`` after its start."""
         gc.collect()
-        return {"synced": synced, "objects": self.pods.statistics().objects}
+        return {"synced": seconds, "objects": self.pods.statistics().objects}
 
     async def load(self, seconds: float) -> None:
         """Readers (and the operators' workload) for ``seconds``, sampling as it goes."""
@@ -205,11 +196,6 @@ class InformerProcess:
             "cpu_seconds": cpu_seconds() - self.cpu0,
         }
 
-    async def stop(self) -> None:
-        if self.running is not None:
-            self.running.cancel()
-            await asyncio.gather(self.running, return_exceptions=True)
-
 
 async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
@@ -218,13 +204,14 @@ async def main() -> None:
     cfg = await receive()
     async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
         proc = InformerProcess(api, cfg)
-        try:
-            emit(await proc.sync())
+        if proc.ops is not None:
+            await proc.ops.install(api)  # the CRDs, before the manager starts its informers
+        t0 = time.perf_counter()
+        async with proc.manager:  # entered once every informer has synced
+            emit(proc.synced(time.perf_counter() - t0))
             await proc.load(float((await receive())["start"]))
             emit({"loaded": True})
             result = await proc.drain(int((await receive())["drain_to"]))
-        finally:
-            await proc.stop()
     emit({"result": result})
 
 

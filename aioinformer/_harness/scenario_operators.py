@@ -15,8 +15,8 @@ re-created (a new uid: every agent pod is replaced). Counted:
 * ``conflicts_409``: 409 AlreadyExists answers to the operator's creates (a PodSet
   recreating a pod its stale cache had not seen): the operator's ``counters["conflicts"]``;
 * ``extra_pods``: pods that existed beyond what the owner asked for: for a NodeAgent, a
-  second live (not terminating) pod of the same agent on one node (seen on the shared
-  informer's event stream, so even short-lived duplicates count; a replacement made while
+  second live (not terminating) pod of the same agent on one node (seen in the shared
+  informer's changes, so even short-lived duplicates count; a replacement made while
   the old pod terminates is none, as for a DaemonSet); for a PodSet, pods beyond
   ``replicas``.
 """

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cli.contention_table import SEED_COLUMNS
+from aioinformer._cli.contention_table import CONTENTION_COLUMNS
 from aioinformer._harness.contention import (
     CONFIGURATIONS,
     ConfigResult,
@@ -83,7 +83,7 @@ def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
         assert r["operators_converged"] is True, name
 
 
-def test_seed_script_runs_every_configuration(tmp_path: Path) -> None:
+def test_the_contention_script_runs_every_configuration(tmp_path: Path) -> None:
     out, png = tmp_path / "contention.json", tmp_path / "contention.png"
     run(
         [str(ROOT / "bench" / "contention.py"), *TINY, "--json", str(out), "--plot", str(png)], ROOT
@@ -107,7 +107,7 @@ def test_demo_command(tmp_path: Path) -> None:
     notes = printed.partition("The columns:")[2]
     wide = [line for line in notes.splitlines() if len(line) > 80]
     assert not wide, f"the notes are wrapped to the 80 columns of a pipe: {wide}"
-    for column, meaning in SEED_COLUMNS[:5]:  # (those that always stay)
+    for column, meaning in CONTENTION_COLUMNS[:5]:  # (those that always stay)
         names = {column.header, column.short} - {""}  # (a narrow table abbreviates)
         assert any(f"{n}: {meaning}" in " ".join(notes.split()) for n in names), names
 
