@@ -76,9 +76,9 @@ async def hostile_server(handler: Handler) -> AsyncIterator[Hostile]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0, shutdown_timeout=0.1)
+    site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
     port = runner.addresses[0][1]
     server = Hostile(f"http://127.0.0.1:{port}")
