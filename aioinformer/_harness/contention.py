@@ -309,7 +309,9 @@ async def _run_config(
         await send({"start": options.duration})
         await until("loaded")
         await sim.churn(0)
-        target = (await sim.stats())["rv"]
+        # the last pod write: a later write of another kind reaches a pods informer only
+        # with a bookmark (up to the sim's bookmark interval later)
+        target = (await sim.stats())["pods_rv"]
         say(config, {"step": "drain"})
         await send({"drain_to": target})
         result = (await until("result"))["result"]

@@ -20,7 +20,9 @@ Commands (``op``):
 * ``commits``: the (resourceVersion, monotonic commit time) of every pod change since the
   last ``commits`` call (or since ``record`` started recording). ``record``: start
   recording (drops what was recorded).
-* ``stats``: RSS and CPU seconds of this process, the current RV, pod count, churn writes.
+* ``stats``: RSS and CPU seconds of this process, the current RV and the last pod write's
+  (``pods_rv``: what a pods informer reaches without waiting for a bookmark), pod count,
+  churn writes.
 
 Times are ``time.monotonic()``: CLOCK_MONOTONIC is system-wide on Linux, so the parent
 compares them with its own.
@@ -141,10 +143,15 @@ class Driver:
             "rss_bytes": rss_bytes(),
             "cpu_seconds": cpu_seconds(),
             "rv": self.sim.resource_version,
+            "pods_rv": self._last_pod_rv(),
             "pods": len(self.pods.objects),
             "churn_writes": self.churn_writes,
             "cluster": self.sim.cluster.stats(),
         }
+
+    def _last_pod_rv(self) -> int:
+        last = self.pods.events_since(self.pods.next_seq - 1) or []
+        return last[-1].rv if last else 0
 
     # -- background work ----------------------------------------------------------------------
 
