@@ -26,7 +26,7 @@ import pytest
 
 from aioinformer import Client, Manager
 from aioinformer._runtime.target import module_from_file
-from aioinformer.testing import Example, KubeSim, install_crd
+from aioinformer.testing import Example, KubeSim, eventually, install_crd
 from tests.support import REPO, pod_object, run_python
 
 EXAMPLES = REPO / "examples"
@@ -104,13 +104,9 @@ def owned_pods(sim: KubeSim, owner_uid: str) -> list[dict[str, Any]]:
     ]
 
 
-async def gone(sim: KubeSim, owner_uid: str, timeout: float = 10.0) -> None:
+async def gone(sim: KubeSim, owner_uid: str) -> None:
     """Wait until no pod of ``owner_uid`` is left (KubeSim is polled in-process)."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if not owned_pods(sim, owner_uid):
-                return
-            await asyncio.sleep(0.05)
+    await eventually(lambda: not owned_pods(sim, owner_uid), f"the pods of {owner_uid} to go")
 
 
 # -- PodSet --------------------------------------------------------------------------------------
