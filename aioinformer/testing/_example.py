@@ -127,16 +127,10 @@ class Example:
             await self.install(client)
             manager = Manager(api)
             await build_manager(self.build, manager)
-            try:
-                # the manager beside the progress lines: if it fails, the lines stop and
-                # its error is raised; once the lines are done, the manager is stopped
-                async with asyncio.TaskGroup() as group:
-                    running = group.create_task(manager.run(), name=f"{self.name}-manager")
-                    status = await self._report(client, args)
-                    running.cancel()
-            except BaseExceptionGroup as failed:
-                raise _single(failed) from None
-        return status
+            # entered once synced; if the manager fails, the lines stop and its error is
+            # raised; once the lines are done, the manager is stopped
+            async with manager:
+                return await self._report(client, args)
 
     async def _report(self, client: Client, args: argparse.Namespace) -> int:
         """Print progress lines as they change; with ``--once`` return once converged
@@ -158,13 +152,3 @@ class Example:
                 print(f"{self.name}: not converged after {args.timeout:g}s", flush=True)
                 return 1
             await asyncio.sleep(_POLL)
-
-
-def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The one error of ``group`` (what stopped the manager, or the progress check), or
-    the group itself when there are several."""
-    errors = group.exceptions
-    if len(errors) == 1:
-        inner = errors[0]
-        return _single(inner) if isinstance(inner, BaseExceptionGroup) else inner
-    return group
