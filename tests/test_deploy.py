@@ -248,10 +248,13 @@ async def test_the_deployment_runs_the_operator_with_exactly_its_rbac(tmp_path: 
 
                 await eventually(lambda: ok("/readyz"), "/readyz 200", timeout=30)
                 assert await ok("/healthz")
-                lease = await admin.get(
-                    "coordination.k8s.io/v1", "Lease", "website-operator", namespace
-                )
-                assert lease.field("spec.holderIdentity") == "replica-a"
+
+                def holder() -> str | None:  # (ready means synced: it may still be electing)
+                    leases = sim.list("coordination.k8s.io/v1/leases", namespace)
+                    held = [le for le in leases if le["metadata"]["name"] == "website-operator"]
+                    return held[0]["spec"].get("holderIdentity") if held else None
+
+                await eventually(lambda: holder() == "replica-a", "replica-a to hold the Lease")
 
                 site = await admin.create(
                     {"apiVersion": "example.aioinformer.dev/v1", "kind": "Website",
@@ -264,8 +267,10 @@ async def test_the_deployment_runs_the_operator_with_exactly_its_rbac(tmp_path: 
                     return got.field("status.readyReplicas", 0, type=int) == 2
 
                 await eventually(ready, "the Website to converge", timeout=30)
-                reasons = {e["reason"] for e in sim.list("events", "default")}
-                assert "Created" in reasons  # the operator's events, not only the kubelet's
+                await eventually(  # the operator's events, not only the kubelet's
+                    lambda: "Created" in {e["reason"] for e in sim.list("events", "default")},
+                    "the operator's Created events",
+                )
                 await admin.delete(site)
                 await eventually(
                     lambda: not sim.list("pods", "default"), "the pods collected", timeout=30
