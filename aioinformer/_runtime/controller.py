@@ -215,8 +215,7 @@ class Controller(Service):
         metrics: Metrics | None = None,
         may_act: Callable[[str], bool] | None = None,
     ) -> None:
-        self.options = options or ControllerOptions()
-        """How it reconciles."""
+        self._options = options or ControllerOptions()
         self.name = name
         self._reconcile = reconcile
         self.primary = primary
@@ -235,6 +234,18 @@ class Controller(Service):
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
+
+    @property
+    def options(self) -> ControllerOptions:
+        """How it reconciles. Replacing them (a new :class:`ControllerOptions`) takes
+        effect at once for what is read per key (freshness, expectations and their ttl,
+        timeouts) and at the next :meth:`run` for the workers (concurrency, resync)."""
+        return self._options
+
+    @options.setter
+    def options(self, options: ControllerOptions) -> None:
+        self._options = options
+        self.expectations.ttl = options.expectations_ttl
 
     def __repr__(self) -> str:
         return (

@@ -302,7 +302,8 @@ class Manager(Service):
         """Run until cancelled: the metrics endpoint, discovery, the informers, then the
         controllers (while leading, with leader election; each on the keys of its shards,
         with sharding). ``async with manager:`` runs it in a task of its own and enters
-        once the informers have synced.
+        once the informers have synced, as ``/readyz`` turns ready then: with leader
+        election that is before this replica leads (a warm standby is ready too).
 
         Raises :class:`~aioinformer.ConfigError` when a resource is not served (naming what
         is), :class:`~aioinformer.FreshnessTimeout` if the informers do not sync within
