@@ -199,6 +199,8 @@ class Controller(Service):
         may_act: ``may_act(key)``, asked right before each reconcile and each write of the
             manager's client: False means another replica holds the key (leadership or
             sharding); the key is skipped and the write refused.
+        clock: what its work queue, expectations, default rate limiter and reconcile
+            durations are measured by (``time.monotonic``; the manager passes its own).
     """
 
     def __init__(
@@ -214,6 +216,7 @@ class Controller(Service):
         options: ControllerOptions | None = None,
         metrics: Metrics | None = None,
         may_act: Callable[[str], bool] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._options = options or ControllerOptions()
         self.name = name
@@ -221,7 +224,8 @@ class Controller(Service):
         self.primary = primary
         self.primary_kind = primary_kind
         """The primary's kind (given, or discovered when the manager starts)."""
-        self.expectations = Expectations(ttl=self.options.expectations_ttl)
+        self._clock = clock
+        self.expectations = Expectations(ttl=self.options.expectations_ttl, clock=clock)
         self.metrics = metrics or Metrics()
         self.queue: WorkQueue[str] = self._new_queue()
         self._may_act = may_act
@@ -403,8 +407,10 @@ class Controller(Service):
     def _new_queue(self) -> WorkQueue[str]:
         return WorkQueue(
             name=self.name,
-            rate_limiter=self.options.rate_limiter or default_controller_rate_limiter(),
+            rate_limiter=self.options.rate_limiter
+            or default_controller_rate_limiter(clock=self._clock),
             metrics=WorkQueueMetricsAdapter(self.metrics, self.name),
+            clock=self._clock,
         )
 
     def _service_name(self) -> str:
@@ -538,7 +544,7 @@ class Controller(Service):
             return
         running = context.Reconciling(self, key, context.next_reconcile_id(self.name))
         token = context.current.set(running)
-        t0 = time.perf_counter()
+        t0 = self._clock()
         try:
             async with asyncio.timeout(self.options.reconcile_timeout):
                 result = await self._reconcile(key)
@@ -554,7 +560,7 @@ class Controller(Service):
         finally:
             context.current.reset(token)
             self.reconciles += 1
-            self.metrics.reconcile_duration.labels(self.name).observe(time.perf_counter() - t0)
+            self.metrics.reconcile_duration.labels(self.name).observe(self._clock() - t0)
         if result is not None and result.requeue_after is not None:
             self.metrics.reconciles.labels(self.name, "requeue_after").inc()
             self.queue.forget(key)

@@ -130,7 +130,10 @@ class Manager(Service):
         blocked_loop_threshold: seconds the event loop may be blocked before a WARNING
             names the task that blocks it (and ``/healthz`` fails while it lasts); the
             watchdog is a thread of the manager's. None: no watchdog (no thread).
-        clock: the informers' clock.
+        clock: the clock every part of the manager measures durations by: the informers'
+            receive times and staleness, the Leases' deadlines (leader election, sharding),
+            the controllers' queues, expectations and rate limits, the event recorders'
+            aggregation (``time.monotonic``; on a virtual-time loop, its ``loop.time``).
         pipeline: where the informers' watchers and writers run: "thread" (one thread
             for all of them, the default) or "loop" (see
             :class:`~aioinformer.InformerFactory`).
@@ -164,6 +167,8 @@ class Manager(Service):
             raise ConfigError("choose leader_election or sharding, not both")
         self.api_client = api_client
         self.cache_sync_timeout = cache_sync_timeout
+        self.clock = clock
+        """What every part of the manager measures durations by."""
         self.factory = self._factory_class(
             api_client,
             namespace,
@@ -206,12 +211,12 @@ class Manager(Service):
         if leader_election is not None:
             from aioinformer._coordination.leader import LeaderElector
 
-            self.elector = LeaderElector(api_client, **asdict(leader_election))
+            self.elector = LeaderElector(api_client, **asdict(leader_election), clock=clock)
         self.shards: ShardManager | None = None
         if sharding is not None:
             from aioinformer._coordination.sharding import ShardManager
 
-            self.shards = ShardManager(api_client, **asdict(sharding))
+            self.shards = ShardManager(api_client, **asdict(sharding), clock=clock)
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._recorders: list[EventRecorder] = []
         self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
@@ -269,6 +274,7 @@ class Manager(Service):
             options=options,
             metrics=self.metrics,
             may_act=self._may_act,
+            clock=self.clock,
         )
         self.controllers.append(ctl)
         return ctl
@@ -289,7 +295,7 @@ class Manager(Service):
     def event_recorder(self, component: str) -> EventRecorder:
         """An :class:`~aioinformer.EventRecorder` writing through :attr:`client` as
         ``component``, run by the manager (flushed when it stops, after the controllers)."""
-        recorder = EventRecorder(self.client, component)
+        recorder = EventRecorder(self.client, component, clock=self.clock)
         self._recorders.append(recorder)
         if self._group is not None:
             self._group.create_task(recorder.run(), name=f"event-recorder:{component}")

@@ -219,6 +219,7 @@ def default_controller_rate_limiter(
     max_delay: float = 1000.0,
     qps: float = 10.0,
     burst: int = 100,
+    clock: Callable[[], float] = time.monotonic,
 ) -> MaxOfRateLimiter[Hashable]:
     """client-go's ``DefaultControllerRateLimiter``: per-key exponential backoff
     (``base_delay`` doubling to ``max_delay``) combined with an overall token bucket
@@ -229,8 +230,9 @@ def default_controller_rate_limiter(
         max_delay: the cap on a key's delay, in seconds.
         qps: retries per second allowed overall, once the burst is spent.
         burst: retries allowed at once.
+        clock: the bucket's clock (see :class:`BucketRateLimiter`).
     """
     return MaxOfRateLimiter[Hashable](
         ItemExponentialFailureRateLimiter(base_delay, max_delay),
-        BucketRateLimiter(qps, burst),
+        BucketRateLimiter(qps, burst, clock=clock),
     )
