@@ -1,13 +1,22 @@
 """A fenced operator for the fencing tests, and the ledger that checks it.
 
+Everything runs on the test's event loop on virtual time (looptime): the replicas (their
+informers on the loop, their clock the loop's) and KubeSim answer over real HTTP in no
+virtual time at all, so a write is seen by the ledger at the instant it was made, and
+leases of client-go's durations pass in a blink.
+
 ``build(manager)`` reconciles the ConfigMaps labelled ``role=ledger`` in namespace
-``ledger``: each reconcile is a long one, writing the replica's identity into the
-ConfigMap (an annotation, through ``manager.client``, so every write is fenced) four times
-0.1 s apart, and asks to be reconciled again at once, so each key is written continuously
-by whoever holds it, and a reconcile is always in flight when a replica loses a key. :class:`Ledger` watches the
-ConfigMaps and records every write in the server's order, with the time it arrived:
-:meth:`Ledger.overlaps` lists, per key, the writes of a replica that came after another
-replica had already written the key since (two replicas acting on one key at once).
+``ledger``. Each reconcile is a long one: it writes the replica's identity into the
+ConfigMap (an annotation, through ``manager.client``, so every write is fenced)
+:data:`WRITES` times, :data:`WORK` seconds apart, and asks to be reconciled again after
+:data:`WORK`, so whoever holds a key writes it all the time and a reconcile is in flight
+when a replica loses a key. It returns the replica's :class:`Reconciles`: when each
+reconcile finished, was cancelled, or had a write refused (NotOwner).
+
+:class:`Ledger` watches the ConfigMaps and the Leases and records every write and every
+change of holder in the server's order (resourceVersions are one global clock), stamped
+with the loop's time: :meth:`Ledger.overlaps` lists the writes made while another replica
+held the key's Lease.
 """
 
 from __future__ import annotations
@@ -15,17 +24,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
-import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from aioinformer import InformerFactory, Manager, Result, WatchOptions
+from aioinformer import (
+    ControllerOptions,
+    InformerFactory,
+    KubeObject,
+    Manager,
+    NotOwner,
+    Result,
+)
 from aioinformer._coordination.sharding import shard_of
+from tests.coordination.history import LeaseWrite, record_leases
 
 NAMESPACE = "ledger"
 KEYS = [f"k{i}" for i in range(6)]
-FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0, idle_timeout=3.0)
+WRITES = 4
+"""Writes per reconcile."""
+WORK = 1.0
+"""Seconds between two writes of a reconcile, and before the key is reconciled again."""
+LEASE_TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+"""client-go's defaults."""
 
 
 def identity_of(manager: Manager) -> str:
@@ -36,25 +57,50 @@ def identity_of(manager: Manager) -> str:
     return "solo"
 
 
-def build(manager: Manager) -> None:
-    """The ledger operator (see the module docstring)."""
+@dataclass
+class Reconciles:
+    """What one replica's reconciles did: (ConfigMap name, the loop's time) per outcome."""
+
+    finished: list[tuple[str, float]] = field(default_factory=list)
+    """Every write made, the reconcile ended."""
+    cancelled: list[tuple[str, float]] = field(default_factory=list)
+    """Cancelled (the replica lost the key, or stopped)."""
+    refused: list[tuple[str, float]] = field(default_factory=list)
+    """A write was refused: the replica no longer held the key (NotOwner)."""
+
+
+def build(manager: Manager, options: ControllerOptions | None = None) -> Reconciles:
+    """The ledger operator (see the module docstring), on ``manager``."""
     cms = manager.informer("v1", "configmaps", namespace=NAMESPACE, label_selector="role=ledger")
     me = identity_of(manager)
     serial = itertools.count()
+    done = Reconciles()
+    loop = asyncio.get_running_loop()
 
     async def reconcile(key: str) -> Result | None:
         obj = cms.snapshot().get(key)
         if obj is None:
             return None
-        for step in range(4):
-            if step:
-                await asyncio.sleep(0.1)  # (the work of a long reconcile)
-            # a new value each time: a write that changes nothing makes no event to record
-            note = {"writer": me, "write": f"{me}-{next(serial)}"}
-            await manager.client.patch(obj, {"metadata": {"annotations": note}})
-        return Result(requeue_after=0.01)
+        name = obj.name
+        try:
+            for step in range(WRITES):
+                if step:
+                    await asyncio.sleep(WORK)  # (the work of a long reconcile)
+                # a new value each time: a write that changes nothing makes no event
+                note = {"writer": me, "write": f"{me}-{next(serial)}"}
+                await manager.client.patch(obj, {"metadata": {"annotations": note}})
+        except asyncio.CancelledError:
+            done.cancelled.append((name, loop.time()))
+            raise
+        except NotOwner:
+            done.refused.append((name, loop.time()))
+            raise
+        done.finished.append((name, loop.time()))
+        return Result(requeue_after=WORK)
 
-    manager.controller("ledger", reconcile, primary=cms, concurrency=len(KEYS))
+    options = options or ControllerOptions(concurrency=len(KEYS))
+    manager.controller("ledger", reconcile, primary=cms, options=options)
+    return done
 
 
 def leader_lease(_key: str) -> str:
@@ -79,27 +125,23 @@ class Write:
     at: float
 
 
-@dataclass(frozen=True)
-class Holder:
-    lease: str
-    holder: str
-    rv: int
-
-
 class Ledger:
-    """Every write the operator made and every change of its Leases, in the server's order
-    (resourceVersions are one global clock). A write is fenced correctly when, at its
-    resourceVersion, the Lease that guards its key (the leader Lease, or the key's shard
-    Lease) was held by the replica that wrote it: :meth:`overlaps` lists every write that
-    was not."""
+    """Every write the operator made and every change of its Leases, in the server's order.
+    A write is fenced correctly when, at its resourceVersion, the Lease that guards its key
+    (the leader Lease, or the key's shard Lease) was held by the replica that wrote it:
+    :meth:`overlaps` lists every write that was not."""
 
     def __init__(self, lease_of: Callable[[str], str]) -> None:
         self.writes: list[Write] = []
-        self.holders: list[Holder] = []
+        self.holders: list[LeaseWrite] = []
         self._lease_of = lease_of
 
-    def by_writer(self, writer: str) -> list[Write]:
-        return [w for w in self.writes if w.writer == writer]
+    def by_writer(self, writer: str, after: float = -1.0) -> list[Write]:
+        """The writes of ``writer`` (made after ``after``, loop time)."""
+        return [w for w in self.writes if w.writer == writer and w.at > after]
+
+    def writes_every_key(self, writer: str, after: float = -1.0) -> bool:
+        return {w.key for w in self.by_writer(writer, after)} >= set(KEYS)
 
     def holder_at(self, lease: str, rv: int) -> str:
         """Who held ``lease`` just before resourceVersion ``rv`` ("" if nobody)."""
@@ -108,6 +150,22 @@ class Ledger:
             if h.lease == lease and h.rv < rv:
                 held = h.holder
         return held
+
+    def renewals(self, lease: str, holder: str) -> list[LeaseWrite]:
+        """Every write of ``lease`` that named ``holder`` (acquiring or renewing it)."""
+        return [h for h in self.holders if h.lease == lease and h.holder == holder]
+
+    def released(self, lease: str, by: str) -> LeaseWrite | None:
+        """The first write that emptied ``lease`` after ``by`` held it (None: never)."""
+        held = False
+        for h in self.holders:
+            if h.lease != lease:
+                continue
+            if h.holder == by:
+                held = True
+            elif held and h.holder == "":
+                return h
+        return None
 
     def overlaps(self) -> list[str]:
         """Writes made while another replica held the key's Lease (none when fenced)."""
@@ -119,38 +177,20 @@ class Ledger:
                 out.append(f"{w.key}: {w.writer} wrote at rv {w.rv} while {lease} was {holder!r}'s")
         return out
 
-    def overlap_seconds(self) -> float:
-        """How long, at most, a replica went on writing a key after the replica that held
-        its Lease had started writing it (0.0 when fenced)."""
-        worst = 0.0
-        for w in self.writes:
-            holder = self.holder_at(self._lease_of(w.key), w.rv)
-            if holder == w.writer:
-                continue
-            theirs = [x.at for x in self.writes if x.key == w.key and x.writer == holder]
-            if theirs and min(theirs) < w.at:
-                worst = max(worst, w.at - min(theirs))
-        return worst
-
     @contextlib.asynccontextmanager
     async def recording(self, api: Any) -> AsyncIterator[None]:
         """Record every write and every Lease change while the block runs."""
-        async with InformerFactory(api, NAMESPACE, watch_options=FAST) as factory:
-            cms = factory.informer("v1", "configmaps", label_selector="role=ledger")
-            leases = factory.informer("coordination.k8s.io/v1", "leases")
+        loop = asyncio.get_running_loop()
+        factory = InformerFactory(api, NAMESPACE, pipeline="loop", clock=loop.time)
+        cms = factory.informer("v1", "configmaps", label_selector="role=ledger")
 
-            def note(_old: Any, new: Any) -> None:
-                writer = new.annotations.get("writer")
-                if writer:
-                    self.writes.append(Write(new.name, writer, new.rv, time.monotonic()))
+        def note(_old: KubeObject, new: KubeObject) -> None:
+            writer = new.annotations.get("writer")
+            if writer:
+                self.writes.append(Write(new.name, writer, new.rv, loop.time()))
 
-            def held(obj: Any, new: Any = None) -> None:
-                lease = new if new is not None else obj
-                holder = lease.field("spec.holderIdentity") or ""
-                self.holders.append(Holder(lease.name, holder, lease.rv))
-
-            cms.add_handler(on_update=note, max_queue=None)
-            leases.add_handler(on_add=held, on_update=held, max_queue=None)
+        cms.add_handler(on_update=note, max_queue=None)
+        record_leases(factory, self.holders)
+        async with factory:
             await factory.wait_for_sync(timeout=30)
             yield
-            await asyncio.sleep(0)

@@ -73,11 +73,12 @@ class LeaseStaller:
             await self._released.wait()
         assert self._session is not None
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        try:
+            body = await request.read()
+        except ConnectionResetError:  # the client gave up while it was held
+            return web.Response(status=499)
         async with self._session.request(
-            request.method,
-            self.sim.url + request.rel_url.path_qs,
-            headers=headers,
-            data=await request.read(),
+            request.method, self.sim.url + request.rel_url.path_qs, headers=headers, data=body
         ) as upstream:
             out = web.StreamResponse(status=upstream.status, reason=upstream.reason)
             for k, v in upstream.headers.items():

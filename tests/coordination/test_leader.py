@@ -1,24 +1,43 @@
 """Lease leader election against KubeSim over HTTP: acquisition and the record's format,
-mutual exclusion, release hand-over, a frozen leader, transient server errors, callbacks."""
+renewals every ``retry_period``, mutual exclusion, release hand-over, a frozen leader
+stepping down ``renew_deadline`` after its last renewal (before the standby may take over,
+``lease_duration`` after it last saw the Lease change), transient server errors,
+callbacks.
+
+On virtual time (looptime): the electors' clock is the loop's, KubeSim answers on the same
+loop in no virtual time, so the Leases have client-go's durations (15 s, renewed within
+10 s, every 2 s), no test waits for one, and the instants asserted are exact."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import re
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 
-from aioinformer._coordination.leader import LeaderElector
+from aioinformer._coordination.leader import JITTER, LeaderElector
 from aioinformer._core.errors import ConfigError
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
+from tests.coordination.history import (
+    LeaseRequest,
+    LeaseWrite,
+    lease_requests,
+    lease_writes,
+    renewed,
+    same_instant,
+)
+
+pytestmark = pytest.mark.looptime
 
 NAME = "ctl-leader"
 NS = "default"
-FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15.0, 10.0, 2.0  # client-go's defaults
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+LONG = 10 * LEASE_DURATION  # (virtual) seconds a test may wait for a change of leader
 
 
 def lease_spec(sim: KubeSim) -> dict[str, Any]:
@@ -26,29 +45,34 @@ def lease_spec(sim: KubeSim) -> dict[str, Any]:
     return spec
 
 
-async def until(pred: Callable[[], bool], timeout: float = 8.0) -> None:
-    """Poll ``pred`` until true; fail the test after a generous ``timeout``."""
-    async with asyncio.timeout(timeout):
-        while True:
-            if pred():
-                return
-            await asyncio.sleep(0.01)
+def elector(api: Any, identity: str, **options: Any) -> LeaderElector:
+    """An elector on the loop's clock with client-go's timings."""
+    options.setdefault("clock", asyncio.get_running_loop().time)
+    return LeaderElector(
+        api,
+        name=NAME,
+        namespace=NS,
+        identity=identity,
+        lease_duration=LEASE_DURATION,
+        renew_deadline=RENEW_DEADLINE,
+        retry_period=RETRY_PERIOD,
+        **options,
+    )
 
 
-async def renewals(sim: KubeSim, n: int, timeout: float = 8.0) -> None:
-    """Return once the Lease was written ``n`` more times (distinct resourceVersions seen)."""
-    seen: set[str] = set()
+def by(writes: list[LeaseWrite], holder: str) -> list[float]:
+    """When the Lease was written naming ``holder``."""
+    return [w.at for w in writes if w.lease == NAME and w.holder == holder]
 
-    def written() -> bool:
-        seen.add(sim.get("leases", NAME, NS)["metadata"]["resourceVersion"])
-        return len(seen) > n
 
-    await until(written, timeout)
+def sent(requests: list[LeaseRequest], holder: str) -> list[float]:
+    """When the writes of the Lease naming ``holder`` that succeeded were sent."""
+    return [r.sent for r in requests if r.lease == NAME and r.holder == holder and r.ok]
 
 
 class Sampler:
-    """Checks, every few milliseconds, that at most one elector counts as leader and that a
-    leader's own view agrees with the Lease on the server."""
+    """Checks, every 10 (virtual) milliseconds, that at most one elector counts as leader
+    and that a leader's own view agrees with the Lease on the server."""
 
     def __init__(self, sim: KubeSim, electors: list[LeaderElector]) -> None:
         self.sim, self.electors = sim, electors
@@ -65,10 +89,10 @@ class Sampler:
                 if holder != identity:
                     self.violations.append(f"{identity} leads but the lease names {holder!r}")
             self.samples += 1
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.01)
 
 
-@asynccontextmanager
+@contextlib.asynccontextmanager
 async def sampling(sim: KubeSim, electors: list[LeaderElector]) -> AsyncIterator[Sampler]:
     sampler = Sampler(sim, electors)
     task = asyncio.create_task(sampler.run())
@@ -83,7 +107,7 @@ async def sampling(sim: KubeSim, electors: list[LeaderElector]) -> AsyncIterator
 
 def freezable(api: Any, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
     """Make every request through ``api`` wait while the returned event is clear: what a
-    process that cannot reach the API server (or is paused) looks like to the others."""
+    process that cannot reach the API server looks like to the others."""
     thawed = asyncio.Event()
     thawed.set()
     call_api = api.call_api
@@ -102,83 +126,91 @@ def test_timings_are_checked() -> None:
     with pytest.raises(ConfigError):
         LeaderElector(None, name=NAME, namespace=NS, identity="a", renew_deadline=2.0)
     with pytest.raises(ConfigError):
-        LeaderElector(None, name=NAME, namespace=NS, identity="", **FAST)
+        LeaderElector(None, name=NAME, namespace=NS, identity="")
 
 
-async def test_single_elector_acquires_renews_and_releases(sim: KubeSim) -> None:
+async def test_single_elector_acquires_renews_every_retry_period_and_releases(
+    sim: KubeSim,
+) -> None:
     async with sim.api_client() as api:
-        elector = LeaderElector(api, name=NAME, namespace=NS, identity="a", **FAST)
-        assert not elector.is_leader and elector.leadership_lost.is_set()
-        async with elector:
-            await elector.wait_leader(timeout=5)
-            assert elector.is_leader and elector.leader == "a"
-            assert not elector.leadership_lost.is_set()
+        requests = lease_requests(api)
+        a = elector(api, "a")
+        assert not a.is_leader and a.leadership_lost.is_set()
+        async with a:
+            await a.wait_leader(timeout=5)
+            assert a.is_leader and a.leader == "a"
+            assert not a.leadership_lost.is_set()
             first = lease_spec(sim)
             assert first["holderIdentity"] == "a"
-            assert first["leaseDurationSeconds"] == 2  # ceil(1.5): never shorter than asked
+            assert first["leaseDurationSeconds"] == 15
             assert first["leaseTransitions"] == 0
             assert MICRO_TIME.match(first["acquireTime"]), first
             assert MICRO_TIME.match(first["renewTime"]), first
-            await until(lambda: lease_spec(sim)["renewTime"] != first["renewTime"])
+            await eventually(lambda: len(sent(requests, "a")) == 6, "five renewals", timeout=LONG)
             renewed = lease_spec(sim)
             assert MICRO_TIME.match(renewed["renewTime"])
             assert renewed["renewTime"] > first["renewTime"]
             assert renewed["acquireTime"] == first["acquireTime"]
             assert renewed["leaseTransitions"] == 0
-        assert not elector.is_leader and elector.leadership_lost.is_set()
+        assert not a.is_leader and a.leadership_lost.is_set()
         released = lease_spec(sim)
-        assert released["holderIdentity"] == ""
-        assert released["leaseDurationSeconds"] == 1
-        assert released["leaseTransitions"] == 0
-        assert MICRO_TIME.match(released["renewTime"])
+    # renewed retry_period after the last renewal ended (the requests take no time on
+    # virtual time, but for the moments the HTTP client spends in a thread)
+    written = sent(requests, "a")
+    gaps = [later - earlier for earlier, later in itertools.pairwise(written)]
+    assert all(RETRY_PERIOD <= gap < RETRY_PERIOD + 0.5 for gap in gaps), written
+    assert released["holderIdentity"] == ""
+    assert released["leaseDurationSeconds"] == 1
+    assert released["leaseTransitions"] == 0
+    assert MICRO_TIME.match(released["renewTime"])
 
 
 async def test_two_electors_one_leads_and_release_hands_over(sim: KubeSim) -> None:
+    loop = asyncio.get_running_loop()
     async with sim.api_client() as api_a, sim.api_client() as api_b:
-        a = LeaderElector(api_a, name=NAME, namespace=NS, identity="a", **FAST)
+        a = elector(api_a, "a")
         # b's clock never advances: the lease can never expire in b's eyes, so b can only
         # take over through a's release
-        b = LeaderElector(api_b, name=NAME, namespace=NS, identity="b", clock=lambda: 0.0, **FAST)
-        async with sampling(sim, [a, b]):
-            async with a:
-                await a.wait_leader(timeout=5)
-                async with b:
-                    with pytest.raises(TimeoutError):
-                        await b.wait_leader(timeout=1.5)  # several renewals of a
-                    assert b.leader == "a" and a.is_leader
-                    await a.aclose()  # stop a: it releases
-                    await b.wait_leader(timeout=5)
-                    assert b.is_leader and not a.is_leader
-                    spec = lease_spec(sim)
-                    assert spec["holderIdentity"] == "b"
-                    assert spec["leaseTransitions"] == 1
-                    assert spec["leaseDurationSeconds"] == 2
+        b = elector(api_b, "b", clock=lambda: 0.0)
+        async with sampling(sim, [a, b]), contextlib.AsyncExitStack() as running_a:
+            await running_a.enter_async_context(a)
+            await a.wait_leader(timeout=5)
+            async with b:
+                with pytest.raises(TimeoutError):  # many renewals of a
+                    await b.wait_leader(timeout=3 * LEASE_DURATION)
+                assert b.leader == "a" and a.is_leader
+                await running_a.aclose()  # stop a: it releases
+                released = loop.time()
+                await b.wait_leader(timeout=LONG)
+                # b took it at its next try: after retry_period and its jitter at most
+                assert loop.time() - released <= RETRY_PERIOD * (1 + JITTER)
+                assert b.is_leader and not a.is_leader
+                spec = lease_spec(sim)
+                assert spec["holderIdentity"] == "b"
+                assert spec["leaseTransitions"] == 1
+                assert spec["leaseDurationSeconds"] == 15
 
 
 async def test_frozen_leader_steps_down_before_standby_takes_over(
     sim: KubeSim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    events: list[str] = []
+    """a's requests hang: a steps down exactly ``renew_deadline`` after its last renewal
+    started, b takes the Lease over no sooner than ``lease_duration`` after that renewal
+    (the moment it saw the Lease change last); a, reachable again, stays a follower."""
+    events: list[tuple[str, float]] = []
+    loop = asyncio.get_running_loop()
+
+    def note(what: str) -> Callable[[], None]:
+        return lambda: events.append((what, loop.time()))
+
     async with sim.api_client() as api_a, sim.api_client() as api_b:
         thawed = freezable(api_a, monkeypatch)
-        a = LeaderElector(
-            api_a,
-            name=NAME,
-            namespace=NS,
-            identity="a",
-            on_started_leading=lambda: events.append("a started"),
-            on_stopped_leading=lambda: events.append("a stopped"),
-            **FAST,
+        a = elector(
+            api_a, "a", on_started_leading=note("a started"), on_stopped_leading=note("a stopped")
         )
-        b = LeaderElector(
-            api_b,
-            name=NAME,
-            namespace=NS,
-            identity="b",
-            on_started_leading=lambda: events.append("b started"),
-            **FAST,
-        )
-        async with sampling(sim, [a, b]), a:
+        b = elector(api_b, "b", on_started_leading=note("b started"))
+        requests = lease_requests(api_a)
+        async with lease_writes(api_b, NS) as writes, sampling(sim, [a, b]), a:
             await a.wait_leader(timeout=5)
             scope_lost: list[bool] = []
 
@@ -190,44 +222,43 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
             worker = asyncio.create_task(work())
             async with b:
                 # b sees a's valid Lease and stays a follower while a renews it twice
-                await until(lambda: b.leader == "a")
-                await renewals(sim, 2)
+                await eventually(lambda: b.leader == "a", "b sees a")
+                renewals = len(by(writes, "a"))
+                await eventually(lambda: len(by(writes, "a")) >= renewals + 2, "two renewals")
                 assert a.is_leader and not b.is_leader
                 thawed.clear()  # a's requests hang from now on
-                await b.wait_leader(timeout=10)
-                assert events == ["a started", "a stopped", "b started"]
+                last_renewal = renewed(requests, NAME, "a", by=loop.time())
+                await b.wait_leader(timeout=LONG)
+                assert [what for what, _ in events] == ["a started", "a stopped", "b started"]
+                stopped, took_over = events[1][1], events[2][1]
+                assert same_instant(stopped, last_renewal + RENEW_DEADLINE)
+                assert took_over >= last_renewal + LEASE_DURATION
                 assert not a.is_leader and a.leadership_lost.is_set()
                 await asyncio.wait_for(worker, 5)
                 assert scope_lost == [True]
                 spec = lease_spec(sim)
                 assert spec["holderIdentity"] == "b" and spec["leaseTransitions"] == 1
                 thawed.set()
-                # a, thawed, sees b's valid lease and stays a follower
-                await until(lambda: a.leader == "b")
-                await renewals(sim, 2)  # a had two rounds to grab it, and must not
+                # a, reachable again, sees b's valid lease and stays a follower
+                await eventually(lambda: a.leader == "b", "a sees b")
+                renewals = len(by(writes, "b"))
+                await eventually(lambda: len(by(writes, "b")) >= renewals + 2, "two renewals")
                 assert b.is_leader and not a.is_leader
 
 
 async def test_one_failed_renewal_keeps_leadership(sim: KubeSim) -> None:
     stopped: list[str] = []
-    async with sim.api_client() as api:
-        elector = LeaderElector(
-            api,
-            name=NAME,
-            namespace=NS,
-            identity="a",
-            on_stopped_leading=lambda: stopped.append("a"),
-            **FAST,
-        )
-        async with elector:
-            await elector.wait_leader(timeout=5)
+    async with sim.api_client() as api, lease_writes(api, NS) as writes:
+        a = elector(api, "a", on_stopped_leading=lambda: stopped.append("a"))
+        async with sampling(sim, [a]), a:
+            await a.wait_leader(timeout=5)
             before = lease_spec(sim)
             # one renewal fails entirely: the optimistic PUT and the fallback GET get 500
             sim.fail_next(2, 500, path_contains=f"/leases/{NAME}")
-            await until(lambda: sim.faults.injected.get("http_500", 0) == 2)
-            failed_at = lease_spec(sim)["renewTime"]
-            await until(lambda: lease_spec(sim)["renewTime"] != failed_at)
-            assert elector.is_leader and stopped == []
+            await eventually(lambda: sim.faults.injected.get("http_500", 0) == 2, "the 500s")
+            renewals = len(by(writes, "a"))
+            await eventually(lambda: len(by(writes, "a")) > renewals, "the next renewal")
+            assert a.is_leader and stopped == []
             after = lease_spec(sim)
             assert after["holderIdentity"] == "a"
             assert after["acquireTime"] == before["acquireTime"]
@@ -237,26 +268,24 @@ async def test_one_failed_renewal_keeps_leadership(sim: KubeSim) -> None:
 async def test_callbacks_report_leaders_in_order(sim: KubeSim) -> None:
     log: list[str] = []
 
-    def elector(api: Any, identity: str) -> LeaderElector:
-        return LeaderElector(
+    def candidate(api: Any, identity: str) -> LeaderElector:
+        return elector(
             api,
-            name=NAME,
-            namespace=NS,
-            identity=identity,
+            identity,
             on_started_leading=lambda: log.append(f"{identity}: started"),
             on_stopped_leading=lambda: log.append(f"{identity}: stopped"),
             on_new_leader=lambda who: log.append(f"{identity}: new leader {who}"),
-            **FAST,
         )
 
     async with sim.api_client() as api_a, sim.api_client() as api_b:
-        a, b = elector(api_a, "a"), elector(api_b, "b")
-        async with a:
+        a, b = candidate(api_a, "a"), candidate(api_b, "b")
+        async with contextlib.AsyncExitStack() as running_a:
+            await running_a.enter_async_context(a)
             await a.wait_leader(timeout=5)
             async with b:
-                await until(lambda: b.leader == "a")
-                await a.aclose()
-                await b.wait_leader(timeout=5)
+                await eventually(lambda: b.leader == "a", "b sees a")
+                await running_a.aclose()
+                await b.wait_leader(timeout=LONG)
     assert log == [
         "a: new leader a",
         "a: started",

@@ -1,5 +1,10 @@
 """Sharding with per-shard Leases against KubeSim over HTTP: balance, exclusive ownership
-(sampled continuously), a crashed replica's shards moving, a joining replica's fair share."""
+(sampled continuously), a crashed replica's shards moving, a frozen replica letting go
+before the others take over, a joining replica's fair share.
+
+On virtual time (looptime): the replicas' clock is the loop's, KubeSim answers on the same
+loop in no virtual time, so the Leases have client-go's durations (15 s, renewed within
+10 s, every 2 s) and no test waits for one."""
 
 from __future__ import annotations
 
@@ -12,12 +17,16 @@ import pytest
 
 from aioinformer._coordination.sharding import ShardManager, shard_of
 from aioinformer._core.errors import ConfigError
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
+
+pytestmark = pytest.mark.looptime
 
 NAME = "ctl"
 NS = "default"
 SHARDS = 32
-FAST = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = TIMING.values()
+LONG = 10 * LEASE_DURATION  # (virtual) seconds a test may wait for a rebalancing
 KEYS = [f"team-{i % 7}/object-{i}" for i in range(500)]
 
 
@@ -29,20 +38,30 @@ class Cluster:
         self.replicas: dict[str, ShardManager] = {}
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self.changes: dict[str, list[frozenset[int]]] = {}
+        self.gained: list[tuple[float, str, int]] = []
+        """(loop time, replica, shard) each time a replica started owning a shard."""
         self.apis: dict[str, Any] = {}
         self._rvs: dict[int, set[str]] = {}
 
     async def start(self, identity: str, **options: Any) -> ShardManager:
         api = await self.stack.enter_async_context(self.sim.api_client())
+        loop = asyncio.get_running_loop()
         changes: list[frozenset[int]] = []
+
+        def changed(owned: frozenset[int]) -> None:
+            before = changes[-1] if changes else frozenset()
+            self.gained.extend((loop.time(), identity, s) for s in owned - before)
+            changes.append(owned)
+
         manager = ShardManager(
             api,
             name=NAME,
             namespace=NS,
             identity=identity,
             shards=SHARDS,
-            on_change=changes.append,
-            **(FAST | options),
+            on_change=changed,
+            clock=loop.time,
+            **(TIMING | options),
         )
         self.replicas[identity], self.changes[identity] = manager, changes
         self.apis[identity] = api
@@ -56,17 +75,16 @@ class Cluster:
         del self.replicas[identity]
         assert task.cancelled(), task.exception()
 
-    async def until(self, pred: Callable[[], bool], timeout: float = 10.0) -> None:
-        """Poll ``pred`` until true (a generous ``timeout`` fails the test); a replica
-        whose run() ended on its own fails it at once."""
-        async with asyncio.timeout(timeout):
-            while True:
-                for task in self.tasks.values():
-                    if task.done():
-                        raise AssertionError(f"a replica stopped: {task.exception()!r}")
-                if pred():
-                    return
-                await asyncio.sleep(0.02)
+    async def until(self, pred: Callable[[], bool], what: str, timeout: float = LONG) -> None:
+        """Until ``pred()``; a replica whose run() ended on its own fails the test at once."""
+
+        def holds() -> bool:
+            for task in self.tasks.values():
+                if task.done():
+                    raise AssertionError(f"a replica stopped: {task.exception()!r}")
+            return pred()
+
+        await eventually(holds, what, timeout=timeout)
 
     def counts(self) -> dict[str, int]:
         return {i: len(r.owned_shards()) for i, r in self.replicas.items()}
@@ -99,8 +117,8 @@ class Cluster:
 
 
 class Sampler:
-    """Checks every few milliseconds that no shard (and, less often, no key) is owned by two
-    replicas at once."""
+    """Checks every 10 (virtual) milliseconds that no shard (and, less often, no key) is
+    owned by two replicas at once."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
@@ -118,7 +136,7 @@ class Sampler:
             if self.samples % 20 == 0 and max(self.cluster.owners_per_key()) > 1:
                 self.violations.append("a key owned twice")
             self.samples += 1
-            await asyncio.sleep(0.005)
+            await asyncio.sleep(0.01)
 
 
 @asynccontextmanager
@@ -148,9 +166,9 @@ def test_key_to_shard_is_stable() -> None:
 
 def test_options_are_checked() -> None:
     with pytest.raises(ConfigError):
-        ShardManager(None, name=NAME, namespace=NS, identity="a", shards=0, **FAST)
+        ShardManager(None, name=NAME, namespace=NS, identity="a", shards=0, **TIMING)
     with pytest.raises(ConfigError):
-        ShardManager(None, name=NAME, namespace=NS, identity="Not_A_Name", **FAST)
+        ShardManager(None, name=NAME, namespace=NS, identity="Not_A_Name", **TIMING)
     with pytest.raises(ConfigError):
         ShardManager(None, name=NAME, namespace=NS, identity="a", lease_duration=0.5)
 
@@ -159,7 +177,7 @@ async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> No
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}")
-        await c.until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}), "balanced over three")
         assert sorted(c.counts().values()) == [10, 11, 11]
         assert c.owners_per_key() == [1] * len(KEYS)
         for identity, replica in c.replicas.items():
@@ -172,7 +190,9 @@ async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> No
         # (each renewal round is also a round of balancing decisions)
         before = {i: r.owned_shards() for i, r in c.replicas.items()}
         renewed = c.renewals()
-        await c.until(lambda: all(n >= renewed[s] + 2 for s, n in c.renewals().items()), timeout=20)
+        await c.until(
+            lambda: all(n >= renewed[s] + 2 for s, n in c.renewals().items()), "two renewals"
+        )
         assert {i: r.owned_shards() for i, r in c.replicas.items()} == before
         assert c.holders() == holders
 
@@ -181,14 +201,14 @@ async def test_crashed_replica_shards_move_to_survivors(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}", release_on_cancel=False)
-        await c.until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}), "balanced over three")
         victim = c.replicas["replica-1"]
         lost = victim.owned_shards()
         await c.stop("replica-1")  # a crash: nothing released
         assert victim.owned_shards() == frozenset()
         holders = c.holders()
         assert {s for s, h in holders.items() if h == "replica-1"} == lost
-        await c.until(lambda: c.covered({16}))
+        await c.until(lambda: c.covered({16}), "balanced over two")
         assert c.owners_per_key() == [1] * len(KEYS)
         assert "replica-1" not in set(c.holders().values())
         for replica in c.replicas.values():
@@ -198,11 +218,13 @@ async def test_crashed_replica_shards_move_to_survivors(sim: KubeSim) -> None:
 async def test_frozen_replica_stops_owning_before_others_take_over(
     sim: KubeSim, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    loop = asyncio.get_running_loop()
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}")
-        await c.until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}), "balanced over three")
         frozen = c.replicas["replica-1"]
+        lost = frozen.owned_shards()
         api = c.apis["replica-1"]
         thawed = asyncio.Event()
         call_api = api.call_api
@@ -212,11 +234,20 @@ async def test_frozen_replica_stops_owning_before_others_take_over(
             return await call_api(*args, **kwargs)
 
         monkeypatch.setattr(api, "call_api", gated)
-        await c.until(lambda: not frozen.owned_shards())  # renew deadline passed
-        await c.until(lambda: c.covered({0, 16}))
+        frozen_at = loop.time()
+        await c.until(lambda: not frozen.owned_shards(), "the frozen one owning nothing")
+        # each of its shards dropped renew_deadline after its last renewal (one retry
+        # period before the freeze at most), by then at the latest
+        assert loop.time() <= frozen_at + RENEW_DEADLINE + 0.1
+        await c.until(lambda: c.covered({0, 16}), "its shards taken over")
+        # the others took them when they saw them unchanged for lease_duration, since the
+        # frozen one's last renewal: long after it let go
+        took_over = [at for at, _, shard in c.gained if shard in lost and at > frozen_at]
+        assert len(took_over) == len(lost)
+        assert min(took_over) >= frozen_at + LEASE_DURATION - RETRY_PERIOD
         assert c.owners_per_key() == [1] * len(KEYS)
         thawed.set()  # it comes back, is counted again and gets its share back
-        await c.until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}), "balanced over three again")
         assert c.owners_per_key() == [1] * len(KEYS)
 
 
@@ -224,10 +255,10 @@ async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         for i in range(3):
             await c.start(f"replica-{i}")
-        await c.until(lambda: c.covered({10, 11}))
+        await c.until(lambda: c.covered({10, 11}), "balanced over three")
         shed_before = {i: r.owned_shards() for i, r in c.replicas.items()}
         newcomer = await c.start("replica-3")
-        await c.until(lambda: c.covered({8}))
+        await c.until(lambda: c.covered({8}), "balanced over four")
         assert len(newcomer.owned_shards()) == 8
         assert c.changes["replica-3"][-1] == newcomer.owned_shards()
         assert c.owners_per_key() == [1] * len(KEYS)
@@ -239,7 +270,7 @@ async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
 async def test_cancel_releases_every_lease(sim: KubeSim) -> None:
     async with cluster(sim) as c:
         replica = await c.start("solo")
-        await c.until(lambda: c.covered({32}))
+        await c.until(lambda: c.covered({32}), "every shard owned")
         await c.stop("solo")
         assert replica.owned_shards() == frozenset()
     assert set(c.holders().values()) == {""}
