@@ -1,9 +1,9 @@
 """A fenced operator for the fencing tests, and the ledger that checks it.
 
 Everything runs on the test's event loop on virtual time (looptime): the replicas (their
-informers on the loop, their clock the loop's) and KubeSim answer over real HTTP in no
-virtual time at all, so a write is seen by the ledger at the instant it was made, and
-leases of client-go's durations pass in a blink.
+informers on the loop, their clock the loop's) and KubeSim talk real HTTP on that loop, so
+leases of client-go's durations pass in a blink, and a write reaches the ledger about when
+it was made (see :mod:`tests.coordination.history` for how much later).
 
 ``build(manager)`` reconciles the ConfigMaps labelled ``role=ledger`` in namespace
 ``ledger``. Each reconcile is a long one: it writes the replica's identity into the

@@ -71,7 +71,7 @@ def sent(requests: list[LeaseRequest], holder: str) -> list[float]:
 
 
 class Sampler:
-    """Checks, every 10 (virtual) milliseconds, that at most one elector counts as leader
+    """Checks, every 50 (virtual) milliseconds, that at most one elector counts as leader
     and that a leader's own view agrees with the Lease on the server."""
 
     def __init__(self, sim: KubeSim, electors: list[LeaderElector]) -> None:
@@ -89,7 +89,7 @@ class Sampler:
                 if holder != identity:
                     self.violations.append(f"{identity} leads but the lease names {holder!r}")
             self.samples += 1
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.05)
 
 
 @contextlib.asynccontextmanager
