@@ -1,6 +1,6 @@
-"""Helpers shared by the tests: object factories, bounded polling, a fake clock, recorded
-transcripts, the watcher harness (a model FIFO, a recording ListWatch), and running the
-command line in a child process.
+"""Helpers shared by the tests: object factories, a fake clock, recorded transcripts, the
+watcher harness (a model FIFO, a recording ListWatch), and running the command line in a
+child process. ``eventually`` is the testing kit's (:func:`aioinformer.testing.eventually`).
 
 What more than one test module needs lives here, not in a test module (KubeSim's own
 wire-level readers stay with its tests in tests/kubesim). Factories come in two shapes:
@@ -34,6 +34,7 @@ from aioinformer._client.listwatch import ListWatch
 from aioinformer._core.backoff import Backoff
 from aioinformer._core.objects import KubeObject, decode_object
 from aioinformer._harness.locked_store import locked_store
+from aioinformer.testing import eventually as eventually  # (the one bounded poll)
 
 #: Recorded kube-apiserver v1.28 exchanges, copied into the repository (see its README).
 CONFORMANCE = Path(__file__).resolve().parent / "kubesim" / "conformance"
@@ -186,20 +187,6 @@ class Store:
 
 
 # -- waiting --------------------------------------------------------------------------------
-
-
-async def eventually(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
-    """Poll ``check()`` until it holds; fail naming ``what`` after ``timeout`` seconds.
-
-    The timeout is a hang guard, not a measurement: generous, so a loaded machine only
-    makes a failing test slower, never a passing one fail.
-    """
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 class FakeClock:

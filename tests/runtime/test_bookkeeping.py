@@ -1,22 +1,29 @@
 """The manager's write client keeps the controller's books by itself (over real HTTP against
-KubeSim): a reconcile that writes then reads sees its write, creations and deletions of
-owned objects are expected and settled, every write is fenced, writes outside a reconcile
-pass untouched."""
+KubeSim, the informers on the manager's pipeline thread): a reconcile that writes then
+reads sees its write, creations and deletions of owned objects are expected and settled,
+every write is fenced, writes outside a reconcile pass untouched."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from aioinformer import AlreadyExists, KubeObject, Manager, NotOwner, Result, WatchOptions
-from aioinformer.testing import KubeSim
-from tests.support import eventually
+from aioinformer import (
+    AlreadyExists,
+    ControllerOptions,
+    KubeObject,
+    Manager,
+    NotOwner,
+    Result,
+    WatchOptions,
+)
+from aioinformer.testing import KubeSim, eventually
 
-FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
+FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0, backoff_initial=0.05)
+PATIENT = ControllerOptions(freshness_timeout=60.0)
+"""A write waits up to a minute for the caches to see it: a hang guard, not a measurement."""
 
 
 def cm(name: str) -> dict[str, Any]:
@@ -33,16 +40,6 @@ def cm_object(name: str) -> dict[str, Any]:
 
 def secret(name: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}}
-
-
-@contextlib.asynccontextmanager
-async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(manager.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_a_reconcile_sees_its_own_writes_and_its_creations_are_expected(
@@ -69,7 +66,7 @@ async def test_a_reconcile_sees_its_own_writes_and_its_creations_are_expected(
 
         ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
         sim.create("configmaps", cm("a"), "default")
-        async with running(m):
+        async with m:
             await eventually(lambda: bool(seen), "the reconcile to write")
             assert seen == [("default/a", True)]  # read-your-writes inside the reconcile
             await eventually(lambda: ctl.expectations.satisfied("default/a"), "the creation seen")
@@ -98,7 +95,7 @@ async def test_a_refused_create_lowers_the_expectation_it_raised(sim: KubeSim) -
         ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
         sim.create("secrets", secret("taken"), "default")
         sim.create("configmaps", cm("b"), "default")
-        async with running(m):
+        async with m:
             await eventually(lambda: outcomes == ["exists"], "the refused create")
             assert ctl.expectations.pending("default/b") == (0, 0)  # lowered again
             assert ctl.expectations.satisfied("default/b")
@@ -126,7 +123,7 @@ async def test_a_delete_of_an_owned_object_is_expected_until_seen(sim: KubeSim) 
 
         ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets])
         sim.create("configmaps", cm("c"), "default")
-        async with running(m):
+        async with m:
             await eventually(lambda: secrets.snapshot().get("default/child") is not None, "child")
             sim.patch("secrets", "child", {"metadata": {"labels": {"delete": "me"}}}, "default")
             await eventually(lambda: bool(gone), "the delete")
@@ -156,9 +153,9 @@ async def test_a_creation_deleted_before_it_was_seen_is_not_expected_for_ever(
             done.set()
             return None
 
-        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], freshness_timeout=60)
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], options=PATIENT)
         sim.create("configmaps", cm("g"), "default")
-        async with running(m):
+        async with m:
             await cms.wait_for_sync(10)
             await secrets.wait_for_sync(10)
             sim.faults.stall_watches()
@@ -202,9 +199,9 @@ async def test_an_owned_informer_with_a_label_selector_is_kept_by_the_writes_it_
             seen.append(("deleted", secrets.snapshot().get("default/mine") is None))
             return None
 
-        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], freshness_timeout=60.0)
+        ctl = m.controller("cm", reconcile, primary=cms, owns=[secrets], options=PATIENT)
         sim.create("configmaps", cm("d"), "default")
-        async with running(m):
+        async with m:
             await eventually(lambda: len(seen) == 2, "the reconcile to end")
             assert seen == [("created", True), ("deleted", True)]
             await eventually(lambda: ctl.expectations.satisfied("default/d"), "settled")
@@ -231,7 +228,7 @@ async def test_writes_are_fenced_and_writes_outside_a_reconcile_are_not(sim: Kub
         ctl = m.controller("cm", reconcile, primary=cms)
         ctl._may_act = lambda key: holds["yes"]
         sim.create("configmaps", cm("d"), "default")
-        async with running(m):
+        async with m:
             await eventually(lambda: bool(refused), "the fenced write")
             assert refused == ["default/d"]
             with pytest.raises(Exception, match="not found"):

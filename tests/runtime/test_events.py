@@ -1,16 +1,16 @@
 """The EventRecorder over real HTTP against KubeSim: core/v1 Events the server accepts,
 identical events aggregated into one with a count, a per-object rate limit, nothing raised
-into the caller, and events recorded in a reconcile sent outside it."""
+into the caller, what is recorded sent when it stops, and events recorded in a reconcile
+sent outside it (the manager runs its recorders)."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from aioinformer import Client, ConfigError, EventRecorder, Manager, Result
+from aioinformer import Client, ClosedError, ConfigError, EventRecorder, Manager, Result
 from aioinformer._runtime import events as events_module
 from aioinformer.testing import KubeSim, eventually
 
@@ -45,11 +45,14 @@ async def test_events_are_recorded_and_identical_ones_aggregated(
     )
     clock = Clock()
     recorder = EventRecorder(client, "web-controller", host="replica-1", clock=clock)
-    recorder.record(made, "Normal", "Synced", "all pods ready")
-    recorder.record(made, "Normal", "Synced", "all pods ready")
-    recorder.record(made, "Warning", "Failed", "image pull failed")
-    await recorder.flush()
-    got = {e["reason"]: e for e in about(sim, "web")}
+    async with recorder:
+        recorder.record(made, "Normal", "Synced", "all pods ready")
+        recorder.record(made, "Normal", "Synced", "all pods ready")
+        recorder.record(made, "Warning", "Failed", "image pull failed")
+        await recorder.flush()
+        got = {e["reason"]: e for e in about(sim, "web")}
+        clock.now += events_module.AGGREGATION_WINDOW + 1  # outside the window: a new Event
+        recorder.record(made, "Normal", "Synced", "all pods ready")
     assert set(got) == {"Synced", "Failed"}
     synced = got["Synced"]
     assert synced["count"] == 2 and synced["type"] == "Normal"
@@ -60,9 +63,7 @@ async def test_events_are_recorded_and_identical_ones_aggregated(
     assert synced["source"] == {"component": "web-controller", "host": "replica-1"}
     assert synced["metadata"]["name"].startswith("web.")
     assert synced["firstTimestamp"] and synced["lastTimestamp"]
-    clock.now += events_module.AGGREGATION_WINDOW + 1  # outside the window: a new Event
-    recorder.record(made, "Normal", "Synced", "all pods ready")
-    await recorder.aclose()
+    # (the last one was sent when the recorder stopped)
     assert sorted(e["count"] for e in about(sim, "web") if e["reason"] == "Synced") == [1, 2]
     assert (recorder.recorded, recorder.dropped, recorder.failed) == (4, 0, 0)
 
@@ -71,11 +72,11 @@ async def test_a_flood_about_one_object_is_rate_limited(sim: KubeSim, client: Cl
     clock = Clock()
     recorder = EventRecorder(client, "loop", clock=clock)
     obj = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1", "uid": "u1"}}
-    for i in range(events_module.BURST + 10):
-        recorder.record(obj, "Warning", "Looping", f"attempt {i}")
-    clock.now += events_module.REFILL_SECONDS  # one more token
-    recorder.record(obj, "Warning", "Looping", "later")
-    await recorder.aclose()
+    async with recorder:
+        for i in range(events_module.BURST + 10):
+            recorder.record(obj, "Warning", "Looping", f"attempt {i}")
+        clock.now += events_module.REFILL_SECONDS  # one more token
+        recorder.record(obj, "Warning", "Looping", "later")
     sent = about(sim, "node-1")
     assert len(sent) == events_module.BURST + 1 and recorder.dropped == 10
     assert {e["metadata"]["namespace"] for e in sent} == {"default"}  # a cluster-scoped object
@@ -86,27 +87,33 @@ async def test_names_stay_valid_and_failures_are_counted_not_raised(
 ) -> None:
     recorder = EventRecorder(client, "c")
     long_name = "x" * 253
-    recorder.record(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": long_name, "namespace": "default"},
-        },
-        "Normal",
-        "Long",
-        "a name at the limit",
-    )
-    recorder.record(
-        {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {"name": "ns-gone", "namespace": "no-such-ns"},
-        },
-        "Normal",
-        "Lost",
-        "its namespace does not exist",
-    )
-    await recorder.aclose()
+    with pytest.raises(ClosedError, match="not running"):
+        await recorder.flush()
+    async with recorder:
+        recorder.record(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": long_name, "namespace": "default"},
+            },
+            "Normal",
+            "Long",
+            "a name at the limit",
+        )
+        recorder.record(
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "ns-gone", "namespace": "no-such-ns"},
+            },
+            "Normal",
+            "Lost",
+            "its namespace does not exist",
+        )
+    with pytest.raises(ClosedError):  # stopped: it takes no more
+        recorder.record(
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}, "Normal", "R", "m"
+        )
     names = [e["metadata"]["name"] for e in about(sim, long_name)]
     assert len(names) == 1 and len(names[0]) <= 253
     assert recorder.failed == 1  # the 404 was logged and counted, nothing raised
@@ -138,12 +145,9 @@ async def test_events_recorded_in_a_reconcile_are_sent_outside_it(sim: KubeSim) 
         ctl = m.controller("cm", reconcile, primary=cms)
         ctl._may_act = lambda key: holds["yes"]
         sim.create("configmaps", {"metadata": {"name": "e"}}, "default")
-        task = asyncio.create_task(m.run())
-        try:
+        async with m:
             await eventually(lambda: recorder.recorded == 1, "the event recorded")
             await recorder.flush()
             assert (recorder.failed, recorder.dropped) == (0, 0)
             assert [e["reason"] for e in about(sim, "e")] == ["Seen"]
-        finally:
-            task.cancel()
-            await asyncio.wait([task])
+        assert m.event_recorders == [recorder]

@@ -4,12 +4,8 @@ goes."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-
 from aioinformer import KubeObject, Manager, Result, WatchOptions, finalizer
-from aioinformer.testing import KubeSim
-from tests.support import eventually
+from aioinformer.testing import KubeSim, eventually
 
 FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
 NAME = "example.com/cleanup"
@@ -44,8 +40,7 @@ async def test_cleanup_runs_before_the_object_goes_and_again_after_a_failure(
 
         m.controller("cm", reconcile, primary=cms)
         sim.create("configmaps", {"metadata": {"name": "a"}, "data": {}}, "default")
-        task = asyncio.create_task(m.run())
-        try:
+        async with m:
             await eventually(lambda: "apply a True" in log, "the first apply")
             assert sim.get("configmaps", "a", "default")["metadata"]["finalizers"] == [NAME]
             assert log[0] == "apply a True"  # the finalizer was there before apply ever ran
@@ -53,7 +48,3 @@ async def test_cleanup_runs_before_the_object_goes_and_again_after_a_failure(
             await eventually(lambda: "gone default/a" in log, "the object to go")
             assert log.count("cleanup a") == 2  # failed once, retried, then the finalizer left
             assert log.index("cleanup a") < log.index("gone default/a")
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task

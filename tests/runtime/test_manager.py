@@ -1,26 +1,33 @@
-"""Manager and Controller over real HTTP against KubeSim: reconciles, metrics, leader
-election (stop and freeze), sharding across three replicas."""
+"""Manager and Controller over real HTTP against KubeSim: reconciles, metrics, owned
+informers shared between namespaced controllers, the lock-based baseline, a start that
+fails clearly (a resource not served, caches that cannot sync), leader election (stop and
+cut off) and sharding across three replicas.
+
+The leases and timeouts run on virtual time (looptime: the manager's clock is the loop's,
+its informers run on the loop, KubeSim answers on the same loop), with client-go's lease
+durations and the manager's default timeouts; the rest runs on the real clock with the
+default pipeline thread."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
 import pytest
 
-from aioinformer import WatchOptions
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
+from aioinformer._harness.locked_informer import LockedManager, reading
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
-from aioinformer.testing import KubeSim
-from tests.support import eventually
+from aioinformer.testing import KubeSim, eventually
+from tests.coordination.proxy import LeaseStaller
 
-FAST = WatchOptions(min_watch_timeout=2.0, max_watch_timeout=4.0)
-LEASE = {"lease_duration": 1.5, "renew_deadline": 1.0, "retry_period": 0.2}
+LEASE = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}  # client-go's
+LONG = 10 * LEASE["lease_duration"]  # (virtual) seconds a change of hands may take at most
 
 
 def cm(name: str, **data: str) -> dict[str, Any]:
@@ -51,20 +58,15 @@ class Activity:
 
 
 def build(api: Any, activity: Activity, replica: str, **options: Any) -> Manager:
-    m = Manager(api, watch_options=FAST, **options)
+    m = Manager(api, **options)
     cms = m.informer("v1", "configmaps", namespace="default")
     m.controller("cm", activity.reconciler(replica), primary=cms, primary_kind="ConfigMap")
     return m
 
 
-@contextlib.asynccontextmanager
-async def running(manager: Manager) -> AsyncIterator[asyncio.Task[None]]:
-    task = asyncio.create_task(manager.run())
-    try:
-        yield task
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+def on_the_loop(**options: Any) -> dict[str, Any]:
+    """Manager options for virtual time: its informers on the loop, the loop's clock."""
+    return {"pipeline": "loop", "clock": asyncio.get_running_loop().time, **options}
 
 
 async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
@@ -73,7 +75,7 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
     activity = Activity()
     async with sim.api_client() as api:
         m = build(api, activity, "solo", metrics_port=0)
-        async with running(m):
+        async with m:
             await eventually(
                 lambda: {k for _, k in activity.done} >= {f"default/c{i}" for i in range(5)},
                 "c0-c4 reconciled",
@@ -114,32 +116,31 @@ async def test_reconciles_and_metrics_endpoint(sim: KubeSim) -> None:
 
 
 async def test_controllers_run_on_the_lock_based_store(sim: KubeSim) -> None:
-    """Manager(store="locked") (the baseline) runs controllers as the snapshot store does:
-    the start requeues every cached key, events reconcile; reads go through read()."""
+    """The benchmarks' baseline manager (LockedManager: every informer over the lock-based
+    store) runs controllers as the library's does: the start reconciles every cached key,
+    changes reconcile theirs; reads across awaits go through the read lock."""
     for i in range(3):
         sim.create("configmaps", cm(f"c{i}"), "default")
     seen: list[tuple[str, str | None]] = []
     async with sim.api_client() as api:
-        m = Manager(api, store="locked", watch_options=FAST)
+        m = LockedManager(api)
         cms = m.informer("v1", "configmaps", namespace="default")
-        assert cms.statistics().store == "locked"
 
         async def reconcile(key: str) -> Result | None:
-            async with cms.read() as view:
+            async with reading(cms) as view:
                 obj = view.get(key)
             seen.append((key, None if obj is None else obj.labels.get("v")))
             return None
 
         m.controller("cm", reconcile, primary=cms, primary_kind="ConfigMap")
-        async with running(m):
+        async with m:
             await eventually(
                 lambda: {k for k, _ in seen} >= {f"default/c{i}" for i in range(3)},
                 "c0-c2 reconciled",
             )
             sim.patch("configmaps", "c1", {"metadata": {"labels": {"v": "2"}}}, "default")
             await eventually(lambda: ("default/c1", "2") in seen, "c1's change reconciled")
-    with pytest.raises(ConfigError, match="store='locked'"):
-        cms.snapshot()
+    assert m.factory.pipeline == "loop"  # (the baseline's lock is the loop's)
 
 
 async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: KubeSim) -> None:
@@ -150,7 +151,7 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
         sim.create("configmaps", cm("owner"), ns)
     activity = Activity()
     async with sim.api_client() as api:
-        m = Manager(api, watch_options=FAST)
+        m = Manager(api)
         secrets = m.informer("v1", "secrets")
         assert secrets.namespace is None
         for ns in ("a", "b"):
@@ -163,7 +164,7 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
                 primary_kind="ConfigMap",
                 owns=[secrets],
             )
-        async with running(m):
+        async with m:
             await eventually(
                 lambda: {("a", "a/owner"), ("b", "b/owner")} <= set(activity.done),
                 "both owners reconciled",
@@ -192,10 +193,12 @@ async def test_namespaced_controllers_of_one_kind_share_owned_informers(sim: Kub
     assert counts["cm-a/owns:secrets"] == 1 and counts["cm-b/owns:secrets"] == 1, counts
 
 
+@pytest.mark.looptime
 async def test_a_missing_crd_fails_the_start_with_what_is_served(sim: KubeSim) -> None:
     """An informer of a resource the server does not serve (its CRD is not installed, a
-    wrong version or plural) stops the manager at the start, after ``discovery_timeout``,
-    with one clear error saying what the server serves; no controller ever ran."""
+    wrong version or plural) stops the manager at the start, after ``discovery_timeout``
+    (10 s), with one clear error saying what the server serves; no controller ever ran."""
+    loop = asyncio.get_running_loop()
     activity = Activity()
     async with sim.api_client() as api:
         for group_version, plural, expected in (
@@ -203,21 +206,27 @@ async def test_a_missing_crd_fails_the_start_with_what_is_served(sim: KubeSim) -
             ("apps/v2", "deployments", "apps serves v1, not v2"),
             ("v1", "pod", "no resource 'pod' in v1: did you mean 'pods'?"),
         ):
-            m = Manager(api, watch_options=FAST, discovery_timeout=0.5)
+            m = Manager(api, **on_the_loop())
             widgets = m.informer(group_version, plural)
             m.controller("widgets", activity.reconciler("x"), primary=widgets)
+            started = loop.time()
             with pytest.raises(ConfigError) as err:
-                await asyncio.wait_for(m.run(), 30)
+                async with m:
+                    pytest.fail("the manager started")
             assert expected in str(err.value)
-            assert all(not c._workers for c in m.controllers)
+            assert 0 < loop.time() - started <= 10.0 + 1.0
+            assert not m.controllers[0].running
     assert activity.done == []
 
 
+@pytest.mark.looptime
 async def test_an_informer_that_cannot_sync_fails_the_start_after_cache_sync_timeout(
     sim: KubeSim,
 ) -> None:
     """A served resource the credentials may not list (RBAC) stops the manager after
-    ``cache_sync_timeout`` with an error naming the informer and its last error."""
+    ``cache_sync_timeout`` (controller-runtime's 2 minutes) with an error naming the
+    informer and its last error."""
+    loop = asyncio.get_running_loop()
     activity = Activity()
     token = sim.add_user("nobody", rules=[("get", "*", "*")])
     cfg = sim.client_configuration()
@@ -225,95 +234,109 @@ async def test_an_informer_that_cannot_sync_fails_the_start_after_cache_sync_tim
     from kubernetes_asyncio import client
 
     async with client.ApiClient(configuration=cfg) as api:
-        m = Manager(api, watch_options=FAST, cache_sync_timeout=1.0)
+        m = Manager(api, **on_the_loop())
         cms = m.informer("v1", "configmaps", namespace="default")
         m.controller("cms", activity.reconciler("x"), primary=cms)
+        started = loop.time()
         with pytest.raises(FreshnessTimeout) as err:
-            await asyncio.wait_for(m.run(), 30)
+            await m.run()
+        assert loop.time() - started == pytest.approx(120.0, abs=0.1)
     message = str(err.value)
-    assert "not synced after 1.0s" in message and "configmaps" in message and "403" in message
-    assert activity.done == [] and all(not c._workers for c in m.controllers)
+    assert "not synced after 120.0s" in message and "configmaps" in message and "403" in message
+    assert activity.done == [] and not m.controllers[0].running
 
 
+@pytest.mark.looptime
 async def test_leader_election_stop_and_takeover(sim: KubeSim) -> None:
     activity = Activity()
     le = {"name": "cm-leader", "namespace": "default", **LEASE}
     async with sim.api_client() as api_a, sim.api_client() as api_b:
-        a = build(api_a, activity, "a", leader_election=LeaderElection(identity="a", **le))
-        b = build(api_b, activity, "b", leader_election=LeaderElection(identity="b", **le))
-        async with running(a) as task_a, running(b) as task_b:
+        a = build(
+            api_a, activity, "a", **on_the_loop(leader_election=LeaderElection(identity="a", **le))
+        )
+        b = build(
+            api_b, activity, "b", **on_the_loop(leader_election=LeaderElection(identity="b", **le))
+        )
+        async with contextlib.AsyncExitStack() as stack:
+            running = {
+                "a": await stack.enter_async_context(contextlib.AsyncExitStack()),
+                "b": await stack.enter_async_context(contextlib.AsyncExitStack()),
+            }
+            await running["a"].enter_async_context(a)
+            await running["b"].enter_async_context(b)
             sim.create("configmaps", cm("x"), "default")
-            await eventually(lambda: bool(activity.done), "a first reconcile")
+            await eventually(lambda: bool(activity.done), "a first reconcile", timeout=LONG)
             leader = activity.done[0][0]
             other = "b" if leader == "a" else "a"
             assert {r for r, _ in activity.done} == {leader}
-            stopped = task_a if leader == "a" else task_b
-            stopped.cancel()  # a clean stop releases the lease: the other takes over at once
-            await asyncio.gather(stopped, return_exceptions=True)
+            await running[leader].aclose()  # a clean stop releases the lease
             sim.create("configmaps", cm("y"), "default")
             await eventually(
-                lambda: (other, "default/y") in activity.done, "y reconciled by the other replica"
+                lambda: (other, "default/y") in activity.done,
+                "y reconciled by the other replica",
+                timeout=LONG,
             )
             assert (leader, "default/y") not in activity.done
     assert activity.overlaps == 0
 
 
-async def test_frozen_leader_steps_down_and_no_reconcile_overlaps(sim: KubeSim) -> None:
+@pytest.mark.looptime
+async def test_a_leader_cut_off_from_its_lease_steps_down_and_no_reconcile_overlaps(
+    sim: KubeSim,
+) -> None:
     activity = Activity()
     le = {"name": "cm-freeze", "namespace": "default", **LEASE}
-    async with sim.api_client() as api_a, sim.api_client() as api_b:
-        a = build(api_a, activity, "a", leader_election=LeaderElection(identity="a", **le))
-        async with running(a):
-            assert a.elector is not None
-            await a.elector.wait_leader(timeout=10)
-            b = build(api_b, activity, "b", leader_election=LeaderElection(identity="b", **le))
-            async with running(b):
+    async with LeaseStaller(sim) as proxy, proxy.api_client() as api_a, sim.api_client() as api_b:
+        a = build(
+            api_a, activity, "a", **on_the_loop(leader_election=LeaderElection(identity="a", **le))
+        )
+        b = build(
+            api_b, activity, "b", **on_the_loop(leader_election=LeaderElection(identity="b", **le))
+        )
+        assert a.elector is not None and b.elector is not None
+        async with a:
+            await a.elector.wait_leader(timeout=LONG)
+            async with b:
                 sim.create("configmaps", cm("before"), "default")
                 await eventually(
                     lambda: ("a", "default/before") in activity.done, "'before' reconciled by a"
                 )
-                # freeze a: its lease requests hang, as a paused process would look
-                frozen = asyncio.Event()
-                client = a.elector._client
-                original = client.update
-
-                async def hang(*args: Any, **kwargs: Any) -> Any:
-                    await frozen.wait()
-                    return await original(*args, **kwargs)
-
-                client.update = hang  # type: ignore[method-assign]
-                assert b.elector is not None
-                await b.elector.wait_leader(timeout=15)
+                proxy.hold()  # a's lease requests hang from now on
+                await b.elector.wait_leader(timeout=LONG)
                 assert not a.elector.is_leader
                 sim.create("configmaps", cm("after"), "default")
                 await eventually(
                     lambda: ("b", "default/after") in activity.done, "'after' reconciled by b"
                 )
-                frozen.set()
+                assert ("a", "default/after") not in activity.done
+                proxy.release()
     assert activity.overlaps == 0
 
 
+@pytest.mark.looptime
 async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
     keys = [f"s{i}" for i in range(30)]
     for k in keys:
         sim.create("configmaps", cm(k), "default")
     activity = Activity()
     sh = {"name": "cm-shards", "namespace": "default", "shards": 8, **LEASE}
-    apis = [sim.api_client() for _ in range(3)]
-    try:
+    async with contextlib.AsyncExitStack() as stack:
+        apis = [await stack.enter_async_context(sim.api_client()) for _ in range(3)]
         managers = [
-            build(api, activity, r, sharding=Sharding(identity=r, **sh))
+            build(api, activity, r, **on_the_loop(sharding=Sharding(identity=r, **sh)))
             for api, r in zip(apis, "abc", strict=True)
         ]
-        tasks = [asyncio.create_task(m.run()) for m in managers]
+        running = [await stack.enter_async_context(contextlib.AsyncExitStack()) for _ in "abc"]
+        for m, block in zip(managers, running, strict=True):
+            await block.enter_async_context(m)
 
-        def owners(k: str) -> list[str]:
-            return [
-                m.shards.identity for m in managers if m.shards and m.shards.owns(f"default/{k}")
-            ]
+        def owners(k: str, among: list[Manager]) -> list[str]:
+            return [m.shards.identity for m in among if m.shards and m.shards.owns(f"default/{k}")]
 
         await eventually(
-            lambda: all(len(owners(k)) == 1 for k in keys), "one owner per key", timeout=20
+            lambda: all(len(owners(k, managers)) == 1 for k in keys),
+            "one owner per key",
+            timeout=LONG,
         )
         activity.done.clear()
         for k in keys:
@@ -322,24 +345,19 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
             lambda: {k for _, k in activity.done} >= {f"default/{k}" for k in keys},
             "every key reconciled",
         )
-        per_key = Counter(k for _, k in activity.done)
-        by = {k: {r for r, kk in activity.done if kk == k} for k in per_key}
+        by = {k: {r for r, kk in activity.done if kk == k} for _, k in activity.done}
         assert all(len(rs) == 1 for rs in by.values()), "each key reconciled by exactly one replica"
         # kill c without releasing its leases: its keys move to a and b
         victim = managers[2]
         assert victim.shards is not None
         victim_keys = [k for k in keys if victim.shards.owns(f"default/{k}")]
         victim.shards.release_on_cancel = False
-        tasks[2].cancel()
-        await asyncio.gather(tasks[2], return_exceptions=True)
+        await running[2].aclose()
         live = managers[:2]
         await eventually(
-            lambda: all(
-                sum(1 for m in live if m.shards and m.shards.owns(f"default/{k}")) == 1
-                for k in keys
-            ),
+            lambda: all(len(owners(k, live)) == 1 for k in keys),
             "one live owner per key after the victim died",
-            timeout=20,
+            timeout=LONG,
         )
         activity.done.clear()
         for k in victim_keys:
@@ -350,9 +368,3 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
         )
         movers = {k: {r for r, kk in activity.done if kk == f"default/{k}"} for k in victim_keys}
         assert all(len(rs) == 1 and rs <= {"a", "b"} for rs in movers.values()), movers
-        for t in tasks[:2]:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        for api in apis:
-            await api.close()

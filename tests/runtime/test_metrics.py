@@ -14,7 +14,7 @@ from tests.support import FakeClock, FixedLimiter
 
 def informer_stats(name: str, objects: int, **fields: object) -> InformerStatistics:
     base: dict[str, object] = dict(
-        store="snapshot", resource_version=42, seq=3, has_synced=True, fifo_depth=2,
+        resource_version=42, seq=3, has_synced=True, fifo_depth=2,
         fifo_peak=9, staleness=0.25, deltas_per_second=0.0, applied_total=10, batches=3,
         in_place_batches=3, relists=1, watch_restarts=4, decode_errors=5,
     )  # fmt: skip
