@@ -52,12 +52,21 @@ from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, AlreadyExists, ConfigError, Conflict
 from aioinformer._core.service import Service
 
-__all__ = ["LeaderElector", "LeadershipScope", "check_timings"]
+__all__ = ["DEADLINE_SLACK", "LeaderElector", "LeadershipScope", "check_timings"]
 
 log = logs.logger("aioinformer.leader")
 
 JITTER = 1.2
 """client-go's JitterFactor: waits while acquiring last retry_period * (1 + 1.2 * rand)."""
+
+DEADLINE_SLACK = 0.001
+"""Seconds before a renew deadline from which it counts as passed. The deadline is read
+on the injected clock while the waits for it are the event loop's timers, which may fire
+a little early for that clock (asyncio's by up to its clock resolution, uvloop's to the
+millisecond, a virtual clock to its tick): without the slack, a renewal loop would retry
+with a timeout too short for any timer, at once and again, for as long as the clock stays
+short of the deadline (for ever on a virtual clock, which moves only when the loop idles).
+Stepping down that much early is always safe."""
 
 FAILURES: tuple[type[BaseException], ...] = (
     AioinformerError,
@@ -292,7 +301,7 @@ class LeaderElector(Service):
             await asyncio.sleep(self.retry_period)
             while True:
                 left = self._renewed + self.renew_deadline - self._clock()
-                if left <= 0:
+                if left <= DEADLINE_SLACK:
                     log.warning("lease %s/%s: renew deadline passed", self.namespace, self.name)
                     return
                 if await self._attempt(left):

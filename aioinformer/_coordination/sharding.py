@@ -56,7 +56,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aioinformer._client.rest import ApiClientLike, RestClient
-from aioinformer._coordination.leader import FAILURES, check_timings
+from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, check_timings
 from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
 from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict
@@ -260,7 +260,7 @@ class ShardManager(Service):
             self._publish()
 
     async def _renew(self, shard: int, held: _Held) -> bool:
-        while (left := held.renewed + self.renew_deadline - self._clock()) > 0:
+        while (left := held.renewed + self.renew_deadline - self._clock()) > DEADLINE_SLACK:
             start = self._clock()
             record = replace(held.record, renew_time=micro_time())
             try:
