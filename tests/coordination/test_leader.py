@@ -246,6 +246,42 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
                 assert b.is_leader and not a.is_leader
 
 
+async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
+    sim: KubeSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The elector's clock runs a hair slower than the loop's timers (as time.monotonic
+    and uvloop's millisecond timers do): when the timer for its renew deadline fires, the
+    clock is a hair short of it. A cut-off leader still steps down then, after its one
+    renewal attempt, instead of retrying with a timeout too short for any timer, at once
+    and again (on virtual time, for ever: the loop's time moves only when it idles)."""
+    loop = asyncio.get_running_loop()
+    async with sim.api_client() as api:
+        thawed = freezable(api, monkeypatch)
+        sent = 0
+        call_api = api.call_api
+
+        async def counted(*args: Any, **kwargs: Any) -> Any:
+            nonlocal sent
+            sent += 1
+            return await call_api(*args, **kwargs)
+
+        monkeypatch.setattr(api, "call_api", counted)
+        tries: list[int] = []
+        a = elector(
+            api,
+            "a",
+            clock=lambda: loop.time() * (1 - 1e-12),
+            on_stopped_leading=lambda: tries.append(sent - cut_off),
+        )
+        async with a:
+            await a.wait_leader(timeout=5)
+            thawed.clear()
+            cut_off = sent
+            await asyncio.wait_for(a.leadership_lost.wait(), RENEW_DEADLINE + RETRY_PERIOD)
+            thawed.set()
+    assert tries[0] == 1  # the renewal that hung, and no other
+
+
 async def test_one_failed_renewal_keeps_leadership(sim: KubeSim) -> None:
     stopped: list[str] = []
     async with sim.api_client() as api, lease_writes(api, NS) as writes:

@@ -60,8 +60,7 @@ class Cluster:
             identity=identity,
             shards=SHARDS,
             on_change=changed,
-            clock=loop.time,
-            **(TIMING | options),
+            **({"clock": loop.time} | TIMING | options),
         )
         self.replicas[identity], self.changes[identity] = manager, changes
         self.apis[identity] = api
@@ -249,6 +248,37 @@ async def test_frozen_replica_stops_owning_before_others_take_over(
         thawed.set()  # it comes back, is counted again and gets its share back
         await c.until(lambda: c.covered({10, 11}), "balanced over three again")
         assert c.owners_per_key() == [1] * len(KEYS)
+
+
+async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
+    sim: KubeSim, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica's clock runs a hair slower than the loop's timers: when the timer for a
+    shard's renew deadline fires, the clock is a hair short of it. A replica cut off from
+    the server still stops owning its shards then, instead of retrying its renewals with a
+    timeout too short for any timer, at once and again (on virtual time, for ever)."""
+    loop = asyncio.get_running_loop()
+    async with cluster(sim) as c:
+        replica = await c.start("solo", clock=lambda: loop.time() * (1 - 1e-12))
+        await c.until(lambda: c.covered({32}), "every shard owned")
+        api = c.apis["solo"]
+        thawed = asyncio.Event()
+        call_api = api.call_api
+        renewals: list[str] = []
+
+        async def gated(resource_path: str, method: str, *args: Any, **kwargs: Any) -> Any:
+            if method == "PUT" and "-shard-" in resource_path:
+                renewals.append(resource_path)
+            await thawed.wait()
+            return await call_api(resource_path, method, *args, **kwargs)
+
+        monkeypatch.setattr(api, "call_api", gated)
+        # (owned_shards() reads the clock; on_change is the shard manager letting go)
+        let_go = c.until(lambda: c.changes["solo"][-1] == frozenset(), "on_change(nothing)")
+        await asyncio.wait_for(let_go, RENEW_DEADLINE + RETRY_PERIOD)
+        assert not replica.owned_shards()
+        assert len(renewals) == SHARDS  # one renewal that hung per shard, and no other
+        thawed.set()
 
 
 async def test_joining_replica_gets_its_fair_share(sim: KubeSim) -> None:
