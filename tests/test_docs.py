@@ -259,7 +259,9 @@ def reexported(module: object, name: str) -> bool:
 
 def test_api_reference_has_every_exported_name() -> None:
     text = "\n".join(p.read_text() for p in sorted((DOCS / "api").glob("*.md")))
-    referenced = set(re.findall(r"^::: ((?:aioinformer(?:\.testing)?|kubesim)\.\w+)\s*$", text, re.M))
+    referenced = set(
+        re.findall(r"^::: ((?:aioinformer(?:\.testing)?|kubesim)\.\w+)\s*$", text, re.M)
+    )
     names = {f"{m.__name__}.{n}" for m in PUBLIC for n in exported(m) if not reexported(m, n)}
     assert referenced == names, (
         f"missing: {sorted(names - referenced)}, not exported: {sorted(referenced - names)}"

@@ -14,7 +14,7 @@ import pytest_asyncio
 from aioinformer.testing import KubeSim
 from kubesim import deepjson
 from kubesim.bodies import parse, summarize
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from tests.kubesim.replay import (
     bad_input_namespace,
     described_depth,
@@ -153,7 +153,7 @@ async def test_yaml_bodies_as_recorded(http: aiohttp.ClientSession) -> None:
     ],
 )
 def test_json_syntax_errors_are_gos(raw: bytes, detail: str) -> None:
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         parse(raw, "application/json", "Deployment")
     assert info.value.code == 400
     assert info.value.body["message"] == (

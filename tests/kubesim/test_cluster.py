@@ -10,8 +10,8 @@ import orjson
 import pytest
 
 from kubesim.cluster import ClusterEmulator
+from kubesim.errors import KubeSimApiError
 from kubesim.kubesim import KubeSim
-from kubesim.status import ApiError
 from tests.support import eventually
 
 
@@ -250,7 +250,7 @@ async def test_graceful_deletion_completes() -> None:
         p = sim.get("pods", "g", "default")
         assert p["metadata"]["deletionGracePeriodSeconds"] == 30
         await settle(sim)
-        with pytest.raises(ApiError) as err:
+        with pytest.raises(KubeSimApiError) as err:
             sim.get("pods", "g", "default")
         assert err.value.code == 404
         events = pod_events(sim, seq, "default/g")

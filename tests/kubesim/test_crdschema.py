@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from aioinformer.testing import ApiError, KubeSim
+from aioinformer.testing import KubeSim, KubeSimApiError
 from kubesim.crdschema import apply_defaults, prune, validate
 from tests.kubesim.replay import RECPODSETS, bad_input_namespace
 from tests.support import transcript
@@ -110,7 +110,7 @@ async def test_updates_status_writes_and_in_process_writes_are_validated(
         assert (await r.json())["details"]["causes"][0]["message"] == (
             'Invalid value: "boolean": status.readyReplicas in body must be of type integer: "boolean"'
         )
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         sim.create(RECPODSETS, recpodset("bad", {"replicas": 1.5, "template": {}}), NS)
     assert info.value.code == 422
 

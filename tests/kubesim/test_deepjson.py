@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from kubesim import deepjson
+from kubesim.errors import DeepJsonError
 
 DOC = {"a": [1, -2.5e-7, {"b": None, "c": 'é"\\\n\u2028'}], "e": {}, "f": [], "g": True, "h": False}
 
@@ -55,7 +56,7 @@ def test_any_depth() -> None:
     ],
 )
 def test_not_json(text: str) -> None:
-    with pytest.raises(deepjson.DeepJsonError):
+    with pytest.raises(DeepJsonError):
         deepjson.parse(text)
     with pytest.raises(ValueError):
         json.loads(text)

@@ -13,7 +13,7 @@ import pytest_asyncio
 
 from aioinformer.testing import KubeSim
 from kubesim.deletion import DeleteOptions, gc_finalizers
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from tests.kubesim.replay import Replayer, masked, recorded_podset_crd, recorder
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -79,11 +79,11 @@ def test_gc_finalizers_follow_the_options() -> None:
 
 def test_delete_options_validation() -> None:
     """ValidateDeleteOptions: both options set, an unknown policy (the recorded texts)."""
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(KubeSimApiError) as err:
         DeleteOptions.from_mapping({"propagationPolicy": "Foreground", "orphanDependents": True})
     want = next(w for w in transcript("20a")["writes"] if "both set" in w["label"])["response"]
     assert (err.value.code, err.value.body) == (422, want["body"])
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(KubeSimApiError) as err:
         DeleteOptions.from_mapping({"propagationPolicy": "Sideways"})
     assert err.value.body["message"] == (
         'DeleteOptions.meta.k8s.io "" is invalid: propagationPolicy: Unsupported value: '

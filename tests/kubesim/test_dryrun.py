@@ -10,7 +10,7 @@ import pytest
 from aioinformer.testing import KubeSim
 from kubesim import dryrun
 from kubesim.dryrun import parse_dry_run
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import MERGE, masked, recorder, send
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
@@ -35,7 +35,7 @@ def test_parse_dry_run() -> None:
     assert parse_dry_run([], "CreateOptions") is False
     assert parse_dry_run(None, "DeleteOptions") is False
     assert parse_dry_run(["All"], "UpdateOptions") is True
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(KubeSimApiError) as err:
         parse_dry_run(["All", "foo"], "PatchOptions")
     assert err.value.code == 422
     assert err.value.body["message"] == (

@@ -9,7 +9,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from aioinformer.testing import ApiError, KubeSim
+from aioinformer.testing import KubeSim, KubeSimApiError
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -431,7 +431,7 @@ async def test_names_with_a_slash_are_refused(sim: KubeSim, http: aiohttp.Client
         http, "POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "a/b"}}
     )
     assert answer["details"]["causes"][0]["message"] == f'Invalid value: "a/b": {detail}'
-    with pytest.raises(ApiError) as err:
+    with pytest.raises(KubeSimApiError) as err:
         sim.create("configmaps", {"metadata": {"name": "default/x"}}, "default")
     assert err.value.code == 422
     sim.create("configmaps", {"metadata": {"name": "b"}}, "default")

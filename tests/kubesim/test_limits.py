@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from aioinformer.testing import ApiError, KubeSim
+from aioinformer.testing import KubeSim, KubeSimApiError
 from kubesim.limits import deep_recursion, parse_int64, watch_timeout
 from tests.kubesim.replay import bad_input_namespace, exchange, send_exchange
 
@@ -56,13 +56,13 @@ async def test_object_size_limits_as_recorded(http: aiohttp.ClientSession, label
 
 @in_module_loop
 async def test_in_process_writes_have_the_same_limits(sim: KubeSim) -> None:
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         sim.create(
             "configmaps", {"metadata": {"name": "huge"}, "data": {"k": "x" * (50 << 20)}}, NS
         )
     assert info.value.code == 422
     blob = base64.b64encode(b"\0" * (1 << 20) + b"\0").decode()
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         sim.create("secrets", {"metadata": {"name": "huge"}, "data": {"k": blob}}, NS)
     assert info.value.code == 422
     assert info.value.body["details"]["causes"] == [
@@ -72,7 +72,7 @@ async def test_in_process_writes_have_the_same_limits(sim: KubeSim) -> None:
             "field": "data",
         }
     ]
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         sim.create(
             "rec.aioinformer.dev/v1/recpodsets",
             {

@@ -9,13 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kubesim.patch import (
-    STRATEGIC_MERGE_KINDS,
-    PatchError,
-    json_merge_patch,
-    json_patch,
-    strategic_merge_patch,
-)
+from kubesim.errors import PatchError
+from kubesim.patch import STRATEGIC_MERGE_KINDS, json_merge_patch, json_patch, strategic_merge_patch
 from tests.support import transcript
 
 

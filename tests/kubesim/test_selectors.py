@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubesim.errors import SelectorError
 from kubesim.selectors import (
     FieldSelector,
     LabelSelector,
-    SelectorError,
     check_field_labels,
     object_fields,
     supported_field_labels,

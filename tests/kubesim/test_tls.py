@@ -20,7 +20,8 @@ import pytest
 from cryptography import x509
 
 from aioinformer.testing import KubeSim
-from kubesim.tls import INSTALL_HINT, TlsUnavailable, self_signed
+from kubesim.errors import TlsUnavailable
+from kubesim.tls import INSTALL_HINT, self_signed
 from tests.kubesim.kubectl import Kubectl, kubectl_binary
 
 

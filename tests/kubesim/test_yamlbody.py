@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from kubesim.yamlbody import alias_budget_exceeded, parse_yaml
 
 
@@ -61,13 +61,13 @@ def test_merges_keys_and_scalars() -> None:
 def test_errors_and_documents() -> None:
     doc, _, _ = parse_yaml(b"a: 1\n---\na: 2\n", "ConfigMap")
     assert doc == {"a": 1}  # the first document
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         parse_yaml(b"a: b: c\n", "ConfigMap")
     assert info.value.code == 400
     assert info.value.body["message"].startswith(
         "the object provided is unrecognized (must be of type ConfigMap): yaml: line 1: "
     )
-    with pytest.raises(ApiError) as info:
+    with pytest.raises(KubeSimApiError) as info:
         parse_yaml(laughs(9, 10).encode(), "ConfigMap")
     assert "yaml: document contains excessive aliasing (" in info.value.body["message"]
     deep = "a:" + "".join(f"\n{'  ' * i}a:" for i in range(1, 1500)) + " 1\n"

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from kubesim.errors import KubeSimApiError, status_body
 from kubesim.fieldpath import Path, iteration_order, path_string
 from kubesim.managed import (
     STRIPPED,
@@ -38,7 +39,6 @@ from kubesim.managed import (
     without_managed_fields,
 )
 from kubesim.schemas import type_for
-from kubesim.status import ApiError, status_body
 from kubesim.timefmt import now_rfc3339
 from kubesim.typed import (
     MISSING,
@@ -70,14 +70,14 @@ def _true(value: str | None) -> bool:
     return value in ("1", "t", "T", "true", "TRUE", "True")
 
 
-def _patch_options_invalid(field: str, reason: str, message: str) -> ApiError:
+def _patch_options_invalid(field: str, reason: str, message: str) -> KubeSimApiError:
     full = f'PatchOptions.meta.k8s.io "" is invalid: {field}: {message}'
     details = {
         "group": "meta.k8s.io",
         "kind": "PatchOptions",
         "causes": [{"reason": reason, "message": message, "field": field}],
     }
-    return ApiError(422, status_body(422, full, "Invalid", details))
+    return KubeSimApiError(422, status_body(422, full, "Invalid", details))
 
 
 def check_patch_options(content_type: str, query: Mapping[str, str]) -> None:
@@ -112,28 +112,28 @@ def decode_configuration(raw: bytes, rt: ResourceType) -> dict[str, Any]:
     try:
         doc = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise ApiError.bad_request(f"error decoding YAML: {exc}") from None
+        raise KubeSimApiError.bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(doc, dict):
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): "
             "couldn't get version/kind; json parse error: Object 'Kind' is missing"
         )
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
     if kind != rt.kind and kind is not None:
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             f"the object provided is unrecognized (must be of type {rt.kind}): "
             f"kind {kind} does not match the expected kind {rt.kind}"
         )
     if api_version is not None and api_version != rt.api_version:
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             f"the API version in the data ({api_version}) does not match the expected API "
             f"version ({rt.api_version})"
         )
     meta = doc.get("metadata")
     if meta is not None and not isinstance(meta, dict):
-        raise ApiError.bad_request("metadata must be an object")
+        raise KubeSimApiError.bad_request("metadata must be an object")
     if isinstance(meta, dict) and meta.get("managedFields"):
-        raise ApiError.bad_request("metadata.managedFields must be nil")
+        raise KubeSimApiError.bad_request("metadata.managedFields must be nil")
     return doc
 
 
@@ -155,7 +155,7 @@ def server_side_apply(
     meta: dict[str, Any] = config.setdefault("metadata", {}) or {}
     config["metadata"] = meta
     if meta.get("name") not in (None, name):
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             f"the name of the object ({meta.get('name')}) does not match the name on the "
             f"URL ({name})"
         )
@@ -169,7 +169,7 @@ def server_side_apply(
     applied -= STRIPPED
     if cur is None:
         if sub:
-            raise ApiError.not_found(rt.plural, rt.stored_group, name)
+            raise KubeSimApiError.not_found(rt.plural, rt.stored_group, name)
         entry = Entry(manager, "Apply", rt.api_version, "", now_rfc3339(), applied)
         stored = api.create(
             rt, namespace, config, manager=manager, managed_fields=encode_entries([entry])
@@ -177,7 +177,7 @@ def server_side_apply(
         return stored, True
     rv = meta.get("resourceVersion")
     if rv and str(rv) != str(cur.rv):
-        raise ApiError.conflict(rt.plural, rt.stored_group, name)
+        raise KubeSimApiError.conflict(rt.plural, rt.stored_group, name)
     live = api.view(rt, cur)
     live.setdefault("apiVersion", rt.api_version)
     live.setdefault("kind", rt.kind)
@@ -260,7 +260,7 @@ def _print_manager(e: Entry) -> str:
     return out
 
 
-def _conflict_error(conflicts: Mapping[Entry, set[Path]]) -> ApiError:
+def _conflict_error(conflicts: Mapping[Entry, set[Path]]) -> KubeSimApiError:
     ordered = sorted(conflicts, key=_manager_id)
     pairs = [(e, p) for e in ordered for p in iteration_order(conflicts[e])]
     causes = [
@@ -280,7 +280,7 @@ def _conflict_error(conflicts: Mapping[Entry, set[Path]]) -> ApiError:
             lines.append(f"conflicts with {_print_manager(e)}:")
             lines.extend(f"- {path_string(p)}" for p in iteration_order(conflicts[e]))
         msg = f"Apply failed with {len(pairs)} conflicts: " + "\n".join(lines)
-    return ApiError(409, status_body(409, msg, "Conflict", {"causes": causes}))
+    return KubeSimApiError(409, status_body(409, msg, "Conflict", {"causes": causes}))
 
 
 def _last_applied(obj: Mapping[str, Any]) -> dict[str, Any] | None:

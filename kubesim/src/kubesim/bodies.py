@@ -26,8 +26,8 @@ from typing import Any
 from aiohttp import web
 
 from kubesim import deepjson
+from kubesim.errors import DeepJsonError, KubeSimApiError, status_body
 from kubesim.limits import MAX_REQUEST_BYTES, deep_recursion
-from kubesim.status import ApiError, status_body
 
 __all__ = ["Body", "go_quote_char", "parse", "read", "summarize", "unrecognized"]
 
@@ -50,8 +50,8 @@ class Body:
     yaml_errors: list[str] = field(default_factory=list)
 
 
-def too_large() -> ApiError:
-    err = ApiError(413, status_body(413, _ENTITY_TOO_LARGE, "RequestEntityTooLarge"))
+def too_large() -> KubeSimApiError:
+    err = KubeSimApiError(413, status_body(413, _ENTITY_TOO_LARGE, "RequestEntityTooLarge"))
     err.headers["Connection"] = "close"
     return err
 
@@ -82,10 +82,10 @@ def summarize(raw: bytes, limit: int = 30) -> str:
     return raw[:limit].hex() + (" ..." if len(raw) > limit else "")
 
 
-def unrecognized(kind: str, detail: str, raw: bytes) -> ApiError:
+def unrecognized(kind: str, detail: str, raw: bytes) -> KubeSimApiError:
     """The 400 of a body that does not decode at all."""
     msg = f"the object provided is unrecognized (must be of type {kind}): {detail}"
-    return ApiError.bad_request(f"{msg} ({summarize(raw)})")
+    return KubeSimApiError.bad_request(f"{msg} ({summarize(raw)})")
 
 
 def go_quote_char(c: str) -> str:
@@ -177,7 +177,7 @@ def _syntax(text: str) -> str:
     """Go's encoding/json syntax error for ``text`` (which does not parse)."""
     try:
         deepjson.parse(text)
-    except deepjson.DeepJsonError as exc:
+    except DeepJsonError as exc:
         pos, expected, container = exc.pos, exc.expected, exc.container
     else:  # parsed after all (e.g. NaN was refused by the fast parser)
         return "invalid character 'N' looking for beginning of value"

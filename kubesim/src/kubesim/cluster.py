@@ -36,10 +36,10 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from kubesim.errors import KubeSimApiError
 from kubesim.mvcc import Stored
 from kubesim.pod_events import PodEvents
 from kubesim.rest import STRATEGIC_PATCH, Api
-from kubesim.status import ApiError
 from kubesim.timefmt import now_micro, now_rfc3339
 
 HEARTBEAT_INTERVAL = 10.0
@@ -161,7 +161,7 @@ class ClusterEmulator:
             body = _node_body(name, ip)
             try:
                 self._api.create(self._nodes_rt, None, body, manager="kubelet", keep_status=True)
-            except ApiError as exc:
+            except KubeSimApiError as exc:
                 if exc.code != 409:
                     raise
                 continue
@@ -173,7 +173,7 @@ class ClusterEmulator:
         """Delete the Node ``name``; its pods are force-deleted as the pod GC would."""
         try:
             self._api.delete(self._nodes_rt, None, name)
-        except ApiError as exc:
+        except KubeSimApiError as exc:
             if exc.code != 404:
                 raise
         self._drop_node(name)
@@ -360,7 +360,7 @@ class ClusterEmulator:
             ns, name = key.split("/", 1)
             try:
                 bound = self._api.bind(ns, name, node)
-            except ApiError as exc:
+            except KubeSimApiError as exc:
                 _skip(exc, key)
                 continue
             if self.events:
@@ -405,7 +405,7 @@ class ClusterEmulator:
                         manager="kubelet",
                     )
                 self.heartbeats += 1
-            except ApiError as exc:
+            except KubeSimApiError as exc:
                 _skip(exc, f"kube-node-lease/{node}")
 
     # -- writes ----------------------------------------------------------------------------
@@ -415,7 +415,7 @@ class ClusterEmulator:
         ns, name = key.split("/", 1)
         try:
             self._api.delete(self._pods_rt, ns, name, {"gracePeriodSeconds": 0})
-        except ApiError as exc:
+        except KubeSimApiError as exc:
             _skip(exc, key)
             return False
         return self._pods.get(key) is None
@@ -436,7 +436,7 @@ class ClusterEmulator:
             self._api.patch(
                 rt, ns, name, STRATEGIC_PATCH, patch, subresource="status", manager="kubelet"
             )
-        except ApiError as exc:
+        except KubeSimApiError as exc:
             _skip(exc, key)
             return False
         if self.events:
@@ -499,7 +499,7 @@ class ClusterEmulator:
         return self._now_str
 
 
-def _skip(exc: ApiError, key: str) -> None:
+def _skip(exc: KubeSimApiError, key: str) -> None:
     """A pod that went away or changed under us is skipped; anything else is logged."""
     if exc.code in (404, 409):
         log.debug("skipping pod %s: %s", key, exc)

@@ -27,7 +27,8 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubesim.gotime import GoTimeError, parse_rfc3339
+from kubesim.errors import GoTimeError
+from kubesim.gotime import parse_rfc3339
 from kubesim.validation import (
     Cause,
     go_value,

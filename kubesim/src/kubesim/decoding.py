@@ -41,15 +41,10 @@ from aiohttp import web
 
 from kubesim.bodies import Body
 from kubesim.crdschema import apply_defaults, prune
-from kubesim.gotime import (
-    GoTimeError,
-    format_micro_time,
-    format_time,
-    parse_rfc3339,
-)
+from kubesim.errors import GoDecodeError, GoTimeError, KubeSimApiError, status_body
+from kubesim.gotime import format_micro_time, format_time, parse_rfc3339
 from kubesim.limits import deep_recursion
 from kubesim.resources import ResourceType
-from kubesim.status import ApiError, status_body
 from kubesim.validation import go_quote
 
 __all__ = [
@@ -131,7 +126,7 @@ def field_validation(query: Mapping[str, str], options: str) -> str:
             {"reason": "FieldValueNotSupported", "message": detail, "field": "fieldValidation"}
         ],
     }
-    raise ApiError(422, status_body(422, message, "Invalid", details))
+    raise KubeSimApiError(422, status_body(422, message, "Invalid", details))
 
 
 def warning_header(text: str) -> str:
@@ -240,10 +235,6 @@ def _number_text(value: int | float) -> str:
 
 
 # -- the Go decoder -------------------------------------------------------------------------
-
-
-class GoDecodeError(Exception):
-    """A value the Go decoder refuses; ``str()`` is its message."""
 
 
 class _Decoder:
@@ -474,7 +465,7 @@ def _check_kind(rt: ResourceType, doc: Mapping[str, Any]) -> None:
     group, _, version = str(api_version or rt.api_version).rpartition("/")
     if definition_for(group, version, kind) is None:
         return
-    raise ApiError.bad_request(
+    raise KubeSimApiError.bad_request(
         f"{_handled_as(rt, doc)}: converting ({version}.{kind}) to "
         f"({_internal_package(rt.group)}.{rt.kind}): unknown conversion"
     )
@@ -488,7 +479,7 @@ def _strict_outcome(
         return []
     if directive == "Strict":
         text = "strict decoding error: " + ", ".join(findings)
-        raise ApiError.bad_request(f"{_handled_as(rt, doc)}: {text}" if prefix else text)
+        raise KubeSimApiError.bad_request(f"{_handled_as(rt, doc)}: {text}" if prefix else text)
     return findings
 
 
@@ -529,7 +520,7 @@ def decode_body(rt: ResourceType, body: Body, directive: str) -> Decoded:
     then ``directive`` on unknown and duplicate fields (400 for Strict)."""
     doc = body.doc
     if not isinstance(doc, dict):
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             "couldn't get version/kind; json parse error: json: cannot unmarshal "
             f"{_json_kind(doc)} into Go value of type struct"
         )
@@ -538,7 +529,7 @@ def decode_body(rt: ResourceType, body: Body, directive: str) -> Decoded:
         try:
             obj, findings = _decode(rt, doc, body.duplicates)
         except GoDecodeError as exc:
-            raise ApiError.bad_request(f"{_handled_as(rt, doc)}: {exc}") from None
+            raise KubeSimApiError.bad_request(f"{_handled_as(rt, doc)}: {exc}") from None
     findings = body.yaml_errors + findings
     warnings = _strict_outcome(rt, doc, findings, directive, prefix=True)
     return Decoded(obj, warnings, body.depth)
@@ -559,6 +550,8 @@ def decode_patched(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
         detail = f"Invalid value: {go_quote(text)}: {exc}"
         message = f' "" is invalid: patch: {detail}'
         cause = {"reason": "FieldValueInvalid", "message": detail, "field": "patch"}
-        raise ApiError(422, status_body(422, message, "Invalid", {"causes": [cause]})) from None
+        raise KubeSimApiError(
+            422, status_body(422, message, "Invalid", {"causes": [cause]})
+        ) from None
     ctx.warnings += _strict_outcome(rt, obj, findings, ctx.directive, prefix=False)
     return decoded

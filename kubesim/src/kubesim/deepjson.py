@@ -17,7 +17,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["DeepJsonError", "depth", "dumps", "json_int", "loads", "parse"]
+from kubesim.errors import DeepJsonError
+
+__all__ = ["depth", "dumps", "json_int", "loads", "parse"]
 
 _STRING_OR_BRACKET = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _TOKEN = re.compile(
@@ -28,18 +30,6 @@ _TOKEN = re.compile(
     re.DOTALL,
 )
 _LITERALS = {"true": True, "false": False, "null": None}
-
-
-class DeepJsonError(ValueError):
-    """Invalid JSON for :func:`parse`: ``pos`` is the offending character's offset,
-    ``expected`` what the parser was looking for there ("value", "key", "colon", "next"
-    or "end") and ``container`` the innermost open one ("object", "array" or "")."""
-
-    def __init__(self, pos: int, expected: str = "value", container: str = "") -> None:
-        super().__init__(f"invalid JSON at {pos}")
-        self.pos = pos
-        self.expected = expected
-        self.container = container
 
 
 def depth(raw: bytes) -> tuple[int, int]:

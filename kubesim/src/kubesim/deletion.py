@@ -44,8 +44,8 @@ import orjson
 
 from kubesim import json_decode
 from kubesim.dryrun import is_dry_run, parse_dry_run
+from kubesim.errors import KubeSimApiError, status_body, success_status
 from kubesim.mvcc import Stored
-from kubesim.status import ApiError, status_body, success_status
 from kubesim.timefmt import now_rfc3339
 from kubesim.validation import go_quote
 
@@ -83,14 +83,14 @@ RETURNS_OBJECT = frozenset(
 )
 
 
-def _invalid_options(field: str, reason: str, detail: str) -> ApiError:
+def _invalid_options(field: str, reason: str, detail: str) -> KubeSimApiError:
     details = {
         "group": "meta.k8s.io",
         "kind": "DeleteOptions",
         "causes": [{"reason": reason, "message": detail, "field": field}],
     }
     message = f'DeleteOptions.meta.k8s.io "" is invalid: {field}: {detail}'
-    return ApiError(422, status_body(422, message, "Invalid", details))
+    return KubeSimApiError(422, status_body(422, message, "Invalid", details))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,16 +118,16 @@ class DeleteOptions:
         policy = raw.get("propagationPolicy")
         pre = raw.get("preconditions") or {}
         if grace is not None and (not isinstance(grace, int) or isinstance(grace, bool)):
-            raise ApiError.bad_request(f"invalid gracePeriodSeconds: {grace!r}")
+            raise KubeSimApiError.bad_request(f"invalid gracePeriodSeconds: {grace!r}")
         if orphan is not None and not isinstance(orphan, bool):
-            raise ApiError.bad_request(f"invalid orphanDependents: {orphan!r}")
+            raise KubeSimApiError.bad_request(f"invalid orphanDependents: {orphan!r}")
         if policy is not None and not isinstance(policy, str):
-            raise ApiError.bad_request(f"invalid propagationPolicy: {policy!r}")
+            raise KubeSimApiError.bad_request(f"invalid propagationPolicy: {policy!r}")
         if not isinstance(pre, Mapping):
-            raise ApiError.bad_request("invalid preconditions")
+            raise KubeSimApiError.bad_request("invalid preconditions")
         dry = raw.get("dryRun")
         if dry is not None and not (isinstance(dry, list) and all(isinstance(d, str) for d in dry)):
-            raise ApiError.bad_request(f"invalid dryRun: {dry!r}")
+            raise KubeSimApiError.bad_request(f"invalid dryRun: {dry!r}")
         if orphan is not None and policy is not None:
             detail = (
                 f"Invalid value: {go_quote(policy)}: orphanDependents and deletionPropagation "
@@ -159,11 +159,11 @@ def read_delete_options(
         try:
             doc = json_decode.loads(body)
         except orjson.JSONDecodeError as exc:
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 f"couldn't get version/kind; json parse error: {exc}"
             ) from None
         if not isinstance(doc, dict):
-            raise ApiError.bad_request("the body of a DELETE must be a DeleteOptions object")
+            raise KubeSimApiError.bad_request("the body of a DELETE must be a DeleteOptions object")
         return DeleteOptions.from_mapping(doc)
     raw: dict[str, Any] = {}
     if "gracePeriodSeconds" in query:
@@ -171,13 +171,15 @@ def read_delete_options(
             raw["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
         except ValueError:
             value = query["gracePeriodSeconds"]
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 f'strconv.ParseInt: parsing "{value}": invalid syntax'
             ) from None
     if "orphanDependents" in query:
         value = query["orphanDependents"]
         if value not in ("true", "false", "1", "0", "True", "False"):
-            raise ApiError.bad_request(f'strconv.ParseBool: parsing "{value}": invalid syntax')
+            raise KubeSimApiError.bad_request(
+                f'strconv.ParseBool: parsing "{value}": invalid syntax'
+            )
         raw["orphanDependents"] = value in ("true", "1", "True")
     if "propagationPolicy" in query:
         raw["propagationPolicy"] = query["propagationPolicy"]
@@ -373,9 +375,11 @@ def delete_object(
     """DELETE ``name`` (see the module docstring); 404 if it does not exist."""
     cur = api.get(rt, namespace, name)
     if opts.uid is not None and opts.uid != cur.uid:
-        raise ApiError.precondition_failed(rt.kind, rt.stored_group, name, "UID", opts.uid, cur.uid)
+        raise KubeSimApiError.precondition_failed(
+            rt.kind, rt.stored_group, name, "UID", opts.uid, cur.uid
+        )
     if opts.resource_version is not None and opts.resource_version != str(cur.rv):
-        raise ApiError.precondition_failed(
+        raise KubeSimApiError.precondition_failed(
             rt.kind, rt.stored_group, name, "ResourceVersion", opts.resource_version, str(cur.rv)
         )
     return _Deletion(api, rt, cur, opts).run()

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from kubesim.status import ApiError, status_body
+from kubesim.errors import KubeSimApiError, status_body
 from kubesim.validation import go_quote
 
 __all__ = ["OPTIONS_KIND", "dry_run", "is_dry_run", "parse_dry_run"]
@@ -57,7 +57,7 @@ def parse_dry_run(values: object, options_kind: str) -> bool:
         "causes": [{"reason": "FieldValueNotSupported", "message": detail, "field": "dryRun"}],
     }
     message = f'{options_kind}.meta.k8s.io "" is invalid: dryRun: {detail}'
-    raise ApiError(422, status_body(422, message, "Invalid", details))
+    raise KubeSimApiError(422, status_body(422, message, "Invalid", details))
 
 
 def is_dry_run() -> bool:

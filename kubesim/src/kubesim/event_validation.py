@@ -24,8 +24,9 @@ import datetime
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from kubesim.errors import GoTimeError
 from kubesim.events import is_event, is_events_v1, to_storage
-from kubesim.gotime import GoTimeError, parse_rfc3339
+from kubesim.gotime import parse_rfc3339
 from kubesim.validation import (
     Cause,
     GoRepr,

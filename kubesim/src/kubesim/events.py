@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from kubesim.selectors import FieldSelector, SelectorError
+from kubesim.errors import SelectorError
+from kubesim.selectors import FieldSelector
 
 if TYPE_CHECKING:
     from kubesim.resources import ResourceType

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from kubesim.deletion import FOREGROUND, ORPHAN
+from kubesim.errors import KubeSimApiError
 from kubesim.mvcc import Event, Stored
-from kubesim.status import ApiError
 
 if TYPE_CHECKING:
     from kubesim.resources import ResourceType
@@ -207,7 +207,7 @@ class GarbageCollector:
     def _guard(self, fn: Any, key: Key) -> None:
         try:
             fn(key)
-        except ApiError as exc:  # changed or gone under us: its next commit brings it back
+        except KubeSimApiError as exc:  # changed or gone under us: its next commit brings it back
             if exc.code not in (404, 409):
                 log.warning("garbage collector: %s %s: %s", key[0], key[1], exc)
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 import calendar
 import datetime
 
+from kubesim.errors import GoTimeError
+
 __all__ = [
-    "GoTimeError",
     "age",
     "format_micro_time",
     "format_time",
@@ -27,10 +28,6 @@ __all__ = [
 
 RFC3339 = "2006-01-02T15:04:05Z07:00"
 _UTC = datetime.UTC
-
-
-class GoTimeError(ValueError):
-    """A ``time.ParseError``; ``str()`` is Go's message."""
 
 
 def _quote(s: str) -> str:

@@ -352,7 +352,7 @@ class KubeSim:
         return n
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """One object as a dict (raises :class:`ApiError` 404 when missing)."""
+        """One object as a dict (raises :class:`KubeSimApiError` 404 when missing)."""
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
 

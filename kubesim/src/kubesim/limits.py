@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 
 __all__ = [
     "ETCD_MAX_REQUEST_BYTES",
@@ -46,7 +46,7 @@ def check_stored_size(raw: bytes, key: str) -> None:
     """500 ``etcdserver: request is too large`` when the stored form of an object would
     not fit in one etcd request."""
     if len(raw) + len(key) + _ETCD_OVERHEAD > ETCD_MAX_REQUEST_BYTES:
-        raise ApiError.internal("etcdserver: request is too large")
+        raise KubeSimApiError.internal("etcdserver: request is too large")
 
 
 @contextmanager
@@ -81,7 +81,7 @@ def watch_timeout(text: str) -> float:
     try:
         seconds = parse_int64(text)
     except ValueError as exc:
-        raise ApiError.bad_request(str(exc)) from None
+        raise KubeSimApiError.bad_request(str(exc)) from None
     nanos = (seconds * 1_000_000_000 + _INT64) % (1 << 64) - _INT64
     if nanos <= 0:
         return 0.0

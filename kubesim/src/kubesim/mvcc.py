@@ -108,7 +108,18 @@ class Event(msgspec.Struct, gc=False):
 
 
 class TypeStore:
-    """The objects and the history of one resource type."""
+    """The objects and the history of one resource type (see the module docstring).
+
+    ``objects`` maps each key to its current :class:`Stored`, ``keys`` holds the same keys
+    in etcd's order, ``history`` the recent :class:`Event` s. Made by
+    :meth:`Mvcc.type_store` (``sim.api.store(rt)`` in KubeSim); read it, never write it:
+    writes go through the API, which commits them here.
+
+    Args:
+        mvcc: the storage this type belongs to (its revision counter and limits).
+        name: the storage's name, ``plural[.group]``.
+        start_rv: the revision the type starts at: a watch from an older one is too old.
+    """
 
     def __init__(self, mvcc: Mvcc, name: str, start_rv: int) -> None:
         self._mvcc = mvcc
@@ -129,6 +140,7 @@ class TypeStore:
         return self.first_seq + len(self.history)
 
     def get(self, key: str) -> Stored | None:
+        """The current object at ``key`` (``namespace/name`` or ``name``), or None."""
         return self.objects.get(key)
 
     def key_range(self, namespace: str | None) -> tuple[int, int]:

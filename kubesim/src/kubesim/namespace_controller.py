@@ -29,9 +29,9 @@ import logging
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
+from kubesim.errors import KubeSimApiError
 from kubesim.mvcc import Event
 from kubesim.namespace_lifecycle import KUBERNETES_FINALIZER, finalize
-from kubesim.status import ApiError
 from kubesim.timefmt import now_rfc3339
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class NamespaceController:
         for name in sorted(dirty):
             try:
                 self._sync(name)
-            except ApiError as exc:  # it changed under us: the next commit brings it back
+            except KubeSimApiError as exc:  # it changed under us: the next commit brings it back
                 log.debug("namespace controller: %s: %s", name, exc)
 
     # -- one namespace -------------------------------------------------------------------------
@@ -175,7 +175,7 @@ class NamespaceController:
                     api.delete(
                         rt, namespace, key.split("/", 1)[1], {"propagationPolicy": "Background"}
                     )
-                except ApiError as exc:
+                except KubeSimApiError as exc:
                     if exc.code != 404:
                         log.warning("namespace controller: deleting %s %s: %s", rt.plural, key, exc)
             lo, hi = ts.key_range(namespace)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubesim.status import ApiError, status_body
+from kubesim.errors import KubeSimApiError, status_body
 from kubesim.validation import Cause, invalid, is_qualified_name
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def check_creatable(api: Api, rt: ResourceType, namespace: str | None, name: str
     assert ns_rt is not None
     ns = api.store(ns_rt).get(namespace or "")
     if ns is None:
-        raise ApiError.not_found("namespaces", "", namespace or "")
+        raise KubeSimApiError.not_found("namespaces", "", namespace or "")
     if b'"deletionTimestamp"' not in ns.raw:
         return
     message = (
@@ -70,7 +70,7 @@ def check_creatable(api: Api, rt: ResourceType, namespace: str | None, name: str
             "field": "metadata.namespace",
         }
     ]
-    raise ApiError(403, status_body(403, message, "Forbidden", details))
+    raise KubeSimApiError(403, status_body(403, message, "Forbidden", details))
 
 
 def spec_finalizers(old: Mapping[str, Any], new: dict[str, Any]) -> None:
@@ -84,11 +84,11 @@ def spec_finalizers(old: Mapping[str, Any], new: dict[str, Any]) -> None:
     new["spec"] = spec
 
 
-def _undecodable(value: object, field: str, go_type: str) -> ApiError:
+def _undecodable(value: object, field: str, go_type: str) -> KubeSimApiError:
     json_type = {str: "string", list: "array", dict: "object", bool: "bool"}.get(
         type(value), "number"
     )
-    return ApiError.bad_request(
+    return KubeSimApiError.bad_request(
         'Namespace in version "v1" cannot be handled as a Namespace: json: cannot unmarshal '
         f"{json_type} into Go struct field {field} of type {go_type}"
     )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kubesim.errors import KubeSimApiError, status_body
 from kubesim.protobuf import PROTOBUF
-from kubesim.status import ApiError, status_body
 from kubesim.tables import table_version
 
 __all__ = ["JSON", "Media", "errors_as_protobuf", "negotiate"]
@@ -87,8 +87,8 @@ def negotiate(accept: str, protobuf: bool) -> Media:
         elif mime == PROTOBUF and as_ in _VIEWS:
             return Media(_VIEWS[as_], "protobuf")
     if all(mime == PROTOBUF for mime, _ in parts):
-        raise ApiError.not_acceptable(_ACCEPTED)
-    raise ApiError(406, status_body(406, _NOT_ACCEPTABLE, "NotAcceptable", {}))
+        raise KubeSimApiError.not_acceptable(_ACCEPTED)
+    raise KubeSimApiError(406, status_body(406, _NOT_ACCEPTABLE, "NotAcceptable", {}))
 
 
 def errors_as_protobuf(accept: str) -> bool:

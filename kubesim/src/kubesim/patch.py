@@ -17,52 +17,14 @@ from typing import Any, Final
 
 import orjson
 
+from kubesim.errors import PatchError
+
 __all__ = [
     "STRATEGIC_MERGE_KINDS",
-    "PatchError",
     "json_merge_patch",
     "json_patch",
     "strategic_merge_patch",
 ]
-
-_REJECTED: Final = "the server rejected our request due to an error in our request"
-
-
-class PatchError(ValueError):
-    """A patch that cannot be decoded or applied.
-
-    ``str(err)`` (also ``err.detail``) says what is wrong. ``err.code`` is the HTTP status
-    kube-apiserver answers with (400 for undecodable patches and bad directive formats,
-    422 for JSON patch operations that do not apply, 500 for the strategic-merge errors
-    it does not classify) and :meth:`status` is its whole Status body; note that for 422
-    the real server replaces the detail by a generic message.
-    """
-
-    def __init__(self, detail: str, code: int = 422) -> None:
-        super().__init__(detail)
-        self.detail = detail
-        self.code = code
-
-    @property
-    def reason(self) -> str:
-        """The Status ``reason`` (empty for 500: the apiserver sends none)."""
-        return {400: "BadRequest", 422: "Invalid"}.get(self.code, "")
-
-    @property
-    def status_message(self) -> str:
-        """The Status ``message`` the apiserver sends."""
-        return _REJECTED if self.code == 422 else self.detail
-
-    def status(self) -> dict[str, Any]:
-        """The full ``Status`` body, keys in the apiserver's order."""
-        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}}
-        body.update(status="Failure", message=self.status_message)
-        if self.reason:
-            body["reason"] = self.reason
-        if self.code == 422:
-            body["details"] = {}
-        body["code"] = self.code
-        return body
 
 
 def _copy(v: Any) -> Any:

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from kubesim.timefmt import now_micro, now_rfc3339
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class PodEvents:
         }
         try:
             self._api.create(self._rt, namespace, body, manager=manager)
-        except ApiError as exc:
+        except KubeSimApiError as exc:
             log.debug("event for pod %s/%s dropped: %s", namespace, pod["metadata"]["name"], exc)
 
     def scheduled(self, pod: Mapping[str, Any], node: str) -> None:

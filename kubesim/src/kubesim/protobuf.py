@@ -28,15 +28,14 @@ from typing import Any
 
 import orjson
 
+from kubesim.errors import KubeSimApiError, ProtobufUnsupported, status_body
 from kubesim.prototypes import PTR, REPEATED, Field, kind_message, message
 from kubesim.protowire import fields as wire_fields
-from kubesim.status import ApiError, status_body
 
 __all__ = [
     "MAGIC",
     "PROTOBUF",
     "PROTOBUF_WATCH",
-    "ProtobufUnsupported",
     "decode_message",
     "decode_object",
     "protobuf_body",
@@ -47,10 +46,6 @@ PROTOBUF = "application/vnd.kubernetes.protobuf"
 PROTOBUF_WATCH = "application/vnd.kubernetes.protobuf;stream=watch"
 #: the media types a real server lists in a 415 for a body it cannot read
 ACCEPTED_BODIES = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
-
-
-class ProtobufUnsupported(Exception):
-    """A protobuf body KubeSim cannot decode faithfully (the message says what)."""
 
 
 def _signed(v: int) -> int:
@@ -242,4 +237,4 @@ def protobuf_body(body: bytes) -> dict[str, Any]:
             "the body of the request was in an unknown format - accepted media types include: "
             f"{ACCEPTED_BODIES} (KubeSim: {exc})"
         )
-        raise ApiError(415, status_body(415, msg, "UnsupportedMediaType")) from None
+        raise KubeSimApiError(415, status_body(415, msg, "UnsupportedMediaType")) from None

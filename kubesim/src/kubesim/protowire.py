@@ -8,11 +8,9 @@ is its key (number << 3 | wire type) and its value; wire types 0 (varint), 1 (64
 
 from __future__ import annotations
 
-__all__ = ["WireError", "fields", "key", "length_delimited", "varint"]
+from kubesim.errors import WireError
 
-
-class WireError(ValueError):
-    """Bytes that are not a well-formed protobuf message (the message says where)."""
+__all__ = ["fields", "key", "length_delimited", "varint"]
 
 
 _ONE_BYTE = tuple(bytes((i,)) for i in range(0x80))

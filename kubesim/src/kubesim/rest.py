@@ -3,7 +3,7 @@
 :class:`Api` is the in-process API of KubeSim. The HTTP layer (:mod:`._server`) parses a
 request and calls one method here; tests and benchmarks may call the same methods directly
 (e.g. to create 200k pods without 200k HTTP round trips). Every method is synchronous, so
-one call is one atomic step of the simulated cluster, and raises :class:`ApiError` with the
+one call is one atomic step of the simulated cluster, and raises :class:`KubeSimApiError` with the
 body the real apiserver would send.
 
 Semantics copied from kube-apiserver v1.28 (see ``tests/kubesim/conformance``): a global
@@ -39,6 +39,7 @@ from kubesim.defaults import (
 )
 from kubesim.deletion import DeleteOptions, DeleteOutcome, delete_object
 from kubesim.dryrun import dry_run, is_dry_run
+from kubesim.errors import KubeSimApiError, PatchError, RvTooLarge
 from kubesim.event_validation import (
     validate_event_create,
     validate_event_update,
@@ -47,12 +48,7 @@ from kubesim.limits import check_stored_size
 from kubesim.managed import track_update
 from kubesim.mvcc import Mvcc, Stored, TypeStore, exact_bytes
 from kubesim.namespace_lifecycle import check_creatable
-from kubesim.patch import (
-    PatchError,
-    json_merge_patch,
-    json_patch,
-    strategic_merge_patch,
-)
+from kubesim.patch import json_merge_patch, json_patch, strategic_merge_patch
 from kubesim.resources import (
     ResourceRegistry,
     ResourceType,
@@ -61,7 +57,6 @@ from kubesim.resources import (
 )
 from kubesim.schemas import type_for
 from kubesim.selectors import FieldSelector, LabelSelector, object_fields
-from kubesim.status import ApiError
 from kubesim.strategy import (
     STATUS_SUBRESOURCES,
     managed_fields_subresource,
@@ -80,11 +75,15 @@ from kubesim.validation import (
     validate_update,
 )
 
-__all__ = ["Api", "ListResult", "RvTooLarge", "now_rfc3339"]
+__all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH", "Api", "ListResult", "now_rfc3339"]
 
 MERGE_PATCH = "application/merge-patch+json"
+"""The Content-Type of a JSON merge patch (RFC 7386)."""
 JSON_PATCH = "application/json-patch+json"
+"""The Content-Type of a JSON patch (RFC 6902)."""
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+"""The Content-Type of a strategic merge patch (built-in kinds only): what
+``Api.patch(rt, ns, name, STRATEGIC_PATCH, patch)`` and a PATCH request take."""
 EXPIRED_CONTINUE_MESSAGE = (
     "The provided continue parameter is too old to display a consistent list result. You can "
     "start a new list without the continue parameter, or use the continue token in this "
@@ -95,14 +94,6 @@ EXPIRED_CONTINUE_MESSAGE = (
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: ``metadata.managedFields`` in wire form.
 ManagedFields = list[dict[str, Any]]
-
-
-class RvTooLarge(Exception):
-    """A list asked for a resourceVersion the store has not reached yet."""
-
-    def __init__(self, requested: int) -> None:
-        super().__init__(requested)
-        self.requested = requested
 
 
 @dataclass(slots=True)
@@ -130,7 +121,7 @@ def decode_continue(token: str) -> tuple[int, str]:
         if data.get("v") != "meta.k8s.io/v1":
             raise ValueError
     except (ValueError, KeyError, TypeError, orjson.JSONDecodeError) as exc:
-        raise ApiError.bad_request(f"invalid continue token: {exc!s}") from None
+        raise KubeSimApiError.bad_request(f"invalid continue token: {exc!s}") from None
     return rv, start.rstrip("\x00")
 
 
@@ -201,11 +192,11 @@ class Api:
     def _require(self, rt: ResourceType, namespace: str | None, name: str) -> Stored:
         cur = self.store(rt).get(self.key(rt, namespace, name))
         if cur is None:
-            raise ApiError.not_found(rt.plural, rt.stored_group, name)
+            raise KubeSimApiError.not_found(rt.plural, rt.stored_group, name)
         return cur
 
-    def _invalid(self, rt: ResourceType, name: str, causes: list[Cause]) -> ApiError:
-        return ApiError.invalid(
+    def _invalid(self, rt: ResourceType, name: str, causes: list[Cause]) -> KubeSimApiError:
+        return KubeSimApiError.invalid(
             rt.kind,
             rt.stored_group,  # qualified by the storage's resource, as the registry does
             name,
@@ -249,7 +240,7 @@ class Api:
             if token_rv == -1:  # the "inconsistent" token of an expired continue: read now
                 at_rv = None
             elif token_rv < mvcc.compacted_rv:
-                raise ApiError.expired(EXPIRED_CONTINUE_MESSAGE, encode_continue(-1, start))
+                raise KubeSimApiError.expired(EXPIRED_CONTINUE_MESSAGE, encode_continue(-1, start))
             else:
                 at_rv = token_rv
             start_after = f"{namespace}/{start}" if rt.namespaced and namespace else start
@@ -259,11 +250,13 @@ class Api:
             rv = _parse_rv(resource_version)
             if match == "Exact":
                 if rv > mvcc.rv:
-                    raise ApiError.internal(
+                    raise KubeSimApiError.internal(
                         "etcdserver: mvcc: required revision is a future revision"
                     )
                 if rv < mvcc.compacted_rv or (rv < ts.floor_rv and ts.evicted):
-                    raise ApiError.expired("The resourceVersion for the provided list is too old.")
+                    raise KubeSimApiError.expired(
+                        "The resourceVersion for the provided list is too old."
+                    )
                 at_rv = rv
             else:
                 if rv > mvcc.rv:
@@ -316,7 +309,7 @@ class Api:
         if rt.namespaced:
             body_ns = meta.get("namespace")
             if body_ns and namespace and body_ns != namespace:
-                raise ApiError.bad_request(
+                raise KubeSimApiError.bad_request(
                     "the namespace of the provided object does not match the namespace sent "
                     "on the request"
                 )
@@ -341,7 +334,7 @@ class Api:
         name = meta["name"]
         check_creatable(self, rt, namespace, name)
         if (taken := ts.get(self.key(rt, namespace, name))) is not None:
-            err = ApiError.already_exists(rt.plural, rt.stored_group, name)
+            err = KubeSimApiError.already_exists(rt.plural, rt.stored_group, name)
             if b'"deletionTimestamp"' in taken.raw:  # the registry says why the name is taken
                 err.body["message"] = f"object is being deleted: {err.body['message']}"
             raise err
@@ -390,16 +383,16 @@ class Api:
         new = _clone(body)
         new_meta = new.get("metadata")
         if not isinstance(new_meta, dict):
-            raise ApiError.bad_request("Object 'metadata' is missing or not an object")
+            raise KubeSimApiError.bad_request("Object 'metadata' is missing or not an object")
         if new_meta.get("name") not in (None, name):
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 "the name of the object "
                 f"({new_meta.get('name')}) does not match the name on the URL ({name})"
             )
         rv = new_meta.get("resourceVersion")
         if rv:
             if str(rv) != str(cur.rv):
-                raise ApiError.conflict(rt.plural, rt.stored_group, name)
+                raise KubeSimApiError.conflict(rt.plural, rt.stored_group, name)
         elif rt.custom:
             cause = Cause(
                 "FieldValueInvalid",
@@ -427,7 +420,7 @@ class Api:
         if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or (
             ctype == STRATEGIC_PATCH and rt.custom
         ):
-            raise ApiError.unsupported_patch(rt.custom)
+            raise KubeSimApiError.unsupported_patch(rt.custom)
         cur = self._require(rt, namespace, name)
         obj = self.view(rt, cur)
         obj.setdefault("apiVersion", rt.api_version)
@@ -442,16 +435,16 @@ class Api:
             else:
                 new = strategic_merge_patch(obj, patch, rt.kind)
         except PatchError as exc:
-            raise ApiError(exc.code, exc.status()) from None
+            raise KubeSimApiError(exc.code, exc.status()) from None
         if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
-            raise ApiError.bad_request("the patch produced an object without metadata")
+            raise KubeSimApiError.bad_request("the patch produced an object without metadata")
         patch_rv = (
             (patch.get("metadata") or {}).get("resourceVersion")
             if isinstance(patch, dict)
             else None
         )
         if patch_rv and str(patch_rv) != str(cur.rv):
-            raise ApiError.conflict(rt.plural, rt.stored_group, name)
+            raise KubeSimApiError.conflict(rt.plural, rt.stored_group, name)
         new = decode_patched(rt, new)
         # the merges copy their target, so ``obj`` is still the stored state: no decode again
         return self._write(rt, cur, new, subresource, manager, old=obj)
@@ -575,8 +568,8 @@ class Api:
                 f'Operation cannot be fulfilled on pods/binding "{name}": pod {name} is '
                 f'already assigned to node "{spec["nodeName"]}"'
             )
-            raise ApiError(
-                409, {**ApiError.conflict("pods/binding", "", name).body, "message": msg}
+            raise KubeSimApiError(
+                409, {**KubeSimApiError.conflict("pods/binding", "", name).body, "message": msg}
             )
         spec["nodeName"] = node
         status = obj.setdefault("status", {})
@@ -702,7 +695,7 @@ def _parse_rv(value: str) -> int:
         if rv < 0 or not value.isdigit():
             raise ValueError
     except ValueError:
-        raise ApiError.internal(
+        raise KubeSimApiError.internal(
             f'resourceVersion: Invalid value: "{value}": strconv.ParseUint: parsing '
             f'"{value}": invalid syntax'
         ) from None

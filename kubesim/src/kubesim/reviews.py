@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubesim import rbac
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 
 __all__ = ["ADMIN_GROUPS", "REVIEW_KINDS", "is_review", "open_to_everyone", "review", "user_groups"]
 
@@ -127,7 +127,7 @@ def review(
     if plural == "localsubjectaccessreviews":
         attrs = _d(spec.get("resourceAttributes"))
         if attrs.get("namespace") not in (None, "", namespace):
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 f"spec.resourceAttributes.namespace must match namespace: {namespace}"
             )
     who = str(spec.get("user") or "")

@@ -23,13 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kubesim.patch import (
-    PatchError,
-    json_merge_patch,
-    json_patch,
-    strategic_merge_patch,
-)
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError, PatchError
+from kubesim.patch import json_merge_patch, json_patch, strategic_merge_patch
 from kubesim.validation import Cause, invalid, invalid_message
 
 if TYPE_CHECKING:
@@ -159,8 +154,8 @@ def _json_type(value: Any) -> str:
     return names.get(type(value), "null")
 
 
-def _undecodable(value: Any, field: str, go_type: str) -> ApiError:
-    return ApiError.bad_request(
+def _undecodable(value: Any, field: str, go_type: str) -> KubeSimApiError:
+    return KubeSimApiError.bad_request(
         'Scale in version "v1" cannot be handled as a Scale: json: cannot unmarshal '
         f"{_json_type(value)} into Go struct field {field} of type {go_type}"
     )
@@ -177,7 +172,9 @@ def _check_replicas(rt: ResourceType, name: str, replicas: Any, paths: ScalePath
     if not rt.custom:
         causes = [invalid("spec.replicas", replicas, "must be greater than or equal to 0")]
         message = invalid_message("Scale", name, causes, "autoscaling")
-        raise ApiError.invalid("Scale", "autoscaling", name, message, [c.to_dict() for c in causes])
+        raise KubeSimApiError.invalid(
+            "Scale", "autoscaling", name, message, [c.to_dict() for c in causes]
+        )
     causes = []
     minimum = _schema_minimum(paths.schema, paths.spec)
     field = ".".join(_path(paths.spec))
@@ -187,7 +184,7 @@ def _check_replicas(rt: ResourceType, name: str, replicas: Any, paths: ScalePath
         causes.append(invalid(field, replicas, detail))
     causes.append(invalid(paths.spec, replicas, "should be a non-negative integer"))
     message = invalid_message(rt.kind, name, causes, rt.group)
-    raise ApiError.invalid(rt.kind, rt.group, name, message, [c.to_dict() for c in causes])
+    raise KubeSimApiError.invalid(rt.kind, rt.group, name, message, [c.to_dict() for c in causes])
 
 
 def get_scale(api: Api, rt: ResourceType, namespace: str | None, name: str) -> dict[str, Any]:
@@ -222,7 +219,7 @@ def patch_scale(
     """PATCH ``<parent>/scale``: the patch applies to the Scale, then as :func:`update_scale`."""
     ctype = content_type.split(";", 1)[0].strip().lower()
     if ctype not in (_MERGE, _JSON, _STRATEGIC) or (ctype == _STRATEGIC and rt.custom):
-        raise ApiError.unsupported_patch(rt.custom)
+        raise KubeSimApiError.unsupported_patch(rt.custom)
     cur = api.get(rt, namespace, name)
     scale = _scale(rt, cur.decode(), _paths(api, rt))
     try:
@@ -235,9 +232,9 @@ def patch_scale(
         else:
             new = strategic_merge_patch(scale, patch, "Scale")
     except PatchError as exc:
-        raise ApiError(exc.code, exc.status()) from None
+        raise KubeSimApiError(exc.code, exc.status()) from None
     if not isinstance(new, dict):
-        raise ApiError.bad_request("the patch produced something other than a Scale")
+        raise KubeSimApiError.bad_request("the patch produced something other than a Scale")
     return _write(api, rt, cur, new, manager=manager)
 
 
@@ -253,13 +250,13 @@ def _write(
         raise _undecodable(spec, "Scale.spec", "v1.ScaleSpec")
     meta: dict[str, Any] = raw_meta or {}
     if meta.get("name") not in (None, name):
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             f"the name of the object ({meta.get('name')}) does not match the name on the URL "
             f"({name})"
         )
     rv = meta.get("resourceVersion")
     if rv and str(rv) != str(cur.rv):
-        raise ApiError.conflict(rt.plural, rt.group, name)
+        raise KubeSimApiError.conflict(rt.plural, rt.group, name)
     paths = _paths(api, rt)
     replicas = _check_replicas(rt, name, (spec or {}).get("replicas"), paths)
     _set(parent, paths.spec, replicas)

@@ -15,18 +15,15 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from kubesim.errors import SelectorError
+
 __all__ = [
     "FieldSelector",
     "LabelSelector",
-    "SelectorError",
     "check_field_labels",
     "object_fields",
     "supported_field_labels",
 ]
-
-
-class SelectorError(ValueError):
-    """Selector parse/validation failure; ``str(err)`` is the apiserver's Status message."""
 
 
 _GO_ESCAPES: Final = {

@@ -32,6 +32,7 @@ from kubesim.decoding import (
 )
 from kubesim.deletion import DeleteOptions, read_delete_options
 from kubesim.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
+from kubesim.errors import DeepJsonError, KubeSimApiError, RvTooLarge, SelectorError, status_body
 from kubesim.events import is_events_v1, storage_selector
 from kubesim.faults import Faults
 from kubesim.health import health_response, is_health_path
@@ -44,17 +45,15 @@ from kubesim.protobuf import PROTOBUF, protobuf_body
 from kubesim.protoencode import encode_object
 from kubesim.prototypes import kind_message
 from kubesim.resources import ResourceRegistry, ResourceType, version_info
-from kubesim.rest import Api, ListResult, RvTooLarge, parse_rv
+from kubesim.rest import Api, ListResult, parse_rv
 from kubesim.reviews import is_review, open_to_everyone, review, user_groups
 from kubesim.scale import get_scale, patch_scale, update_scale
 from kubesim.selectors import (
     FieldSelector,
     LabelSelector,
-    SelectorError,
     check_field_labels,
     supported_field_labels,
 )
-from kubesim.status import ApiError, status_body
 from kubesim.tables import TableMaker, include_object
 from kubesim.watchstream import WatchSpec, serve_watch
 
@@ -129,7 +128,7 @@ def _response(doc: Any, status: int = 200, media: Media = JSON) -> web.Response:
     )
 
 
-def _error_response(err: ApiError, protobuf: bool = False) -> web.Response:
+def _error_response(err: KubeSimApiError, protobuf: bool = False) -> web.Response:
     if protobuf:
         resp = _response(err.body, err.code, Media(encoding="protobuf"))
         resp.headers.update(err.headers)
@@ -201,7 +200,7 @@ class SimServer:
             if not user.allows(verb, route.rt.group, resource) and not open_to_everyone(
                 route.rt.group, route.rt.plural, user.name
             ):
-                raise ApiError.forbidden(
+                raise KubeSimApiError.forbidden(
                     user.name,
                     verb,
                     route.rt.plural,
@@ -217,7 +216,7 @@ class SimServer:
                     return web.Response(status=fault.status, body=fault.body, headers=ctype)
                 raise self._fault_error(fault.status, fault.retry_after)
             return await self._resource(request, route, verb, user)
-        except ApiError as err:
+        except KubeSimApiError as err:
             accept = request.headers.get("Accept", "")
             return _error_response(err, on_resource and errors_as_protobuf(accept))
         except ConnectionResetError:  # the client went away mid-answer: nothing to report
@@ -228,18 +227,18 @@ class SimServer:
             raise
         except Exception as exc:  # a bug in the sim must still answer like a server
             log.exception("KubeSim internal error on %s %s", request.method, path)
-            return _error_response(ApiError.internal(f"KubeSim internal error: {exc!r}"))
+            return _error_response(KubeSimApiError.internal(f"KubeSim internal error: {exc!r}"))
 
     @staticmethod
-    def _fault_error(status: int, retry_after: int) -> ApiError:
+    def _fault_error(status: int, retry_after: int) -> KubeSimApiError:
         if status == 429:
-            return ApiError.too_many_requests(retry_after)
+            return KubeSimApiError.too_many_requests(retry_after)
         if status == 504:
-            err = ApiError.timeout()
+            err = KubeSimApiError.timeout()
             err.headers["Retry-After"] = str(retry_after)
             return err
         if status == 503:
-            return ApiError(
+            return KubeSimApiError(
                 503,
                 status_body(
                     503,
@@ -248,7 +247,7 @@ class SimServer:
                 ),
                 {"Retry-After": str(retry_after)},
             )
-        return ApiError.internal("Internal error occurred: injected fault")
+        return KubeSimApiError.internal("Internal error occurred: injected fault")
 
     # -- authentication ----------------------------------------------------------------------
 
@@ -263,7 +262,7 @@ class SimServer:
             for known, user in self.options.tokens.items():
                 if secrets.compare_digest(known.encode(), token.strip().encode()):
                     return user
-        raise ApiError.unauthorized()
+        raise KubeSimApiError.unauthorized()
 
     # -- non-resource paths and discovery ------------------------------------------------------
 
@@ -278,17 +277,17 @@ class SimServer:
         if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             self._deny_anonymous(user, path)
             return self.openapi.serve(request, path)
-        raise ApiError.page_not_found()
+        raise KubeSimApiError.page_not_found()
 
     @staticmethod
     def _deny_anonymous(user: User, path: str) -> None:
         if user.name == "system:anonymous":
             msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
-            raise ApiError(403, status_body(403, msg, "Forbidden", {}))
+            raise KubeSimApiError(403, status_body(403, msg, "Forbidden", {}))
 
     def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if request.method != "GET":
-            raise ApiError.method_not_allowed()
+            raise KubeSimApiError.method_not_allowed()
         self._deny_anonymous(user, path)
         parts = path.strip("/").split("/")
         accept = request.headers.get("Accept", "")
@@ -310,7 +309,7 @@ class SimServer:
         elif len(parts) == 3 and parts[0] == "apis":
             doc = self.registry.api_resource_list(parts[1], parts[2])
         if doc is None:
-            raise ApiError.page_not_found()
+            raise KubeSimApiError.page_not_found()
         headers: dict[str, str] = {}
         if "as=APIGroupDiscoveryList" in accept and parts in (["api"], ["apis"]):
             resp = _json_response(doc)
@@ -334,7 +333,7 @@ class SimServer:
             rt = lookup(group, version, rest[2])
             if rt is not None and rt.namespaced:
                 if len(rest) > 5:
-                    raise ApiError.page_not_found()
+                    raise KubeSimApiError.page_not_found()
                 return _Route(
                     rt,
                     rest[1],
@@ -343,10 +342,10 @@ class SimServer:
                 )
         rt = lookup(group, version, rest[0])
         if rt is None or len(rest) > 3:
-            raise ApiError.page_not_found()
+            raise KubeSimApiError.page_not_found()
         name = rest[1] if len(rest) > 1 else None
         if rt.namespaced and name is not None:
-            raise ApiError.page_not_found()
+            raise KubeSimApiError.page_not_found()
         return _Route(rt, None, name, rest[2] if len(rest) > 2 else None)
 
     # -- resources ----------------------------------------------------------------------------
@@ -374,7 +373,7 @@ class SimServer:
         self, request: web.Request, route: _Route, verb: str, user: User, media: Media
     ) -> web.StreamResponse:
         if verb != "create" or route.name is not None:
-            raise ApiError.method_not_allowed()
+            raise KubeSimApiError.method_not_allowed()
         body = await _json_body(request)
         self._check_kind(route.rt, body)
 
@@ -426,9 +425,9 @@ class SimServer:
                     media,
                 )
             if route.name is not None:
-                raise ApiError.method_not_allowed()
+                raise KubeSimApiError.method_not_allowed()
             if rt.namespaced and route.namespace is None:
-                raise ApiError.method_not_allowed()
+                raise KubeSimApiError.method_not_allowed()
             directive = field_validation(q, "CreateOptions")
             decoded = decode_body(rt, await _request_body(request, rt), directive)
             self._check_kind(rt, decoded.obj)
@@ -490,7 +489,7 @@ class SimServer:
                 rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
             )
             return await self._list_response(request, rt, page, media)
-        raise ApiError.method_not_allowed()
+        raise KubeSimApiError.method_not_allowed()
 
     async def _scale(
         self, request: web.Request, route: _Route, verb: str, manager: str, media: Media
@@ -511,12 +510,12 @@ class SimServer:
     def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
         kind, api_version = body.get("kind"), body.get("apiVersion")
         if kind and kind != rt.kind:
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 f"the object provided is unrecognized (must be of type {rt.kind}): "
                 f"kind {kind} does not match the expected kind {rt.kind}"
             )
         if api_version and api_version != rt.api_version:
-            raise ApiError.bad_request(
+            raise KubeSimApiError.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected "
                 f"API version ({rt.api_version})"
             )
@@ -537,7 +536,7 @@ class SimServer:
                     rt.api_version,
                 )
         except SelectorError as exc:
-            raise ApiError.bad_request(str(exc)) from None
+            raise KubeSimApiError.bad_request(str(exc)) from None
         return lsel, fsel
 
     # -- encoding ------------------------------------------------------------------------------
@@ -573,14 +572,14 @@ class SimServer:
         rv = q.get("resourceVersion", "")
         match = q.get("resourceVersionMatch", "")
         if match and not rv:
-            raise ApiError.invalid_list_options(
+            raise KubeSimApiError.invalid_list_options(
                 "resourceVersionMatch",
                 "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
             )
         if rv:
             parse_rv(rv)
         if match and match not in ("Exact", "NotOlderThan"):
-            raise ApiError.invalid_list_options(
+            raise KubeSimApiError.invalid_list_options(
                 "resourceVersionMatch",
                 f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
             )
@@ -588,7 +587,7 @@ class SimServer:
         try:
             limit = int(q.get("limit", "0") or 0)
         except ValueError:
-            raise ApiError.bad_request(f"invalid limit: {q.get('limit')}") from None
+            raise KubeSimApiError.bad_request(f"invalid limit: {q.get('limit')}") from None
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.options.too_large_rv_wait
         while True:
@@ -606,7 +605,7 @@ class SimServer:
                 break
             except RvTooLarge as exc:
                 if loop.time() >= deadline:
-                    raise ApiError.too_large_rv(exc.requested, self.mvcc.rv) from None
+                    raise KubeSimApiError.too_large_rv(exc.requested, self.mvcc.rv) from None
                 await asyncio.sleep(0.05)
         return await self._list_response(request, rt, page, media)
 
@@ -701,20 +700,20 @@ class SimServer:
         else:
             start_rv = 0
         if send_initial is not None and not self.options.watch_list:
-            raise ApiError.invalid_list_options(
+            raise KubeSimApiError.invalid_list_options(
                 "sendInitialEvents",
                 "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
                 "feature gate is enabled",
             )
         if match and send_initial is None:
-            raise ApiError.invalid_list_options(
+            raise KubeSimApiError.invalid_list_options(
                 "resourceVersionMatch",
                 "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents "
                 "is provided",
             )
         initial = send_initial in ("true", "1", "True")
         if send_initial is not None and initial and match != "NotOlderThan":
-            raise ApiError.invalid_list_options(
+            raise KubeSimApiError.invalid_list_options(
                 "resourceVersionMatch",
                 "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
                 "NotOlderThan",
@@ -737,7 +736,7 @@ class SimServer:
             deadline = loop.time() + self.options.too_large_rv_wait
             while self.mvcc.rv < start_rv:
                 if loop.time() >= deadline:
-                    raise ApiError.too_large_rv(start_rv, self.mvcc.rv)
+                    raise KubeSimApiError.too_large_rv(start_rv, self.mvcc.rv)
                 await asyncio.sleep(0.05)
         spec = WatchSpec(
             rt=rt,
@@ -798,9 +797,9 @@ async def _request_body(request: web.Request, rt: ResourceType) -> Body:
     return bodies.parse(raw, ctype, rt.kind)
 
 
-def _unsupported_media_type() -> ApiError:
+def _unsupported_media_type() -> KubeSimApiError:
     """415 for a create or update body of a media type the server does not decode."""
-    return ApiError(
+    return KubeSimApiError(
         415,
         status_body(
             415,
@@ -823,18 +822,20 @@ async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
 
                 return yaml.safe_load(raw)
             except Exception as exc:
-                raise ApiError.bad_request(f"yaml: {exc}") from None
+                raise KubeSimApiError.bad_request(f"yaml: {exc}") from None
         raise _unsupported_media_type()
     try:
         try:
             data = deepjson.loads(raw)
         except orjson.JSONDecodeError:
             data = json_decode.loads(raw)  # invalid UTF-8 becomes U+FFFD, as Go decodes it
-    except (ValueError, deepjson.DeepJsonError) as exc:
-        raise ApiError.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+    except (ValueError, DeepJsonError) as exc:
+        raise KubeSimApiError.bad_request(
+            f"couldn't get version/kind; json parse error: {exc}"
+        ) from None
     if isinstance(data, dict) or (allow_list and isinstance(data, list)):
         return data
-    raise ApiError.bad_request(
+    raise KubeSimApiError.bad_request(
         "couldn't get version/kind; json parse error: json: cannot unmarshal "
         f"{type(data).__name__} into Go value of type struct"
     )
@@ -852,10 +853,10 @@ def _check_subresource(route: _Route, verb: str) -> None:
     sub = next((s for s in rt.subresources if s.name == route.subresource), None)
     if sub is None:
         if rt.custom:
-            raise ApiError.not_found(rt.plural, rt.group, route.name or "")
-        raise ApiError.page_not_found()
+            raise KubeSimApiError.not_found(rt.plural, rt.group, route.name or "")
+        raise KubeSimApiError.page_not_found()
     if verb not in sub.verbs:
-        raise ApiError.method_not_allowed()
+        raise KubeSimApiError.method_not_allowed()
 
 
 def _yaml_response(doc: Any, status: int) -> web.Response:

@@ -27,7 +27,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from kubesim.status import ApiError
+from kubesim.errors import KubeSimApiError
 from kubesim.validation import Cause, GoRepr, go_quote
 
 __all__ = ["NODE_PORTS", "SERVICE_CIDR", "allocate", "keep_allocated"]
@@ -90,7 +90,7 @@ def allocate(obj: dict[str, Any], existing: Iterable[Mapping[str, Any]]) -> list
     kind = spec.get("type") or "ClusterIP"
     used_ips, used_ports = _used(existing)
     if not isinstance(spec.get("clusterIPs", []), list):
-        raise ApiError.bad_request(
+        raise KubeSimApiError.bad_request(
             'Service in version "v1" cannot be handled as a Service: json: cannot unmarshal '
             "string into Go struct field ServiceSpec.spec.clusterIPs of type []string"
         )

@@ -27,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.gotime import GoTimeError, human_duration, parse_rfc3339
+from kubesim.errors import GoTimeError, KubeSimApiError
+from kubesim.gotime import human_duration, parse_rfc3339
 from kubesim.printers import (
     Column,
     Printer,
@@ -36,7 +37,6 @@ from kubesim.printers import (
     printer_for,
 )
 from kubesim.resources import ResourceType
-from kubesim.status import ApiError
 
 __all__ = ["TableMaker", "include_object", "table_version"]
 
@@ -57,7 +57,9 @@ def include_object(query: Mapping[str, str]) -> str:
     """The ``includeObject`` query parameter (default Metadata); 400 for anything else."""
     value = query.get("includeObject", "") or "Metadata"
     if value not in INCLUDE:
-        raise ApiError.bad_request(f"unrecognized includeObject value: {value!r}".replace("'", '"'))
+        raise KubeSimApiError.bad_request(
+            f"unrecognized includeObject value: {value!r}".replace("'", '"')
+        )
     return value
 
 

@@ -14,16 +14,14 @@ import ssl
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TlsUnavailable", "self_signed"]
+from kubesim.errors import TlsUnavailable
+
+__all__ = ["self_signed"]
 
 INSTALL_HINT = (
     "KubeSim's https needs the 'cryptography' package: pip install 'aioinformer[kubesim]' "
     "(or serve plain http)"
 )
-
-
-class TlsUnavailable(RuntimeError):
-    """https was asked for but ``cryptography`` is not installed."""
 
 
 def _crypto() -> Any:

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from kubesim.deepjson import json_int
+from kubesim.errors import KubeSimApiError
 from kubesim.limits import deep_recursion
-from kubesim.status import ApiError
 
 __all__ = ["alias_budget_exceeded", "parse_yaml"]
 
@@ -194,7 +194,7 @@ def parse_yaml(raw: bytes, kind: str) -> tuple[Any, list[str], int]:
             depth = _depth(root)
             builder = _Builder(loader)
             doc = builder.value(root)
-    except ApiError:
+    except KubeSimApiError:
         raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
