@@ -3,7 +3,7 @@ deployment table is recorded: test_tables)."""
 
 from __future__ import annotations
 
-from kubesim.columns import label_selector_string
+from kubesim.machinery.printing import label_selector_string
 from tests.kubesim.test_printers import AGO_5M, cells
 
 

@@ -12,9 +12,9 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from kubesim import deepjson
-from kubesim.bodies import parse, summarize
+from kubesim.encoding import deepjson
 from kubesim.errors import KubeSimApiError
+from kubesim.server.bodies import parse, summarize
 from tests.kubesim.replay import (
     bad_input_namespace,
     described_depth,

@@ -9,7 +9,7 @@ import aiohttp
 import orjson
 import pytest
 
-from kubesim.cluster import ClusterEmulator
+from kubesim.controllers.cluster import ClusterEmulator
 from kubesim.errors import KubeSimApiError
 from kubesim.kubesim import KubeSim
 from tests.support import eventually

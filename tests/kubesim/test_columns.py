@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kubesim.columns import (
+from kubesim.machinery.printing import (
     doc,
     format_label_selector,
     format_labels,

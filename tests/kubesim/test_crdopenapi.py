@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from kubesim.crdopenapi import (
+from kubesim.apiextensions.openapi import (
     CrdApi,
     object_schema,
     schema_name,

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim, KubeSimApiError
-from kubesim.crdschema import apply_defaults, prune, validate
+from kubesim.apiextensions.schema import apply_defaults, prune, validate
 from tests.kubesim.replay import RECPODSETS, bad_input_namespace
 from tests.support import transcript
 

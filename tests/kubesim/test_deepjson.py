@@ -9,7 +9,7 @@ import json
 import orjson
 import pytest
 
-from kubesim import deepjson
+from kubesim.encoding import deepjson
 from kubesim.errors import DeepJsonError
 
 DOC = {"a": [1, -2.5e-7, {"b": None, "c": 'é"\\\n\u2028'}], "e": {}, "f": [], "g": True, "h": False}

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from kubesim.defaults import apply_defaults, qos_class
-from kubesim.validation import validate_create
+from kubesim.apis.core.pod.defaults import apply_defaults, qos_class
+from kubesim.machinery.validation import validate_create
 from tests.kubesim.test_validation import PODS, pod, rt
 from tests.support import transcript
 

@@ -12,8 +12,8 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from kubesim.deletion import DeleteOptions, gc_finalizers
 from kubesim.errors import KubeSimApiError
+from kubesim.registry.deletion import DeleteOptions, gc_finalizers
 from tests.kubesim.replay import Replayer, masked, recorded_podset_crd, recorder
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript

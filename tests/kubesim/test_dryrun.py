@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from aioinformer.testing import KubeSim
-from kubesim import dryrun
-from kubesim.dryrun import parse_dry_run
 from kubesim.errors import KubeSimApiError
+from kubesim.registry import dryrun
+from kubesim.registry.dryrun import parse_dry_run
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import MERGE, masked, recorder, send
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from kubesim.resources import storage_version_hash
+from kubesim.registry.resource import storage_version_hash
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import Replayer, exchanges, masked, recorder, send
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.fieldpath import (
+from kubesim.fieldmanager.fieldpath import (
     field,
     from_fields_v1,
     item_key,

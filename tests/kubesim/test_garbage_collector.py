@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from aioinformer.testing import KubeSim
-from kubesim.garbage_collector import OwnerRef, owner_references
+from kubesim.controllers.garbage_collector import OwnerRef, owner_references
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.replay import recorder, send
 from tests.kubesim.test_kubesim_list import pod

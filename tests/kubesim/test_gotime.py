@@ -6,8 +6,14 @@ import datetime
 
 import pytest
 
+from kubesim.encoding.gotime import (
+    age,
+    format_micro_time,
+    format_time,
+    human_duration,
+    parse_rfc3339,
+)
 from kubesim.errors import GoTimeError
-from kubesim.gotime import age, format_micro_time, format_time, human_duration, parse_rfc3339
 
 LAYOUT = '"2006-01-02T15:04:05Z07:00"'
 

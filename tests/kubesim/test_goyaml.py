@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from kubesim.goyaml import marshal
+from kubesim.encoding.goyaml import marshal
 
 
 @pytest.mark.parametrize(

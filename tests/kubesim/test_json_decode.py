@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from aioinformer.testing import KubeSim
-from kubesim.json_decode import loads
+from kubesim.encoding.json_decode import loads
 from tests.kubesim.replay import recorder
 
 

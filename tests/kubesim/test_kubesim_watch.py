@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from kubesim import server
+from kubesim.server import app as server
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.support import eventually, transcript
 

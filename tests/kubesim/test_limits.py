@@ -13,7 +13,7 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim, KubeSimApiError
-from kubesim.limits import deep_recursion, parse_int64, watch_timeout
+from kubesim.server.limits import deep_recursion, parse_int64, watch_timeout
 from tests.kubesim.replay import bad_input_namespace, exchange, send_exchange
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")

@@ -9,8 +9,8 @@ from typing import Any
 import aiohttp
 
 from aioinformer.testing import KubeSim
-from kubesim.managed import track_update
-from kubesim.schemas import builtin_type
+from kubesim.fieldmanager.managed import track_update
+from kubesim.fieldmanager.schemas import builtin_type
 from tests.support import transcript
 
 RECORDER_UA = "aioinformer-recorder/0.2"

@@ -9,7 +9,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesim.mvcc import Event, Mvcc, Stored
+from kubesim.storage.mvcc import Event, Mvcc, Stored
 
 
 def stored(mvcc: Mvcc, key: str, rv: int) -> Stored:

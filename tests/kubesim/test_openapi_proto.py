@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import yaml
 
-from kubesim.openapi import OpenApiDocs
-from kubesim.openapi_proto import encode_document
-from kubesim.resources import ResourceRegistry
+from kubesim.discovery.openapi import OpenApiDocs
+from kubesim.discovery.openapi_v2_proto import encode_document
+from kubesim.registry.resource import ResourceRegistry
 
 Fields = dict[int, list[Any]]
 

@@ -10,9 +10,9 @@ import struct
 import orjson
 import pytest
 
-from kubesim.openapi import OpenApiDocs
-from kubesim.openapi_v3_proto import encode_document
-from kubesim.resources import ResourceRegistry
+from kubesim.discovery.openapi import OpenApiDocs
+from kubesim.discovery.openapi_v3_proto import encode_document
+from kubesim.registry.resource import ResourceRegistry
 from tests.kubesim.test_openapi_proto import Fields, decode, named
 from tests.support import REPO
 

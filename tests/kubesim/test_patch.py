@@ -10,7 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim.errors import PatchError
-from kubesim.patch import STRATEGIC_MERGE_KINDS, json_merge_patch, json_patch, strategic_merge_patch
+from kubesim.fieldmanager.patch import (
+    STRATEGIC_MERGE_KINDS,
+    json_merge_patch,
+    json_patch,
+    strategic_merge_patch,
+)
 from tests.support import transcript
 
 

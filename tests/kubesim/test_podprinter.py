@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.podprinter import POD_PRINTER
+from kubesim.apis.core.pod.printer import POD_PRINTER
 from tests.kubesim.test_printers import AGO_5M, cells
 
 

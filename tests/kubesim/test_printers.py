@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from kubesim.gotime import format_time
-from kubesim.printers import default_printer, printer_for
+from kubesim.apis.core.printers import default_printer, printer_for
+from kubesim.encoding.gotime import format_time
 
 NOW = time.time()
 AGO_5M = format_time(datetime.datetime.fromtimestamp(NOW - 300, datetime.UTC))

@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from kubesim.protobuf import MAGIC, decode_object
+from kubesim.encoding.protobuf import MAGIC, decode_object
 from tests.kubesim.differential.protobuf import watch_frames
 from tests.kubesim.replay import recorded_podset_crd
 from tests.support import transcript

@@ -11,8 +11,8 @@ import pytest
 import pytest_asyncio
 
 from aioinformer.testing import KubeSim
-from kubesim.protobuf import decode_message, decode_object
-from kubesim.protoencode import encode_message, encode_object
+from kubesim.encoding.protobuf import decode_message, decode_object
+from kubesim.encoding.protoencode import encode_message, encode_object
 from tests.kubesim.differential.protobuf import fields
 from tests.kubesim.replay import recorded_podset_crd
 

@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim
-from kubesim.rbac import request_resource, resource_matches
+from kubesim.apis.authorization.rbac import request_resource, resource_matches
 from tests.kubesim.test_kubesim_list import pod
 from tests.support import transcript
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kubesim.resources import (
+from kubesim.registry.resource import (
     BUILTIN_RESOURCES,
     CRD_VERBS,
     STANDARD_VERBS,

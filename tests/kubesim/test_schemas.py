@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 
 from aioinformer.testing import KubeSim
-from kubesim.schemas import MapType, type_for
+from kubesim.fieldmanager.schemas import MapType, type_for
 from tests.kubesim.replay import recorded_podset_crd
 
 PODSETS = "example.aioinformer.dev/v1/podsets"

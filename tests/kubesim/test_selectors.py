@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim.errors import SelectorError
-from kubesim.selectors import (
+from kubesim.machinery.selectors import (
     FieldSelector,
     LabelSelector,
     check_field_labels,

@@ -7,7 +7,7 @@ import ipaddress
 import json
 
 from aioinformer.testing import KubeSim
-from kubesim.service_ips import NODE_PORTS, SERVICE_CIDR, allocate
+from kubesim.apis.core.service.ips import NODE_PORTS, SERVICE_CIDR, allocate
 from tests.kubesim.replay import MERGE, masked, recorder, send
 from tests.support import transcript
 

@@ -21,7 +21,7 @@ from cryptography import x509
 
 from aioinformer.testing import KubeSim
 from kubesim.errors import TlsUnavailable
-from kubesim.tls import INSTALL_HINT, self_signed
+from kubesim.server.tls import INSTALL_HINT, self_signed
 from tests.kubesim.kubectl import Kubectl, kubectl_binary
 
 

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from kubesim.fieldpath import to_fields_v1
-from kubesim.schemas import (
+from kubesim.fieldmanager.fieldpath import to_fields_v1
+from kubesim.fieldmanager.schemas import (
     UNTYPED,
     ListType,
     MapType,
     builtin_type,
     crd_type,
 )
-from kubesim.typed import MISSING, compare, field_set, merge, remove_items
+from kubesim.fieldmanager.typed import MISSING, compare, field_set, merge, remove_items
 
 DEPLOYMENT = builtin_type("apps", "v1", "Deployment")
 CONFIGMAP = builtin_type("", "v1", "ConfigMap")

@@ -7,9 +7,8 @@ import copy
 import json
 from typing import Any
 
-from kubesim.defaults import apply_defaults
-from kubesim.resources import ResourceRegistry, ResourceType
-from kubesim.validation import (
+from kubesim.apis.core.pod.defaults import apply_defaults
+from kubesim.machinery.validation import (
     Cause,
     go_quote,
     invalid_message,
@@ -19,6 +18,7 @@ from kubesim.validation import (
     validate_name,
     validate_update,
 )
+from kubesim.registry.resource import ResourceRegistry, ResourceType
 from tests.support import transcript
 
 REG = ResourceRegistry.builtin()

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from kubesim.errors import KubeSimApiError
-from kubesim.yamlbody import alias_budget_exceeded, parse_yaml
+from kubesim.server.yamlbody import alias_budget_exceeded, parse_yaml
 
 
 def laughs(levels: int, width: int) -> str:

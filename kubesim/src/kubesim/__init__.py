@@ -17,11 +17,11 @@ from __future__ import annotations
 from kubesim.errors import KubeSimApiError as KubeSimApiError
 from kubesim.errors import KubeSimError as KubeSimError
 from kubesim.errors import TlsUnavailable as TlsUnavailable
-from kubesim.faults import Faults as Faults
 from kubesim.kubesim import KubeSim as KubeSim
-from kubesim.mvcc import TypeStore as TypeStore
-from kubesim.rest import STRATEGIC_PATCH as STRATEGIC_PATCH
-from kubesim.server import User as User
+from kubesim.registry.store import STRATEGIC_PATCH as STRATEGIC_PATCH
+from kubesim.server.app import User as User
+from kubesim.server.faults import Faults as Faults
+from kubesim.storage.mvcc import TypeStore as TypeStore
 
 __version__ = "0.1.0"
 

@@ -16,21 +16,21 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubesim.apiservices import sync_apiservices
-from kubesim.cluster import ClusterEmulator
-from kubesim.connguard import GuardedSite
-from kubesim.controllers import Controllers
-from kubesim.conversion import to_view
-from kubesim.event_ttl import DEFAULT_EVENT_TTL, EventExpiry
-from kubesim.faults import Faults
-from kubesim.flowcontrol import bootstrap_objects
-from kubesim.mvcc import Mvcc, Stored
-from kubesim.resources import ResourceRegistry, ResourceType
-from kubesim.rest import Api, random_token
-from kubesim.selectors import FieldSelector, LabelSelector
-from kubesim.server import SimOptions, SimServer, User, make_tokens
-from kubesim.timefmt import now_rfc3339
-from kubesim.tls import self_signed, write_private
+from kubesim.apis.flowcontrol.bootstrap import bootstrap_objects
+from kubesim.controllers.apiservices import sync_apiservices
+from kubesim.controllers.cluster import ClusterEmulator
+from kubesim.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
+from kubesim.controllers.manager import Controllers
+from kubesim.encoding.timefmt import now_rfc3339
+from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.registry.conversion import to_view
+from kubesim.registry.resource import ResourceRegistry, ResourceType
+from kubesim.registry.store import Api, random_token
+from kubesim.server.app import SimOptions, SimServer, User, make_tokens
+from kubesim.server.connguard import GuardedSite
+from kubesim.server.faults import Faults
+from kubesim.server.tls import self_signed, write_private
+from kubesim.storage.mvcc import Mvcc, Stored
 
 __all__ = ["KubeSim"]
 

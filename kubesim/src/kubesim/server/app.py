@@ -1,0 +1,880 @@
+"""KubeSim's HTTP layer: routing, authentication, content negotiation, faults.
+
+Parses a Kubernetes REST request, checks the bearer token and the user's permissions,
+applies any injected fault, calls one :class:`._rest.Api` verb and encodes the answer the
+way kube-apiserver v1.28 does (``tests/kubesim/conformance``). Every failure is a ``Status`` body
+with the recorded code and message; no request ever gets a traceback or a hung connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from kubesim.apis.authorization import rbac
+from kubesim.apis.authorization.reviews import is_review, open_to_everyone, review, user_groups
+from kubesim.apis.certificates.certificatesigningrequest.strategy import Requester, as_requester
+from kubesim.apis.core.event.conversion import is_events_v1, storage_selector
+from kubesim.apis.core.namespace import finalize
+from kubesim.discovery.openapi import OpenApiDocs
+from kubesim.encoding import deepjson, json_decode
+from kubesim.encoding.protobuf import PROTOBUF, protobuf_body
+from kubesim.encoding.protoencode import encode_object
+from kubesim.encoding.prototypes import kind_message
+from kubesim.errors import DeepJsonError, KubeSimApiError, RvTooLarge, SelectorError, status_body
+from kubesim.fieldmanager.apply import check_patch_options, is_apply, server_side_apply
+from kubesim.machinery.selectors import (
+    FieldSelector,
+    LabelSelector,
+    check_field_labels,
+    supported_field_labels,
+)
+from kubesim.registry.conversion import view_json
+from kubesim.registry.deletion import DeleteOptions, read_delete_options
+from kubesim.registry.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
+from kubesim.registry.resource import ResourceRegistry, ResourceType, version_info
+from kubesim.registry.scale import get_scale, patch_scale, update_scale
+from kubesim.registry.store import Api, ListResult, parse_rv
+from kubesim.server import bodies
+from kubesim.server.bodies import MAX_DEPTH, Body
+from kubesim.server.decoding import (
+    add_warnings,
+    decode_body,
+    field_validation,
+    writing,
+)
+from kubesim.server.faults import Faults
+from kubesim.server.health import health_response, is_health_path
+from kubesim.server.limits import watch_timeout
+from kubesim.server.negotiation import JSON, Media, errors_as_protobuf, negotiate
+from kubesim.server.tables import TableMaker, include_object
+from kubesim.server.watch import WatchSpec, serve_watch
+from kubesim.storage.mvcc import Mvcc, Stored
+
+__all__ = ["SimOptions", "SimServer", "User"]
+
+log = logging.getLogger("kubesim")
+
+_PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
+_LIST_CHUNK = 1 << 20
+
+
+@dataclass
+class User:
+    """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
+
+    Made by :meth:`KubeSim.add_user <aioinformer.testing.KubeSim.add_user>`, which returns
+    the user's token. The admin user (``sim.token``) has ``("*", "*", "*")``.
+    """
+
+    name: str
+    """The user name requests are authorized (and 403s worded) as."""
+    rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
+    """(verb, group, resource) triples where any part may be ``"*"``; a resource names a
+    subresource as ``pods/status`` (a rule for ``pods`` does not grant ``pods/status``)."""
+
+    def allows(self, verb: str, group: str, resource: str) -> bool:
+        """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
+        return rbac.allows(self.rules, verb, group, resource)
+
+
+@dataclass
+class SimOptions:
+    """Server behaviour switches (see :class:`aioinformer.testing.KubeSim`)."""
+
+    auth: bool = True
+    watch_list: bool = False  # the WatchList feature gate (off by default in v1.28)
+    bookmark_interval: float = 60.0
+    too_large_rv_wait: float = 3.0
+    tokens: dict[str, User] = field(default_factory=dict)
+
+
+@dataclass
+class _Route:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def _json_response(
+    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    """A JSON body as the apiserver's encoder writes it: the document and a newline."""
+    body = (data if isinstance(data, bytes) else orjson.dumps(data)) + b"\n"
+    hdrs = {"Cache-Control": "no-cache, private"}
+    if headers:
+        hdrs.update(headers)
+    return web.Response(body=body, status=status, content_type="application/json", headers=hdrs)
+
+
+def _response(doc: Any, status: int = 200, media: Media = JSON) -> web.Response:
+    """``doc`` (a JSON document, or its bytes) as JSON, or as protobuf for a protobuf
+    ``media``."""
+    if not media.protobuf:
+        return _json_response(doc, status)
+    obj = orjson.loads(doc) if isinstance(doc, bytes) else doc
+    return web.Response(
+        body=encode_object(obj),
+        status=status,
+        content_type=PROTOBUF,
+        headers={"Cache-Control": "no-cache, private"},
+    )
+
+
+def _error_response(err: KubeSimApiError, protobuf: bool = False) -> web.Response:
+    if protobuf:
+        resp = _response(err.body, err.code, Media(encoding="protobuf"))
+        resp.headers.update(err.headers)
+    else:
+        resp = _json_response(err.body, err.code, err.headers)
+    if err.headers.get("Connection") == "close":
+        resp.force_close()  # as announced (413: the rest of the body is never read)
+    return resp
+
+
+def _verb_of(method: str, has_name: bool, watch: bool) -> str:
+    if method == "GET":
+        return "get" if has_name else ("watch" if watch else "list")
+    return {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if has_name else "deletecollection",
+    }.get(method, method.lower())
+
+
+class SimServer:
+    """The aiohttp application of one KubeSim."""
+
+    def __init__(
+        self, api: Api, mvcc: Mvcc, registry: ResourceRegistry, faults: Faults, options: SimOptions
+    ) -> None:
+        self.api = api
+        self.mvcc = mvcc
+        self.registry = registry
+        self.faults = faults
+        self.options = options
+        self.requests_served = 0
+        self.open_watches = 0
+        self.server_address = "127.0.0.1:0"
+        self.openapi = OpenApiDocs(registry)
+        faults.wake = self.wake_watches
+
+    def make_app(self) -> web.Application:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    def wake_watches(self) -> None:
+        """Wake every watch stream (after a fault changed)."""
+        for ts in self.mvcc.types.values():
+            ts.wake()
+
+    # -- entry point ------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.requests_served += 1
+        path = request.path.rstrip("/") or "/"
+        on_resource = False  # an error of a resource request may be a protobuf Status
+        try:
+            user = self._authenticate(request)
+            delay = self.faults.latency_for(path)
+            if delay:
+                await asyncio.sleep(delay)
+            if is_health_path(path) or path in _PUBLIC_PATHS or not path.startswith("/api"):
+                return self._non_resource(request, path, user)
+            route = self._parse_resource_path(path)
+            if route is None:
+                return self._discovery(request, path, user)
+            on_resource = True
+            watch = request.query.get("watch", "") in ("1", "true", "True")
+            verb = _verb_of(request.method, route.name is not None, watch)
+            resource = rbac.request_resource(route.rt.plural, route.subresource)
+            if not user.allows(verb, route.rt.group, resource) and not open_to_everyone(
+                route.rt.group, route.rt.plural, user.name
+            ):
+                raise KubeSimApiError.forbidden(
+                    user.name,
+                    verb,
+                    route.rt.plural,
+                    route.rt.group,
+                    route.namespace,
+                    name=route.name,
+                    subresource=route.subresource,
+                )
+            fault = self.faults.take_request_fault(path, verb)
+            if fault is not None:
+                if fault.body is not None:
+                    ctype = {"Content-Type": fault.content_type}
+                    return web.Response(status=fault.status, body=fault.body, headers=ctype)
+                raise self._fault_error(fault.status, fault.retry_after)
+            return await self._resource(request, route, verb, user)
+        except KubeSimApiError as err:
+            accept = request.headers.get("Accept", "")
+            return _error_response(err, on_resource and errors_as_protobuf(accept))
+        except ConnectionResetError:  # the client went away mid-answer: nothing to report
+            if request.transport is not None:
+                request.transport.close()
+            return web.Response(status=499)  # never sent: the connection is closed
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in the sim must still answer like a server
+            log.exception("KubeSim internal error on %s %s", request.method, path)
+            return _error_response(KubeSimApiError.internal(f"KubeSim internal error: {exc!r}"))
+
+    @staticmethod
+    def _fault_error(status: int, retry_after: int) -> KubeSimApiError:
+        if status == 429:
+            return KubeSimApiError.too_many_requests(retry_after)
+        if status == 504:
+            err = KubeSimApiError.timeout()
+            err.headers["Retry-After"] = str(retry_after)
+            return err
+        if status == 503:
+            return KubeSimApiError(
+                503,
+                status_body(
+                    503,
+                    "the server is currently unable to handle the request",
+                    "ServiceUnavailable",
+                ),
+                {"Retry-After": str(retry_after)},
+            )
+        return KubeSimApiError.internal("Internal error occurred: injected fault")
+
+    # -- authentication ----------------------------------------------------------------------
+
+    def _authenticate(self, request: web.Request) -> User:
+        if not self.options.auth:
+            return User("admin")
+        header = request.headers.get("Authorization", "")
+        if not header:
+            return User("system:anonymous", rules=())
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() == "bearer":
+            for known, user in self.options.tokens.items():
+                if secrets.compare_digest(known.encode(), token.strip().encode()):
+                    return user
+        raise KubeSimApiError.unauthorized()
+
+    # -- non-resource paths and discovery ------------------------------------------------------
+
+    def _non_resource(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
+        if path == "/version":
+            # the apiserver writes /version with json.MarshalIndent: indented, no newline
+            body = json.dumps(version_info(), indent=2).encode()
+            return web.Response(body=body, content_type="application/json")
+        if is_health_path(path):
+            q = request.query
+            return health_response(path, "verbose" in q, q.getall("exclude", []))
+        if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            self._deny_anonymous(user, path)
+            return self.openapi.serve(request, path)
+        raise KubeSimApiError.page_not_found()
+
+    @staticmethod
+    def _deny_anonymous(user: User, path: str) -> None:
+        if user.name == "system:anonymous":
+            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
+            raise KubeSimApiError(403, status_body(403, msg, "Forbidden", {}))
+
+    def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
+        if request.method != "GET":
+            raise KubeSimApiError.method_not_allowed()
+        self._deny_anonymous(user, path)
+        parts = path.strip("/").split("/")
+        accept = request.headers.get("Accept", "")
+        doc: dict[str, Any] | None = None
+        if parts == ["api"]:
+            if "as=APIGroupDiscoveryList" in accept:
+                doc = self.registry.aggregated_discovery(core=True)
+            else:
+                doc = self.registry.api_versions(self.server_address)
+        elif parts == ["apis"]:
+            if "as=APIGroupDiscoveryList" in accept:
+                doc = self.registry.aggregated_discovery(core=False)
+            else:
+                doc = self.registry.api_group_list()
+        elif len(parts) == 2 and parts[0] == "api":
+            doc = self.registry.api_resource_list("", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = self.registry.api_group(parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = self.registry.api_resource_list(parts[1], parts[2])
+        if doc is None:
+            raise KubeSimApiError.page_not_found()
+        headers: dict[str, str] = {}
+        if "as=APIGroupDiscoveryList" in accept and parts in (["api"], ["apis"]):
+            resp = _json_response(doc)
+            resp.content_type = "application/json"
+            resp.headers["Content-Type"] = (
+                "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+            )
+            return resp
+        return _json_response(doc, headers=headers)
+
+    def _parse_resource_path(self, path: str) -> _Route | None:
+        parts = path.strip("/").split("/")
+        if parts[0] == "api" and len(parts) >= 3:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 4:
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            return None
+        lookup = self.registry.lookup
+        if len(rest) >= 3 and rest[0] == "namespaces":
+            rt = lookup(group, version, rest[2])
+            if rt is not None and rt.namespaced:
+                if len(rest) > 5:
+                    raise KubeSimApiError.page_not_found()
+                return _Route(
+                    rt,
+                    rest[1],
+                    rest[3] if len(rest) > 3 else None,
+                    rest[4] if len(rest) > 4 else None,
+                )
+        rt = lookup(group, version, rest[0])
+        if rt is None or len(rest) > 3:
+            raise KubeSimApiError.page_not_found()
+        name = rest[1] if len(rest) > 1 else None
+        if rt.namespaced and name is not None:
+            raise KubeSimApiError.page_not_found()
+        return _Route(rt, None, name, rest[2] if len(rest) > 2 else None)
+
+    # -- resources ----------------------------------------------------------------------------
+
+    async def _resource(
+        self, request: web.Request, route: _Route, verb: str, user: User
+    ) -> web.StreamResponse:
+        rt = route.rt
+        media = negotiate(
+            request.headers.get("Accept", ""),
+            protobuf=not rt.custom and kind_message(rt.api_version, rt.kind) is not None,
+        )
+        if is_review(rt.group, rt.plural):
+            return await self._review(request, route, verb, user, media)
+        if route.subresource is not None:
+            _check_subresource(route, verb)
+        dry = False
+        if verb in ("create", "update", "patch"):
+            dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
+        who = Requester(user.name, tuple(user_groups(user.name, user.rules)))
+        with dry_run(dry), as_requester(who):
+            return await self._verb(request, route, verb, media)
+
+    async def _review(
+        self, request: web.Request, route: _Route, verb: str, user: User, media: Media
+    ) -> web.StreamResponse:
+        if verb != "create" or route.name is not None:
+            raise KubeSimApiError.method_not_allowed()
+        body = await _json_body(request)
+        self._check_kind(route.rt, body)
+
+        def rules_of(name: str) -> tuple[rbac.Rule, ...] | None:
+            found = next((u for u in self.options.tokens.values() if u.name == name), None)
+            return None if found is None else found.rules
+
+        rt = route.rt
+        doc = review(
+            rt.plural, rt.api_version, rt.kind, body, user.name, user.rules, rules_of,
+            route.namespace,
+        )  # fmt: skip
+        return _response(doc, 201, media)
+
+    async def _verb(
+        self, request: web.Request, route: _Route, verb: str, media: Media
+    ) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        manager = _manager(request)
+        if route.subresource == "scale":
+            return await self._scale(request, route, verb, manager, media)
+        if route.subresource == "finalize":
+            body = await _json_body(request)
+            self._check_kind(rt, body)
+            obj = finalize(self.api, rt, route.name or "", body, manager=manager)
+            return self._object_response(rt, obj, media)
+        if verb == "watch":
+            return await self._watch(request, route, media)
+        if verb == "list":
+            return await self._list(request, route, media)
+        if verb == "get":
+            obj = self.api.get(rt, route.namespace, route.name or "")
+            return self._object_response(rt, obj, media, query=q)
+        if verb == "create":
+            if route.subresource == "binding":
+                body = await _json_body(request)
+                target = (body.get("target") or {}).get("name", "")
+                self.api.bind(route.namespace or "", route.name or "", target)
+                return _response(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "code": 201,
+                    },
+                    201,
+                    media,
+                )
+            if route.name is not None:
+                raise KubeSimApiError.method_not_allowed()
+            if rt.namespaced and route.namespace is None:
+                raise KubeSimApiError.method_not_allowed()
+            directive = field_validation(q, "CreateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.create(rt, route.namespace, decoded.obj, manager=manager)
+            resp = self._object_response(rt, obj, media, 201, query=q)
+            return add_warnings(resp, decoded.warnings)
+        if verb == "update":
+            directive = field_validation(q, "UpdateOptions")
+            decoded = decode_body(rt, await _request_body(request, rt), directive)
+            self._check_kind(rt, decoded.obj)
+            with writing(directive, decoded.depth):
+                obj = self.api.update(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    decoded.obj,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), decoded.warnings)
+        if verb == "patch":
+            ctype = request.headers.get("Content-Type", "")
+            check_patch_options(ctype, q)
+            if is_apply(ctype):
+                obj, created = server_side_apply(
+                    self.api,
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    await request.read(),
+                    q,
+                    subresource=route.subresource,
+                )
+                return self._object_response(rt, obj, media, 201 if created else 200)
+            patch = await _json_body(request, allow_list=True)
+            directive = field_validation(q, "PatchOptions")
+            with writing(directive, MAX_DEPTH) as ctx:
+                obj = self.api.patch(
+                    rt,
+                    route.namespace,
+                    route.name or "",
+                    ctype,
+                    patch,
+                    subresource=route.subresource,
+                    manager=manager,
+                )
+            return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
+        if verb == "delete":
+            opts = await _delete_options(request)
+            outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
+            if outcome.obj is not None:
+                return self._object_response(rt, outcome.obj, media, outcome.code)
+            return _response(outcome.status, outcome.code, media)
+        if verb == "deletecollection":
+            opts = await _delete_options(request)
+            lsel, fsel = self._selectors(rt, q)
+            page = self.api.delete_collection(
+                rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
+            )
+            return await self._list_response(request, rt, page, media)
+        raise KubeSimApiError.method_not_allowed()
+
+    async def _scale(
+        self, request: web.Request, route: _Route, verb: str, manager: str, media: Media
+    ) -> web.StreamResponse:
+        rt, ns, name = route.rt, route.namespace, route.name or ""
+        if verb == "get":
+            return _response(get_scale(self.api, rt, ns, name), media=media)
+        if verb == "update":
+            body = await _json_body(request)
+            scale = update_scale(self.api, rt, ns, name, body, manager=manager)
+            return _response(scale, media=media)
+        ctype = request.headers.get("Content-Type", "")
+        patch = await _json_body(request, allow_list=True)
+        scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
+        return _response(scale, media=media)
+
+    @staticmethod
+    def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
+        kind, api_version = body.get("kind"), body.get("apiVersion")
+        if kind and kind != rt.kind:
+            raise KubeSimApiError.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): "
+                f"kind {kind} does not match the expected kind {rt.kind}"
+            )
+        if api_version and api_version != rt.api_version:
+            raise KubeSimApiError.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected "
+                f"API version ({rt.api_version})"
+            )
+
+    def _selectors(
+        self, rt: ResourceType, q: Mapping[str, str]
+    ) -> tuple[LabelSelector | None, FieldSelector | None]:
+        try:
+            lsel = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
+            fsel = FieldSelector.parse(q["fieldSelector"]) if q.get("fieldSelector") else None
+            if fsel is not None and is_events_v1(rt):
+                fsel = storage_selector(rt, fsel)
+            elif fsel is not None:
+                check_field_labels(
+                    fsel,
+                    supported_field_labels(rt.plural, rt.group, namespaced=rt.namespaced),
+                    rt.kind,
+                    rt.api_version,
+                )
+        except SelectorError as exc:
+            raise KubeSimApiError.bad_request(str(exc)) from None
+        return lsel, fsel
+
+    # -- encoding ------------------------------------------------------------------------------
+
+    def _object_bytes(self, rt: ResourceType, obj: Stored, media: Media) -> bytes:
+        if media.partial:
+            meta = orjson.loads(obj.raw)["metadata"]
+            return orjson.dumps(
+                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
+            )
+        return view_json(rt, obj, typed=True)
+
+    def _object_response(
+        self,
+        rt: ResourceType,
+        obj: Stored,
+        media: Media,
+        status: int = 200,
+        query: Mapping[str, str] | None = None,
+    ) -> web.Response:
+        if media.table:
+            maker = TableMaker(rt, media.table, include_object(query or {}))
+            meta = {"resourceVersion": str(obj.rv)}
+            return _json_response(maker.table([self.api.view(rt, obj)], meta), status)
+        data = self._object_bytes(rt, obj, media)
+        if media.encoding == "yaml":
+            return _yaml_response(orjson.loads(data), status)
+        return _response(data, status, media)
+
+    async def _list(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        if match and not rv:
+            raise KubeSimApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
+            )
+        if rv:
+            parse_rv(rv)
+        if match and match not in ("Exact", "NotOlderThan"):
+            raise KubeSimApiError.invalid_list_options(
+                "resourceVersionMatch",
+                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
+            )
+        lsel, fsel = self._selectors(rt, q)
+        try:
+            limit = int(q.get("limit", "0") or 0)
+        except ValueError:
+            raise KubeSimApiError.bad_request(f"invalid limit: {q.get('limit')}") from None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.options.too_large_rv_wait
+        while True:
+            try:
+                page = self.api.list(
+                    rt,
+                    route.namespace,
+                    label_selector=lsel,
+                    field_selector=fsel,
+                    resource_version=rv,
+                    match=match,
+                    limit=limit,
+                    continue_token=q.get("continue", ""),
+                )
+                break
+            except RvTooLarge as exc:
+                if loop.time() >= deadline:
+                    raise KubeSimApiError.too_large_rv(exc.requested, self.mvcc.rv) from None
+                await asyncio.sleep(0.05)
+        return await self._list_response(request, rt, page, media)
+
+    async def _list_response(
+        self, request: web.Request, rt: ResourceType, page: ListResult, media: Media
+    ) -> web.StreamResponse:
+        meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
+        if page.continue_token is not None:
+            meta["continue"] = page.continue_token
+        if page.remaining is not None:
+            meta["remainingItemCount"] = page.remaining
+        if media.partial:
+            head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
+            head += orjson.dumps(meta) + b',"items":['
+            tail = b"]}\n"
+        elif media.table:
+            maker = TableMaker(rt, media.table, include_object(request.query))
+            return _json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
+        elif rt.custom:
+            meta.setdefault("continue", "")
+            head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
+            tail = (
+                b'],"kind":"'
+                + rt.list_kind.encode()
+                + b'","metadata":'
+                + orjson.dumps(
+                    {
+                        "continue": meta["continue"],
+                        **{k: v for k, v in meta.items() if k != "continue"},
+                    },
+                    option=orjson.OPT_SORT_KEYS,
+                )
+                + b"}\n"
+            )
+        else:
+            head = (
+                b'{"kind":"'
+                + rt.list_kind.encode()
+                + b'","apiVersion":"'
+                + rt.api_version.encode()
+                + b'","metadata":'
+                + orjson.dumps(meta)
+                + b',"items":['
+            )
+            tail = b"]}\n"
+        if media.encoding != "json":
+            items = [self._object_bytes(rt, o, media) for o in page.items]
+            doc = orjson.loads(head + b",".join(items) + tail)
+            return (
+                _yaml_response(doc, 200) if media.encoding == "yaml" else _response(doc, 200, media)
+            )
+        if media.partial:
+            raws = [self._object_bytes(rt, o, media) for o in page.items]
+        else:
+            raws = [view_json(rt, o, typed=False) for o in page.items]
+        resp = web.StreamResponse(
+            status=200,
+            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+        )
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
+        cut = self.faults.take_cut(request.path)
+        buf = bytearray(head)
+        for i, raw in enumerate(raws):
+            if i:
+                buf += b","
+            buf += raw
+            if len(buf) >= _LIST_CHUNK:
+                if cut:
+                    await resp.write(bytes(buf[: len(buf) // 2]))
+                    return _abort(request, resp)
+                await resp.write(bytes(buf))
+                buf.clear()
+        buf += tail
+        if cut:
+            await resp.write(bytes(buf[: max(1, len(buf) // 2)]))
+            return _abort(request, resp)
+        await resp.write(bytes(buf))
+        await resp.write_eof()
+        return resp
+
+    # -- watch -------------------------------------------------------------------------------
+
+    async def _watch(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
+        rt = route.rt
+        q = request.query
+        rv = q.get("resourceVersion", "")
+        match = q.get("resourceVersionMatch", "")
+        send_initial = q.get("sendInitialEvents")
+        if rv:
+            start_rv = parse_rv(rv)
+        else:
+            start_rv = 0
+        if send_initial is not None and not self.options.watch_list:
+            raise KubeSimApiError.invalid_list_options(
+                "sendInitialEvents",
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
+                "feature gate is enabled",
+            )
+        if match and send_initial is None:
+            raise KubeSimApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents "
+                "is provided",
+            )
+        initial = send_initial in ("true", "1", "True")
+        if send_initial is not None and initial and match != "NotOlderThan":
+            raise KubeSimApiError.invalid_list_options(
+                "resourceVersionMatch",
+                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
+                "NotOlderThan",
+            )
+        lsel, fsel = self._selectors(rt, q)
+        timeout: float | None = None
+        if q.get("timeoutSeconds"):
+            timeout = watch_timeout(q["timeoutSeconds"])
+        if initial or (self.options.watch_list and rv in ("", "0") and send_initial is None):
+            mode = "initial"
+        elif rv == "":
+            mode = "etcd"
+        elif rv == "0":
+            mode = "rv0"
+        else:
+            mode = "from_rv"
+        ts, _ = self.api.watch_start(rt)
+        if mode == "initial" and rv not in ("", "0"):
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.options.too_large_rv_wait
+            while self.mvcc.rv < start_rv:
+                if loop.time() >= deadline:
+                    raise KubeSimApiError.too_large_rv(start_rv, self.mvcc.rv)
+                await asyncio.sleep(0.05)
+        spec = WatchSpec(
+            rt=rt,
+            namespace=route.namespace,
+            label_selector=lsel if lsel is not None and not lsel.empty else None,
+            field_selector=fsel if fsel is not None and not fsel.empty else None,
+            mode=mode,
+            start_rv=start_rv if mode == "from_rv" else self.mvcc.rv if mode == "initial" else 0,
+            bookmarks=q.get("allowWatchBookmarks") in ("true", "1", "True"),
+            timeout=timeout,
+            metadata_only=media.partial,
+            list_media_type=media.view == "partial-list",
+            protobuf=media.protobuf,
+            encode=(
+                TableMaker(rt, media.table, include_object(q)).watch_encoder()
+                if media.table
+                else None
+            ),
+        )
+        self.open_watches += 1
+        try:
+            return await serve_watch(
+                request,
+                spec,
+                ts,
+                self.mvcc,
+                self.faults,
+                bookmark_interval=self.options.bookmark_interval,
+            )
+        finally:
+            self.open_watches -= 1
+
+
+def _abort(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
+    if request.transport is not None:
+        request.transport.close()
+    return resp
+
+
+def _manager(request: web.Request) -> str:
+    fm = request.query.get("fieldManager")
+    if fm:
+        return fm
+    ua = request.headers.get("User-Agent", "")
+    return ua.split("/", 1)[0] or "unknown"
+
+
+async def _request_body(request: web.Request, rt: ResourceType) -> Body:
+    """A create or update body: at most 3 MiB, JSON, YAML or (for the kinds
+    :mod:`.protobuf` decodes) protobuf; 415 otherwise. Parsed."""
+    raw = await bodies.read(request)
+    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0]
+    ctype = ctype.strip().lower()
+    if ctype == PROTOBUF:
+        return Body(protobuf_body(raw), raw)
+    if ctype not in ("application/json", "application/yaml", ""):
+        raise _unsupported_media_type()
+    return bodies.parse(raw, ctype, rt.kind)
+
+
+def _unsupported_media_type() -> KubeSimApiError:
+    """415 for a create or update body of a media type the server does not decode."""
+    return KubeSimApiError(
+        415,
+        status_body(
+            415,
+            "the body of the request was in an unknown format - accepted media types "
+            "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            "UnsupportedMediaType",
+        ),
+    )
+
+
+async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
+    raw = await bodies.read(request)
+    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0].strip()
+    if request.method != "PATCH" and ctype == PROTOBUF:
+        return protobuf_body(raw)
+    if request.method != "PATCH" and ctype not in ("application/json", ""):
+        if ctype == "application/yaml":
+            try:
+                import yaml
+
+                return yaml.safe_load(raw)
+            except Exception as exc:
+                raise KubeSimApiError.bad_request(f"yaml: {exc}") from None
+        raise _unsupported_media_type()
+    try:
+        try:
+            data = deepjson.loads(raw)
+        except orjson.JSONDecodeError:
+            data = json_decode.loads(raw)  # invalid UTF-8 becomes U+FFFD, as Go decodes it
+    except (ValueError, DeepJsonError) as exc:
+        raise KubeSimApiError.bad_request(
+            f"couldn't get version/kind; json parse error: {exc}"
+        ) from None
+    if isinstance(data, dict) or (allow_list and isinstance(data, list)):
+        return data
+    raise KubeSimApiError.bad_request(
+        "couldn't get version/kind; json parse error: json: cannot unmarshal "
+        f"{type(data).__name__} into Go value of type struct"
+    )
+
+
+async def _delete_options(request: web.Request) -> DeleteOptions:
+    body = await bodies.read(request) if request.can_read_body else b""
+    return read_delete_options(request.query, body, request.query.getall("dryRun", []))
+
+
+def _check_subresource(route: _Route, verb: str) -> None:
+    """404 for a subresource the type does not serve (for a custom resource the registry's
+    ``<plural>.<group> "<name>" not found``), 405 for a verb it does not take."""
+    rt = route.rt
+    sub = next((s for s in rt.subresources if s.name == route.subresource), None)
+    if sub is None:
+        if rt.custom:
+            raise KubeSimApiError.not_found(rt.plural, rt.group, route.name or "")
+        raise KubeSimApiError.page_not_found()
+    if verb not in sub.verbs:
+        raise KubeSimApiError.method_not_allowed()
+
+
+def _yaml_response(doc: Any, status: int) -> web.Response:
+    import yaml
+
+    text = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
+    return web.Response(  # bytes: no charset parameter, as kube-apiserver sends (25e, 16f)
+        body=text.encode(),
+        status=status,
+        content_type="application/yaml",
+        headers={"Cache-Control": "no-cache, private"},
+    )
+
+
+def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:
+    """The token table: the admin token plus any extra users."""
+    tokens = {admin_token: User("admin")}
+    tokens.update(dict(users))
+    return tokens
