@@ -14,7 +14,8 @@ import pytest_asyncio
 from aioinformer.testing import KubeSim
 from kubesim.encoding import deepjson
 from kubesim.errors import KubeSimApiError
-from kubesim.server.bodies import parse, summarize
+from kubesim.server.bodies import parse
+from kubesim.server.undecodable import summarize
 from tests.kubesim.replay import (
     bad_input_namespace,
     described_depth,

@@ -1,4 +1,4 @@
-"""Defaulting (_defaults.py) against the kube-apiserver v1.28 transcripts in
+"""Defaulting (the kinds' strategies) against the kube-apiserver v1.28 transcripts in
 tests/kubesim/conformance: recorded create responses, key order, per-kind defaults."""
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ import json
 
 import pytest
 
-from kubesim.apis.core.pod.defaults import apply_defaults, qos_class
-from kubesim.machinery.validation import validate_create
-from tests.kubesim.test_validation import PODS, pod, rt
+from kubesim.apis.core.podspec import qos_class
+from tests.kubesim.test_validation import PODS, apply_defaults, pod, rt, validate_create
 from tests.support import transcript
 
 # -- recorded cases -----------------------------------------------------------------------------

@@ -9,9 +9,9 @@ from typing import Any
 import orjson
 import yaml
 
+from kubesim.apis.builtin import builtin_registry
 from kubesim.discovery.openapi import OpenApiDocs
 from kubesim.discovery.openapi_v2_proto import encode_document
-from kubesim.registry.resource import ResourceRegistry
 
 Fields = dict[int, list[Any]]
 
@@ -69,7 +69,7 @@ def extensions(fields: Fields, number: int) -> dict[str, Any]:
 
 
 def test_the_served_v2_document_survives_the_round_trip() -> None:
-    docs = OpenApiDocs(ResourceRegistry.builtin())
+    docs = OpenApiDocs(builtin_registry())
     doc = orjson.loads(docs.v2().body)
     top = decode(docs.v2_protobuf().body)
     assert top[1] == [b"2.0"]

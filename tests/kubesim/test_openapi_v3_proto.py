@@ -10,9 +10,9 @@ import struct
 import orjson
 import pytest
 
+from kubesim.apis.builtin import builtin_registry
 from kubesim.discovery.openapi import OpenApiDocs
 from kubesim.discovery.openapi_v3_proto import encode_document
-from kubesim.registry.resource import ResourceRegistry
 from tests.kubesim.test_openapi_proto import Fields, decode, named
 from tests.support import REPO
 
@@ -50,7 +50,7 @@ def reference(oneof: Fields) -> str:
 
 
 def builtin_docs() -> OpenApiDocs:
-    return OpenApiDocs(ResourceRegistry.builtin())
+    return OpenApiDocs(builtin_registry())
 
 
 def test_apps_v1_decodes_to_its_json() -> None:

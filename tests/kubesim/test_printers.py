@@ -10,11 +10,18 @@ from typing import Any
 
 import pytest
 
-from kubesim.apis.core.printers import default_printer, printer_for
+from kubesim.apis.builtin import builtin_registry
 from kubesim.encoding.gotime import format_time
+from kubesim.machinery.printing import Printer, default_printer
 
 NOW = time.time()
 AGO_5M = format_time(datetime.datetime.fromtimestamp(NOW - 300, datetime.UTC))
+
+
+def printer_for(group: str, plural: str) -> Printer | None:
+    """The printer of the built-in kind ``plural.group`` (its strategy's)."""
+    rt = next(rt for rt in builtin_registry().all() if (rt.group, rt.plural) == (group, plural))
+    return rt.strategy.printer(rt)
 
 
 def cells(group: str, plural: str, obj: dict[str, Any]) -> list[Any]:

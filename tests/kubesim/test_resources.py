@@ -1,4 +1,4 @@
-"""Served resource types, CRD-defined types and discovery documents (_resources.py), checked
+"""Served resource types, CRD-defined types and discovery documents, checked
 against the kube-apiserver v1.28 transcripts in tests/kubesim/conformance."""
 
 from __future__ import annotations
@@ -9,17 +9,11 @@ from typing import Any
 
 import pytest
 
-from kubesim.registry.resource import (
-    BUILTIN_RESOURCES,
-    CRD_VERBS,
-    STANDARD_VERBS,
-    ResourceRegistry,
-    ResourceType,
-    resource_types_from_crd,
-    validate_crd,
-    version_info,
-    version_sort_key,
-)
+from kubesim.apiextensions.crd import resource_types_from_crd, validate_crd
+from kubesim.apis.builtin import BUILTIN_RESOURCES, builtin_registry
+from kubesim.discovery.discovery import Discovery, version_info
+from kubesim.registry.resource import CRD_VERBS, STANDARD_VERBS, ResourceType
+from kubesim.registry.types import version_sort_key
 from tests.support import transcript
 
 
@@ -60,7 +54,7 @@ EXPECTED = [
 @pytest.mark.parametrize("row", EXPECTED, ids=[f"{r[2]}.{r[0]}" for r in EXPECTED])
 def test_builtin_lookup(row: tuple[Any, ...]) -> None:
     group, version, plural, singular, kind, namespaced, short, categories, has_status = row
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     rt = reg.lookup(group, version, plural)
     assert rt is not None
     assert (rt.singular, rt.kind, rt.namespaced) == (singular, kind, namespaced)
@@ -74,7 +68,7 @@ def test_builtin_lookup(row: tuple[Any, ...]) -> None:
 
 
 def test_lookup_misses() -> None:
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     assert reg.lookup("", "v1", "podz") is None
     assert reg.lookup("apps", "v2", "deployments") is None
     assert reg.by_kind("v1", "Deployment") is None
@@ -84,7 +78,7 @@ def test_lookup_misses() -> None:
 def test_subresources_served_only() -> None:
     """pods/binding, */status, namespaces/finalize, certificatesigningrequests/approval and
     the apps workloads' */scale are listed; log, exec and the like are not served."""
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     pods = reg.lookup("", "v1", "pods")
     assert pods is not None
     assert [(s.name, s.kind, s.verbs) for s in pods.subresources] == [
@@ -101,7 +95,7 @@ def test_subresources_served_only() -> None:
         "replicationcontrollers",
     }
     assert {p for p, name in served if name == "finalize"} == {"namespaces"}
-    core = reg.api_resource_list("", "v1")
+    core = Discovery(reg).api_resource_list("", "v1")
     assert core is not None
     finalize = next(r for r in core["resources"] if r["name"] == "namespaces/finalize")
     assert finalize == {
@@ -111,7 +105,7 @@ def test_subresources_served_only() -> None:
         "kind": "Namespace",
         "verbs": ["update"],
     }
-    apps = reg.api_resource_list("apps", "v1")
+    apps = Discovery(reg).api_resource_list("apps", "v1")
     assert apps is not None
     scale = next(r for r in apps["resources"] if r["name"] == "deployments/scale")
     assert json.dumps(scale) == json.dumps(
@@ -130,7 +124,7 @@ def test_subresources_served_only() -> None:
 def test_storage_version_hash_matches_15b() -> None:
     """15b-discovery-api-v1: storageVersionHash is sha256("group/version/kind")[:8], base64."""
     recorded = transcript("15b-discovery-api-v1")["response"]["body"]["resources"]
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     for entry in recorded:
         if "storageVersionHash" in entry:
             rt = reg.lookup("", "v1", entry["name"])
@@ -178,17 +172,17 @@ def test_crd_versions_scope_and_storage_hash() -> None:
     assert all(not rt.namespaced and rt.singular == "podset" for rt in types)
     assert all(rt.categories == ("all",) for rt in types)
     assert types[0].storage_version_hash == types[1].storage_version_hash == "4U/eW5ORUjo="
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     for rt in types:
         reg.add(rt)
     assert reg.groups()[-1] == ("example.aioinformer.dev", ["v1", "v1beta1"])
-    group = reg.api_group("example.aioinformer.dev")
+    group = Discovery(reg).api_group("example.aioinformer.dev")
     assert group is not None
     assert group["preferredVersion"]["version"] == "v1"
     reg.remove("example.aioinformer.dev", "v1", "podsets")
     reg.remove("example.aioinformer.dev", "v1beta1", "podsets")
-    assert reg.api_group("example.aioinformer.dev") is None
-    assert reg.api_resource_list("example.aioinformer.dev", "v1") is None
+    assert Discovery(reg).api_group("example.aioinformer.dev") is None
+    assert Discovery(reg).api_resource_list("example.aioinformer.dev", "v1") is None
 
 
 @pytest.mark.parametrize(
@@ -264,14 +258,14 @@ def test_validate_crd_storage_versions_and_group() -> None:
 def test_api_versions_matches_15a() -> None:
     """15a-discovery-api: GET /api."""
     recorded = transcript("15a-discovery-api")["response"]["body"]
-    assert dumps(ResourceRegistry.builtin().api_versions("127.0.0.1:6443")) == dumps(recorded)
+    assert dumps(Discovery(builtin_registry()).api_versions("127.0.0.1:6443")) == dumps(recorded)
 
 
 def test_api_resource_list_matches_15b() -> None:
     """15b-discovery-api-v1: the recorded entries (pods, pods/status, configmaps, nodes) are
     reproduced key for key, the document head too, and entries are sorted by name."""
     recorded = transcript("15b-discovery-api-v1")["response"]["body"]
-    doc = ResourceRegistry.builtin().api_resource_list("", "v1")
+    doc = Discovery(builtin_registry()).api_resource_list("", "v1")
     assert doc is not None
     assert dumps({k: v for k, v in doc.items() if k != "resources"}) == dumps(
         {k: v for k, v in recorded.items() if k != "resources"}
@@ -287,7 +281,7 @@ def test_api_resource_list_matches_15b() -> None:
 def test_api_group_list_matches_15c() -> None:
     """15c-discovery-apis: every group we serve appears as recorded, in the recorded order."""
     recorded = transcript("15c-discovery-apis")["response"]["body"]
-    doc = ResourceRegistry.builtin().api_group_list()
+    doc = Discovery(builtin_registry()).api_group_list()
     assert [k for k in doc if k != "groups"] == [k for k in recorded if k != "groups"]
     assert doc["kind"] == recorded["kind"] and doc["apiVersion"] == recorded["apiVersion"]
     recorded_groups = {g["name"]: g for g in recorded["groups"]}
@@ -307,7 +301,7 @@ def test_aggregated_discovery_matches_15e() -> None:
     """15e-aggregated-discovery-apis: apps and coordination.k8s.io as recorded, */scale
     with its autoscaling/v1 responseKind included."""
     recorded = transcript("15e-aggregated-discovery-apis")["response"]["body"]
-    doc = ResourceRegistry.builtin().aggregated_discovery(core=False)
+    doc = Discovery(builtin_registry()).aggregated_discovery(core=False)
     assert dumps({k: v for k, v in doc.items() if k != "items"}) == dumps(
         {k: v for k, v in recorded.items() if k != "items"}
     )
@@ -315,13 +309,13 @@ def test_aggregated_discovery_matches_15e() -> None:
     for item in recorded["items"]:
         assert dumps(ours[item["metadata"]["name"]]) == dumps(item)
     names = [i["metadata"]["name"] for i in doc["items"]]
-    assert sorted(names) == sorted(g for g, _ in ResourceRegistry.builtin().groups() if g)
+    assert sorted(names) == sorted(g for g, _ in builtin_registry().groups() if g)
     recorded_names = [i["metadata"]["name"] for i in recorded["items"]]
     assert [n for n in names if n in recorded_names] == recorded_names
 
 
 def test_aggregated_discovery_core() -> None:
-    doc = ResourceRegistry.builtin().aggregated_discovery(core=True)
+    doc = Discovery(builtin_registry()).aggregated_discovery(core=True)
     (item,) = doc["items"]
     assert item["metadata"] == {"creationTimestamp": None}
     (version,) = item["versions"]
@@ -356,18 +350,18 @@ def test_crd_group_discovery_matches_13d() -> None:
     """13d-podset-discovery: /apis/example.aioinformer.dev/v1 and /apis/example.aioinformer.dev
     (compared exactly; the storageVersionHash happens to be reproducible too)."""
     rec = transcript("13d-podset-discovery")
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     for rt in resource_types_from_crd(podset_crd()):
         reg.add(rt)
-    assert dumps(reg.api_resource_list("example.aioinformer.dev", "v1")) == dumps(
+    assert dumps(Discovery(reg).api_resource_list("example.aioinformer.dev", "v1")) == dumps(
         rec["response"]["body"]
     )
-    assert dumps(reg.api_group("example.aioinformer.dev")) == dumps(
+    assert dumps(Discovery(reg).api_group("example.aioinformer.dev")) == dumps(
         rec["more_exchanges"][0]["response"]["body"]
     )
-    listed = reg.api_group_list()["groups"]
+    listed = Discovery(reg).api_group_list()["groups"]
     assert listed[-1]["name"] == "example.aioinformer.dev"
-    item = reg.aggregated_discovery(core=False)["items"][-1]
+    item = Discovery(reg).aggregated_discovery(core=False)["items"][-1]
     resource = item["versions"][0]["resources"][0]
     assert resource["responseKind"] == {
         "group": "example.aioinformer.dev",
@@ -379,23 +373,23 @@ def test_crd_group_discovery_matches_13d() -> None:
 
 
 def test_unserved_discovery() -> None:
-    reg = ResourceRegistry.builtin()
-    assert reg.api_resource_list("", "v2") is None
-    assert reg.api_resource_list("certificates.k8s.io", "v1beta1") is None
-    assert reg.api_resource_list("autoscaling", "v2beta2") is None
-    assert reg.api_group("resource.k8s.io") is None
-    assert reg.api_group("") is None
-    apps = reg.api_resource_list("apps", "v1")
+    reg = builtin_registry()
+    assert Discovery(reg).api_resource_list("", "v2") is None
+    assert Discovery(reg).api_resource_list("certificates.k8s.io", "v1beta1") is None
+    assert Discovery(reg).api_resource_list("autoscaling", "v2beta2") is None
+    assert Discovery(reg).api_group("resource.k8s.io") is None
+    assert Discovery(reg).api_group("") is None
+    apps = Discovery(reg).api_resource_list("apps", "v1")
     assert apps is not None and list(apps)[:3] == ["kind", "apiVersion", "groupVersion"]
 
 
 def test_crd_groups_sort_after_builtins_by_name() -> None:
     """Equal-priority (CRD) groups sort by APIService name, not by creation order."""
-    reg = ResourceRegistry.builtin()
+    reg = builtin_registry()
     for group in ("zeta.example.dev", "alpha.example.dev"):
         reg.add(ResourceType(group, "v1", "things", "thing", "Thing", True, custom=True))
     recorded = [g["name"] for g in transcript("15c-discovery-apis")["response"]["body"]["groups"]]
-    builtin = {g for g, _ in ResourceRegistry.builtin().groups()}
+    builtin = {g for g, _ in builtin_registry().groups()}
     assert [g for g, _ in reg.groups()] == [
         "",
         *(g for g in recorded if g in builtin),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import copy
 
 from aioinformer.testing import KubeSim
-from kubesim.fieldmanager.schemas import MapType, type_for
+from kubesim.fieldmanager.schemas import MapType
+from kubesim.registry.objects import type_for
 from tests.kubesim.replay import recorded_podset_crd
 
 PODSETS = "example.aioinformer.dev/v1/podsets"

@@ -8,15 +8,42 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kubesim.apiextensions.customresource import CUSTOM_RESOURCE_STRATEGY
+from kubesim.apis.builtin import builtin_registry
 from kubesim.errors import SelectorError
-from kubesim.machinery.selectors import (
-    FieldSelector,
-    LabelSelector,
-    check_field_labels,
-    object_fields,
-    supported_field_labels,
-)
+from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.registry.resource import ResourceType
 from tests.support import transcript
+
+
+def served(plural: str, group: str, *, namespaced: bool = True) -> ResourceType:
+    """The built-in type serving ``plural.group``, else a custom one."""
+    for rt in builtin_registry().all():
+        if (rt.group, rt.plural) == (group, plural):
+            return rt
+    return ResourceType(
+        group, "v1", plural, plural[:-1], plural[:-1].title(), namespaced, custom=True,
+        strategy=CUSTOM_RESOURCE_STRATEGY,
+    )  # fmt: skip
+
+
+def supported_field_labels(plural: str, group: str, *, namespaced: bool = True) -> frozenset[str]:
+    """The field labels the kind's strategy accepts."""
+    rt = served(plural, group, namespaced=namespaced)
+    return rt.strategy.field_labels(rt)
+
+
+def object_fields(plural: str, group: str, obj: dict[str, Any]) -> dict[str, str]:
+    """The field set the kind's strategy filters a stored ``obj`` with."""
+    rt = served(plural, group)
+    return rt.strategy.selectable_fields(rt, obj)
+
+
+def check_field_selector(plural: str, group: str, selector: FieldSelector) -> None:
+    """The kind's strategy's check of a field selector (SelectorError when refused)."""
+    rt = served(plural, group)
+    rt.strategy.field_selector(rt, selector)
+
 
 # ------------------------------------------------------------------- label selectors
 
@@ -225,7 +252,7 @@ def test_unsupported_field_label_follows_transcript_10d() -> None:
     assert rec["request"]["path"] == "/api/v1/namespaces/tx10/pods"
     sel = FieldSelector.parse(rec["request"]["query"]["fieldSelector"])
     with pytest.raises(SelectorError) as err:
-        check_field_labels(sel, supported_field_labels("pods", ""), "Pod", "v1")
+        check_field_selector("pods", "", sel)
     assert str(err.value) == rec["response"]["body"]["message"]
     assert rec["response"]["body"]["code"] == 400
 
@@ -256,13 +283,10 @@ def test_unsupported_field_label_follows_transcript_10d() -> None:
 def test_check_field_labels_messages(
     plural: str, group: str, kind: str, version: str, message: str
 ) -> None:
-    supported = supported_field_labels(plural, group)
-    check_field_labels(FieldSelector.parse("metadata.name=x"), supported, kind, version)
+    check_field_selector(plural, group, FieldSelector.parse("metadata.name=x"))
     # the first unsupported term in the apiserver's (sorted) order is reported
     with pytest.raises(SelectorError) as err:
-        check_field_labels(
-            FieldSelector.parse("z=1,a.b=2,metadata.name=x"), supported, kind, version
-        )
+        check_field_selector(plural, group, FieldSelector.parse("z=1,a.b=2,metadata.name=x"))
     assert str(err.value) == message
 
 

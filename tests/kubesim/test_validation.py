@@ -1,5 +1,6 @@
-"""Create/update validation and generation rules (_validation.py) against the kube-apiserver
-v1.28 transcripts in tests/kubesim/conformance. Defaulting alone is in test_defaults.py."""
+"""Create/update validation and generation rules (the kinds' strategies, on the building blocks
+of kubesim.machinery.validation) against the kube-apiserver v1.28 transcripts in
+tests/kubesim/conformance. Defaulting alone is in test_defaults.py."""
 
 from __future__ import annotations
 
@@ -7,27 +8,40 @@ import copy
 import json
 from typing import Any
 
-from kubesim.apis.core.pod.defaults import apply_defaults
-from kubesim.machinery.validation import (
-    Cause,
-    go_quote,
-    invalid_message,
-    spec_changed,
-    uses_generation,
-    validate_create,
-    validate_name,
-    validate_update,
-)
-from kubesim.registry.resource import ResourceRegistry, ResourceType
+from kubesim.apiextensions.customresource import CUSTOM_RESOURCE_STRATEGY
+from kubesim.apis.builtin import builtin_registry
+from kubesim.encoding.gofmt import go_quote
+from kubesim.machinery.validation import Cause, invalid_message, validate_name
+from kubesim.registry.objects import spec_changed
+from kubesim.registry.resource import ResourceType
 from tests.support import transcript
 
-REG = ResourceRegistry.builtin()
+REG = builtin_registry()
 
 
 def rt(plural: str, group: str = "") -> ResourceType:
     found = REG.lookup(group, "v1", plural)
     assert found is not None
     return found
+
+
+def validate_create(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+    """The causes of creating ``obj`` as ``rt`` (its strategy's, before defaulting)."""
+    return rt.strategy.validate(rt, obj)
+
+
+def validate_update(rt: ResourceType, old: dict[str, Any], new: dict[str, Any]) -> list[Cause]:
+    """The causes of replacing ``old`` by ``new`` (its strategy's)."""
+    return rt.strategy.validate_update(rt, old, new)
+
+
+def apply_defaults(rt: ResourceType, obj: dict[str, Any], *, creating: bool = True) -> None:
+    """``obj`` defaulted in place as ``rt``'s strategy defaults a create (or an update)."""
+    rt.strategy.default(rt, obj, creating=creating)
+
+
+def uses_generation(rt: ResourceType) -> bool:
+    return rt.strategy.uses_generation
 
 
 PODS = rt("pods")
@@ -172,7 +186,7 @@ def test_name_rules_and_lengths() -> None:
     assert [c.message for c in validate_name("a" * 64, "label")] == [
         f'Invalid value: "{"a" * 64}": must be no more than 63 characters'
     ]
-    assert [c.message for c in validate_name("1web", rt("services"))] == [
+    assert [c.message for c in validate_name("1web", rt("services").strategy.name_rule)] == [
         'Invalid value: "1web": a DNS-1035 label must consist of lower case alphanumeric '
         "characters or '-', start with an alphabetic character, and end with an alphanumeric "
         "character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
@@ -345,7 +359,14 @@ def test_workload_defaults_and_generation() -> None:
 
 def test_custom_resources() -> None:
     with_status = ResourceType(
-        "example.aioinformer.dev", "v1", "podsets", "podset", "PodSet", True, custom=True
+        "example.aioinformer.dev",
+        "v1",
+        "podsets",
+        "podset",
+        "PodSet",
+        True,
+        custom=True,
+        strategy=CUSTOM_RESOURCE_STRATEGY,
     )
     without = ResourceType(
         "example.aioinformer.dev",
@@ -356,6 +377,7 @@ def test_custom_resources() -> None:
         True,
         has_status=False,
         custom=True,
+        strategy=CUSTOM_RESOURCE_STRATEGY,
     )
     obj = {
         "apiVersion": "example.aioinformer.dev/v1",

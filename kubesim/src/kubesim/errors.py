@@ -107,7 +107,7 @@ class KubeSimApiError(KubeSimError):
     (:meth:`KubeSim.create <kubesim.KubeSim.create>`, ``get``, ``patch``, ``delete``):
     ``except kubesim.KubeSimApiError as e: e.code, e.reason``. Over HTTP the server turns
     it into the response, which a client sees as the Status (a client library raises its
-    own error for it, e.g. aioinformer's ``KubeSimApiError``): this is the server side of the
+    own error for it, e.g. aioinformer's ``ApiError``): this is the server side of the
     same answer.
 
     The constructors (class methods) are named after the ``reason`` they produce and write
@@ -361,7 +361,7 @@ class GoDecodeError(KubeSimError):
 
 
 class DeepJsonError(KubeSimError, ValueError):
-    """Invalid JSON for :func:`parse`: ``pos`` is the offending character's offset,
+    """Invalid JSON for :func:`kubesim.encoding.deepjson.parse`: ``pos`` is the offending character's offset,
     ``expected`` what the parser was looking for there ("value", "key", "colon", "next"
     or "end") and ``container`` the innermost open one ("object", "array" or "")."""
 

@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from kubesim.apis.builtin import builtin_registry
 from kubesim.apis.flowcontrol.bootstrap import bootstrap_objects
 from kubesim.controllers.apiservices import sync_apiservices
 from kubesim.controllers.cluster import ClusterEmulator
@@ -23,8 +24,7 @@ from kubesim.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
 from kubesim.controllers.manager import Controllers
 from kubesim.encoding.timefmt import now_rfc3339
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
-from kubesim.registry.conversion import to_view
-from kubesim.registry.resource import ResourceRegistry, ResourceType
+from kubesim.registry.resource import ResourceType
 from kubesim.registry.store import Api, random_token
 from kubesim.server.app import SimOptions, SimServer, User, make_tokens
 from kubesim.server.connguard import GuardedSite
@@ -104,8 +104,10 @@ class KubeSim:
         self.tls = tls
         self.token = token or random_token()
         self.mvcc = Mvcc(history_size=history_size, history_max_age=history_max_age)
-        self.registry = ResourceRegistry.builtin()
+        self.registry = builtin_registry()
         self.api = Api(self.mvcc, self.registry)
+        # the aggregator's local APIServices follow the served types (CRDs come and go)
+        self.api.on_served_changed.append(lambda: sync_apiservices(self.api))
         self.event_expiry = EventExpiry(self.mvcc, event_ttl)
         self.faults = Faults()
         self.options = SimOptions(
@@ -292,26 +294,11 @@ class KubeSim:
 
     def resource(self, resource: str) -> ResourceType:
         """Resolve ``pods``, ``v1/pods``, ``apps/v1/statefulsets`` or ``GROUP/VERSION/PLURAL``."""
-        parts = resource.strip("/").split("/")
-        if len(parts) == 1:
-            matches = [rt for rt in self.registry.all() if rt.plural == parts[0]]
-            if not matches:
-                raise KeyError(f"unknown resource {resource!r}")
-            return matches[0]
-        if len(parts) == 2:
-            group, version, plural = "", parts[0], parts[1]
-        elif len(parts) == 3:
-            group, version, plural = parts
-        else:
-            raise KeyError(f"unknown resource {resource!r}")
-        rt = self.registry.lookup(group, version, plural)
-        if rt is None:
-            raise KeyError(f"unknown resource {resource!r}")
-        return rt
+        return self.registry.resolve(resource)
 
     @staticmethod
     def _out(rt: ResourceType, obj: Stored) -> dict[str, Any]:
-        d = to_view(rt, obj.decode())
+        d = rt.strategy.to_view(rt, obj.decode())
         if rt.custom:
             return d
         return {"kind": rt.kind, "apiVersion": rt.api_version, **d}
@@ -352,7 +339,7 @@ class KubeSim:
         return n
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """One object as a dict (raises :class:`KubeSimApiError` 404 when missing)."""
+        """One object as a dict (raises :class:`~kubesim.errors.KubeSimApiError` 404 when missing)."""
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
 

@@ -25,7 +25,7 @@ import ipaddress
 import re
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubesim.encoding.gotime import parse_rfc3339
 from kubesim.errors import GoTimeError
@@ -36,9 +36,7 @@ from kubesim.machinery.validation import (
     not_supported,
     required,
 )
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
+from kubesim.registry.resource import ResourceType
 
 __all__ = ["apply_defaults", "custom_causes", "prune", "schema_of", "validate"]
 

@@ -1,4 +1,4 @@
-"""apiregistration.k8s.io/v1 APIServices: one per served group/version, as the aggregator has.
+"""The aggregator's local APIServices: one per served group/version, as kube-apiserver has.
 
 kube-apiserver v1.28 lists an APIService for every group/version it serves itself
 (``v1.``, ``v1.apps``, ``v2.autoscaling``, ...): no ``spec.service`` (served locally), the
@@ -7,28 +7,22 @@ priorities table; custom resources' 1000 and 100), the label
 ``kube-aggregator.kubernetes.io/automanaged`` (``onstart`` for built-in groups, ``true``
 for CRD groups) and the condition ``Available`` True, reason ``Local``.
 :func:`sync_apiservices` makes the stored APIServices match what the registry serves: it
-creates the missing local ones (at start, when a CRD is established) and deletes the local
-ones whose group/version is no longer served (when a CRD goes); APIServices that name a
-service are left alone. Such an APIService may be created: with no aggregated server
-behind it, its status is ``Available: False``, reason ``ServiceNotFound``
-(:func:`default_apiservice`), and its group is not served.
+creates the missing local ones (at start, and whenever a CRD is established) and deletes
+the local ones whose group/version is no longer served (when a CRD goes); APIServices that
+name a service are left alone. KubeSim calls it at start and on every change of the served
+types (``Api.on_served_changed``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
+from kubesim.apis.apiregistration.apiservice import GROUP, available_condition
 from kubesim.encoding.timefmt import now_rfc3339
-from kubesim.machinery.validation import Cause, invalid, required
+from kubesim.registry.store import Api
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
+__all__ = ["local_apiservice", "sync_apiservices"]
 
-__all__ = ["default_apiservice", "is_apiservice", "sync_apiservices", "validate_apiservice"]
-
-GROUP: Final = "apiregistration.k8s.io"
 _AUTOMANAGED: Final = "kube-aggregator.kubernetes.io/automanaged"
 #: group -> (groupPriorityMinimum, {version: versionPriority}) of kube-apiserver v1.28
 _PRIORITIES: Final[dict[str, tuple[int, dict[str, int]]]] = {
@@ -55,27 +49,8 @@ _PRIORITIES: Final[dict[str, tuple[int, dict[str, int]]]] = {
 }
 
 
-def is_apiservice(rt: ResourceType) -> bool:
-    """Whether ``rt`` is APIServices."""
-    return rt.group == GROUP and rt.plural == "apiservices"
-
-
 def _d(v: object) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
-
-
-def _condition(available: bool, now: str) -> dict[str, Any]:
-    if available:
-        reason, message = "Local", "Local APIServices are always available"
-    else:
-        reason, message = "ServiceNotFound", 'service/<name> in "<namespace>" is not present'
-    return {
-        "type": "Available",
-        "status": "True" if available else "False",
-        "lastTransitionTime": now,
-        "reason": reason,
-        "message": message,
-    }
 
 
 def local_apiservice(group: str, version: str, builtin: bool, now: str) -> dict[str, Any]:
@@ -91,21 +66,11 @@ def local_apiservice(group: str, version: str, builtin: bool, now: str) -> dict[
         "name": f"{version}.{group}",
         "labels": {_AUTOMANAGED: "onstart" if builtin else "true"},
     }
-    return {"metadata": meta, "spec": spec, "status": {"conditions": [_condition(True, now)]}}
-
-
-def default_apiservice(obj: dict[str, Any]) -> None:
-    """On create: an APIService's status as the aggregator's availability controller
-    writes it (Available; ServiceNotFound for one that names a service), if not given."""
-    service = _d(_d(obj.get("spec")).get("service"))
-    status = _d(obj.get("status"))
-    if not status.get("conditions"):
-        available = not service
-        cond = _condition(available, now_rfc3339())
-        if not available:
-            ns, name = service.get("namespace", ""), service.get("name", "")
-            cond["message"] = f'service/{name} in "{ns}" is not present'
-        obj["status"] = {"conditions": [cond]}
+    return {
+        "metadata": meta,
+        "spec": spec,
+        "status": {"conditions": [available_condition(True, now)]},
+    }
 
 
 def sync_apiservices(api: Api) -> None:
@@ -128,23 +93,3 @@ def sync_apiservices(api: Api) -> None:
         obj = store.objects[key].decode()
         if key not in served and not _d(obj.get("spec")).get("service"):
             api.delete(rt, None, key)
-
-
-def validate_apiservice(obj: Mapping[str, Any]) -> list[Cause]:
-    """``ValidateAPIService``'s common causes: the name is ``<version>.<group>``, version
-    required, positive priorities."""
-    meta, spec = _d(obj.get("metadata")), _d(obj.get("spec"))
-    errs: list[Cause] = []
-    version, group = str(spec.get("version") or ""), str(spec.get("group") or "")
-    if not version:
-        errs.append(required("spec.version"))
-    name = str(meta.get("name") or "")
-    if name and name != f"{version}.{group}":
-        errs.append(invalid("metadata.name", name, f'must be "{version}.{group}"'))
-    for key in ("groupPriorityMinimum", "versionPriority"):
-        value = spec.get(key)
-        if not isinstance(value, int) or value <= 0:
-            limit = 20000 if key == "groupPriorityMinimum" else 1000
-            detail = f"must be positive and less than {limit}"
-            errs.append(invalid(f"spec.{key}", value or 0, detail))
-    return errs

@@ -1,7 +1,7 @@
 """The scheduler and kubelets of a simulated cluster, so watch traffic looks real.
 
 :class:`ClusterEmulator` drives pods through the writes a real cluster makes, through the
-in-process :class:`~._rest.Api` (each write is one atomic step and one watch event):
+in-process :class:`~kubesim.registry.store.Api` (each write is one atomic step and one watch event):
 
 * **scheduler**: a pod of the default-scheduler without ``spec.nodeName`` and not
   terminating is bound round-robin over the Ready, schedulable nodes (``pods/binding``),
@@ -15,7 +15,7 @@ in-process :class:`~._rest.Api` (each write is one atomic step and one watch eve
   through the API while running), its pods are force-deleted.
 * **Events** (``events=True``): the scheduler's ``Scheduled`` and the kubelet's
   ``Pulling``/``Pulled``/``Created``/``Started`` per container, as core/v1 Events
-  (:mod:`._pod_events`), so ``kubectl describe pod`` shows them.
+  (:mod:`kubesim.controllers.pod_events`), so ``kubectl describe pod`` shows them.
 
 The emulation is off until :meth:`ClusterEmulator.start`. It learns about pods from the
 pods store's history (never by scanning every pod per tick), so it costs little beside the
@@ -36,6 +36,7 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+from kubesim.apis.core.pod.binding import bind
 from kubesim.controllers.pod_events import PodEvents
 from kubesim.encoding.timefmt import now_micro, now_rfc3339
 from kubesim.errors import KubeSimApiError
@@ -359,7 +360,7 @@ class ClusterEmulator:
             self._rr += 1
             ns, name = key.split("/", 1)
             try:
-                bound = self._api.bind(ns, name, node)
+                bound = bind(self._api, ns, name, node)
             except KubeSimApiError as exc:
                 _skip(exc, key)
                 continue

@@ -16,7 +16,7 @@ when an object of that name with that uid exists. For any kind, built-in or cust
 
 The collector learns from commits (:meth:`GarbageCollector.observe`, which indexes
 ownerReferences cheaply: most commits have none, and a reference to an owner it cannot act
-on is not indexed) and acts in :meth:`step`. Every write it
+on is not indexed) and acts in :meth:`GarbageCollector.step`. Every write it
 makes goes through the normal API as ``kube-controller-manager``: merge patches of
 ``ownerReferences`` and ``finalizers``, and DELETEs with a uid precondition.
 
@@ -32,17 +32,15 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from kubesim.errors import KubeSimApiError
 from kubesim.registry.deletion import FOREGROUND, ORPHAN
+from kubesim.registry.resource import ResourceType
+from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Event, Stored
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
 
 __all__ = ["GarbageCollector", "OwnerRef", "owner_references"]
 

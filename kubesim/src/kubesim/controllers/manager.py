@@ -1,7 +1,7 @@
 """The kube-controller-manager controllers every cluster runs, inside KubeSim.
 
-:class:`Controllers` runs the namespace controller (:mod:`._namespace_controller`) and the
-garbage collector (:mod:`._garbage_collector`). It listens to every commit of the store
+:class:`Controllers` runs the namespace controller (:mod:`kubesim.controllers.namespace`) and the
+garbage collector (:mod:`kubesim.controllers.garbage_collector`). It listens to every commit of the store
 (``Mvcc.on_commit``): the controllers note what a commit means for them and, when they have
 work, a step is scheduled on the event loop (``call_soon``, never from inside the commit).
 A step runs the controllers until neither has work left or ``max_rounds`` rounds have run
@@ -9,8 +9,8 @@ A step runs the controllers until neither has work left or ``max_rounds`` rounds
 foreground deletion of a tree of owners completes within a few loop iterations, each one an
 ordinary sequence of API writes with its watch events.
 
-Before :meth:`start` (a KubeSim not serving yet) work accumulates and is done at start;
-after :meth:`stop` nothing runs. A failure in a controller is logged and does not stop the
+Before :meth:`Controllers.start` (a KubeSim not serving yet) work accumulates and is done at start;
+after :meth:`Controllers.stop` nothing runs. A failure in a controller is logged and does not stop the
 others or the server.
 """
 
@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from kubesim.controllers.garbage_collector import GarbageCollector
 from kubesim.controllers.namespace import NamespaceController
+from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Event
-
-if TYPE_CHECKING:
-    from kubesim.registry.store import Api
 
 __all__ = ["Controllers"]
 

@@ -17,7 +17,7 @@ For a namespace with a deletionTimestamp whose ``spec.finalizers`` still holds
    ``/finalize``, which deletes the namespace (unless a ``metadata.finalizers`` entry,
    such as the garbage collector's ``orphan``, still holds it).
 
-The controller learns of work from commits (:meth:`observe`): the namespace being marked,
+The controller learns of work from commits (:meth:`NamespaceController.observe`): the namespace being marked,
 and any change to an object in a namespace being deleted, so the next step runs as soon as
 a finalizer is released or a pod is gone. A step deletes at most ``budget`` objects and
 leaves the rest for the next one, so a large namespace does not stall the event loop.
@@ -27,16 +27,14 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubesim.apis.core.namespace import KUBERNETES_FINALIZER, finalize
 from kubesim.encoding.timefmt import now_rfc3339
 from kubesim.errors import KubeSimApiError
+from kubesim.registry.resource import ResourceType
+from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Event
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
 
 __all__ = ["CONDITION_TYPES", "NamespaceController"]
 

@@ -22,13 +22,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubesim.encoding.timefmt import now_micro, now_rfc3339
 from kubesim.errors import KubeSimApiError
-
-if TYPE_CHECKING:
-    from kubesim.registry.store import Api
+from kubesim.registry.store import Api
 
 __all__ = ["PodEvents"]
 

@@ -1,7 +1,7 @@
 """``/openapi/v2`` and ``/openapi/v3``: the documents kube-apiserver v1.28 serves, and how.
 
 The built-in documents are the recorded ones (``openapi/*.json.gz`` in this package, as
-served by a real v1.28.0). Established CRDs add their versions (:mod:`._crdopenapi`): a
+served by a real v1.28.0). Established CRDs add their versions (:mod:`kubesim.apiextensions.openapi`): a
 ``/openapi/v3/apis/<group>/<version>`` document each, listed in the v3 index, and their paths
 and definitions in v2. The example CRD present on the recording server is not served
 unless it is installed. Documents are read and built on first use and cached until the set
@@ -14,8 +14,8 @@ document asked for with its current ``?hash=`` is ``Cache-Control: public, immut
 with ``Expires`` one year ahead (Go's RFC 1123 with ``UTC``), a wrong hash is a 301 to the
 right one, no (or an empty) hash is ``no-cache, private``. Every document is also served as
 gnostic protobuf under the same ETag and cache headers: ``/openapi/v2`` as
-``openapi.v2.Document`` (:mod:`.openapi_proto`; kubectl asks for nothing else) and each v3
-document as ``openapi.v3.Document`` (:mod:`.openapi_v3_proto`), encoded on first request
+``openapi.v2.Document`` (:mod:`kubesim.discovery.openapi_v2_proto`; kubectl asks for nothing else) and each v3
+document as ``openapi.v3.Document`` (:mod:`kubesim.discovery.openapi_v3_proto`), encoded on first request
 and cached with the JSON. The form is chosen as kube-openapi chooses it: the ``Accept``
 clauses by quality, then specificity (a missing header is ``*/*``), the first that admits
 ``application/json`` or one of the protobuf types (``...spec.v3.v1.0+protobuf`` or the
@@ -25,15 +25,12 @@ deprecated ``...spec.v3@v1.0+protobuf``; the answer is always the former) wins; 
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.utils import formatdate
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -49,11 +46,12 @@ from kubesim.apiextensions.openapi import (
 )
 from kubesim.discovery.openapi_v2_proto import encode_document
 from kubesim.discovery.openapi_v3_proto import encode_document as encode_v3_document
-from kubesim.registry.resource import ResourceRegistry, ResourceType
+from kubesim.machinery.recorded import recorded, recorded_json
+from kubesim.registry.resource import ResourceType
+from kubesim.registry.types import ResourceRegistry
 
-__all__ = ["OpenApiDocs", "Served", "crd_apis", "recorded_definitions"]
+__all__ = ["OpenApiDocs", "Served", "crd_apis"]
 
-DATA = Path(__file__).resolve().parent.parent / "openapi"
 _EXAMPLE_GV = "apis/example.aioinformer.dev/v1"
 _V2_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
 _V3_PROTOBUF_TYPE = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf"
@@ -63,24 +61,6 @@ _Q = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?")
 _YEAR = 365 * 24 * 3600
 _SORTED = orjson.OPT_SORT_KEYS
 _SCALE_SCHEMAS = "io.k8s.api.autoscaling.v1.Scale"
-
-
-@cache
-def _recorded(name: str) -> bytes:
-    """One recorded document, decompressed (read once per process)."""
-    raw = (DATA / name).read_bytes()
-    return gzip.decompress(raw) if name.endswith(".gz") else raw
-
-
-@cache
-def _recorded_json(name: str) -> Any:
-    return orjson.loads(_recorded(name))
-
-
-def recorded_definitions() -> dict[str, Any]:
-    """The recorded ``/openapi/v2`` definitions (the built-in types' schemas and docs)."""
-    defs: dict[str, Any] = _recorded_json("v2.json.gz")["definitions"]
-    return defs
 
 
 def _file_for(path: str) -> str:
@@ -160,7 +140,7 @@ class OpenApiDocs:
                 doc_bytes = self._v2_bytes({}, {})
             else:
                 apis = [a for group in self._crds.values() for a in group]
-                paths, defs = v2_additions(apis, _recorded_json("v2.json.gz"))
+                paths, defs = v2_additions(apis, recorded_json("v2.json.gz"))
                 doc_bytes = self._v2_bytes(paths, defs)
             self._built["v2"] = Served.of(doc_bytes, self._crds_changed)
         return self._built["v2"]
@@ -175,7 +155,7 @@ class OpenApiDocs:
 
     @staticmethod
     def _v2_bytes(paths: dict[str, Any], defs: dict[str, Any]) -> bytes:
-        doc = dict(_recorded_json("v2.json.gz"))
+        doc = dict(recorded_json("v2.json.gz"))
         all_paths = {k: v for k, v in doc["paths"].items() if k not in v2_template_keys()}
         all_paths.update(paths)
         example = schema_name("example.aioinformer.dev", "v1", "PodSet")
@@ -193,13 +173,13 @@ class OpenApiDocs:
         if path in self._built:
             return self._built[path]
         if path in self._crds:
-            template = _recorded_json(_file_for(_EXAMPLE_GV))
-            apps = _recorded_json(_file_for("apis/apps/v1"))["components"]["schemas"]
+            template = recorded_json(_file_for(_EXAMPLE_GV))
+            apps = recorded_json(_file_for("apis/apps/v1"))["components"]["schemas"]
             scale = {k: v for k, v in apps.items() if k.startswith(_SCALE_SCHEMAS)}
             body = orjson.dumps(v3_document(self._crds[path], template, scale))
             served = Served.of(body, self._crds_changed)
-        elif path != _EXAMPLE_GV and path in _recorded_json("v3-index.json")["paths"]:
-            served = Served.of(_recorded(_file_for(path)), self.started)
+        elif path != _EXAMPLE_GV and path in recorded_json("v3-index.json")["paths"]:
+            served = Served.of(recorded(_file_for(path)), self.started)
         else:
             return None
         self._built[path] = served
@@ -219,7 +199,7 @@ class OpenApiDocs:
     def v3_index(self) -> bytes:
         """``/openapi/v3``: every document's server-relative URL with its current hash."""
         self._refresh()
-        recorded = [p for p in _recorded_json("v3-index.json")["paths"] if p != _EXAMPLE_GV]
+        recorded = [p for p in recorded_json("v3-index.json")["paths"] if p != _EXAMPLE_GV]
         paths = {}
         for path in sorted({*recorded, *self._crds}):
             served = self.v3(path)

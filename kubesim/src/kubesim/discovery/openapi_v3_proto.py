@@ -14,7 +14,7 @@ JSON. Field numbers are those of gnostic's ``OpenAPIv3.proto``. As gnostic reads
   ``items`` an ``ItemsItem`` holding one schema, a schema's ``default`` a ``DefaultType``
   (number, boolean or string; empty for an object, array or null);
 * vendor extensions, ``enum`` values, ``example`` and link parameters are ``Any`` messages
-  holding the value's YAML text as gnostic writes it (:mod:`.goyaml`);
+  holding the value's YAML text as gnostic writes it (:mod:`kubesim.encoding.goyaml`);
 * proto3 leaves out empty strings, false, zero numbers and empty lists, but a message that
   is present is written even when empty, and a ``oneof`` value is written even when it is a
   default (``additionalProperties: false``, ``default: ""``).

@@ -1,11 +1,11 @@
 """Protobuf bodies (``application/vnd.kubernetes.protobuf``) decoded to JSON objects; the
-encoding of answers is :mod:`._protoencode`'s.
+encoding of answers is :mod:`kubesim.encoding.protoencode`'s.
 
 client-go's generated clients (kubectl >= 1.32 ``create namespace|configmap|secret|
 deployment|job|role ...``, ``auth can-i``, ``autoscale``, and any Go controller on client-go
 >= 1.32) send built-in objects as protobuf and do not retry with JSON after a 415. KubeSim
 decodes the body (the ``k8s\\x00`` magic, then a ``runtime.Unknown`` whose ``raw`` is the
-object's message) of every built-in kind it has a table for (:mod:`._prototypes`) into the
+object's message) of every built-in kind it has a table for (:mod:`kubesim.encoding.prototypes`) into the
 JSON object the same client would have sent.
 
 A body of another kind, or with a field the v1.28 types do not have, is a
@@ -131,7 +131,7 @@ _SCHEMA = "apiextensions.k8s.io/v1.JSONSchemaProps"
 
 
 def _value(kind: str, msg: str, v: int | bytes) -> Any:
-    """One field's value as JSON, by its kind (see :mod:`._prototypes`)."""
+    """One field's value as JSON, by its kind (see :mod:`kubesim.encoding.prototypes`)."""
     if kind == "str":
         return _text(v)
     if kind == "msg":
@@ -180,7 +180,7 @@ def _by_number(name: str) -> Mapping[int, Field]:
 
 
 def decode_message(buf: bytes, name: str) -> dict[str, Any]:
-    """Message ``name`` (see :func:`._prototypes.message`) as JSON, following the Go types."""
+    """Message ``name`` (see :func:`kubesim.encoding.prototypes.message`) as JSON, following the Go types."""
     spec = _by_number(name)
     out: dict[str, Any] = {}
     for num, v in wire_fields(buf):

@@ -1,29 +1,28 @@
-"""Server-side apply: ``PATCH`` with ``Content-Type: application/apply-patch+yaml``.
+"""Server-side apply's field-manager half: what an apply configuration owns and changes.
 
-:func:`server_side_apply` merges an apply configuration (YAML or JSON) into the object,
-as kube-apiserver v1.28 does (``tests/kubesim/conformance/22a``-``22d``):
+The verb itself (``PATCH`` with ``Content-Type: application/apply-patch+yaml``) is
+:func:`kubesim.registry.apply.server_side_apply`; here are its rules, as kube-apiserver
+v1.28 applies them (``tests/kubesim/conformance/22a``-``22d``):
 
-* ``fieldManager`` is required (422), ``force`` only goes with apply (422 otherwise, see
-  :func:`check_patch_options`); a ``metadata.resourceVersion`` in the configuration is a
-  precondition (409), a different ``metadata.name`` is a 400.
-* A missing object is created from the configuration (201); otherwise the configuration is
-  merged into it (:func:`._typed.merge`) and the fields the manager applied last time and no
-  longer applies are removed, unless another manager owns them.
-* Changing a field another manager owns is a 409 ``Apply failed with N conflict(s)`` with
-  one ``FieldManagerConflict`` cause per field, unless ``force=true`` moves the fields to the
-  applier. Applying the value a field already has shares it (no conflict). The manager
-  ``kubectl`` may take over the fields of the ``kubectl.kubernetes.io/last-applied-
-  configuration`` annotation (the client-side apply upgrade), and keeps that annotation
-  up to date when the object has it.
-* The applier's entry (operation ``Apply``) lists what it applied; its ``time`` changes only
-  when the object does. An apply that changes nothing keeps the resourceVersion.
+* :func:`check_patch_options`: ``fieldManager`` is required (422), ``force`` only goes with
+  apply (422 otherwise); :func:`decode_configuration` reads the configuration (YAML or
+  JSON) or answers the recorded 400;
+* :func:`prune_unapplied`: the fields the manager applied last time and no longer applies
+  are removed, unless another manager owns them;
+* :func:`take_fields`: changing a field another manager owns is a 409 ``Apply failed with
+  N conflict(s)`` (:func:`conflict_error`) with one ``FieldManagerConflict`` cause per
+  field, unless ``force`` moves the fields to the applier; applying the value a field
+  already has shares it (no conflict). The manager ``kubectl`` may take over the fields of
+  the ``kubectl.kubernetes.io/last-applied-configuration`` annotation
+  (:func:`last_applied_fields`, the client-side apply upgrade), and keeps that annotation
+  up to date (:func:`set_last_applied`) when the object has it.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 
@@ -33,28 +32,30 @@ from kubesim.fieldmanager.fieldpath import Path, iteration_order, path_string
 from kubesim.fieldmanager.managed import (
     STRIPPED,
     Entry,
-    decode_entries,
-    encode_entries,
-    entry_of,
+    TrackedType,
     outside_subresource,
-    without_managed_fields,
 )
-from kubesim.fieldmanager.schemas import type_for
 from kubesim.fieldmanager.typed import (
     MISSING,
     compare,
     field_set,
-    merge,
     named_field_parents,
     remove_items,
 )
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
-    from kubesim.storage.mvcc import Stored
-
-__all__ = ["APPLY_PATCH", "check_patch_options", "is_apply", "server_side_apply"]
+__all__ = [
+    "APPLY_PATCH",
+    "LAST_APPLIED",
+    "check_patch_options",
+    "conflict_error",
+    "decode_configuration",
+    "is_apply",
+    "last_applied_fields",
+    "prune_unapplied",
+    "query_true",
+    "set_last_applied",
+    "take_fields",
+]
 
 APPLY_PATCH = "application/apply-patch+yaml"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -66,7 +67,8 @@ def is_apply(content_type: str) -> bool:
     return content_type.split(";", 1)[0].strip().lower() == APPLY_PATCH
 
 
-def _true(value: str | None) -> bool:
+def query_true(value: str | None) -> bool:
+    """A boolean query parameter as Go's ``strconv.ParseBool`` reads true."""
     return value in ("1", "t", "T", "true", "TRUE", "True")
 
 
@@ -107,27 +109,28 @@ _Loader.yaml_implicit_resolvers = {
 }
 
 
-def decode_configuration(raw: bytes, rt: ResourceType) -> dict[str, Any]:
-    """The apply configuration in ``raw`` (YAML or JSON), or the 400 the apiserver answers."""
+def decode_configuration(raw: bytes, kind: str, api_version: str) -> dict[str, Any]:
+    """The apply configuration in ``raw`` (YAML or JSON) for an endpoint of ``kind`` in
+    ``api_version``, or the 400 the apiserver answers."""
     try:
         doc = yaml.load(raw, Loader=_Loader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise KubeSimApiError.bad_request(f"error decoding YAML: {exc}") from None
     if not isinstance(doc, dict):
         raise KubeSimApiError.bad_request(
-            f"the object provided is unrecognized (must be of type {rt.kind}): "
+            f"the object provided is unrecognized (must be of type {kind}): "
             "couldn't get version/kind; json parse error: Object 'Kind' is missing"
         )
-    kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if kind != rt.kind and kind is not None:
+    doc_kind, doc_version = doc.get("kind"), doc.get("apiVersion")
+    if doc_kind != kind and doc_kind is not None:
         raise KubeSimApiError.bad_request(
-            f"the object provided is unrecognized (must be of type {rt.kind}): "
-            f"kind {kind} does not match the expected kind {rt.kind}"
+            f"the object provided is unrecognized (must be of type {kind}): "
+            f"kind {doc_kind} does not match the expected kind {kind}"
         )
-    if api_version is not None and api_version != rt.api_version:
+    if doc_version is not None and doc_version != api_version:
         raise KubeSimApiError.bad_request(
-            f"the API version in the data ({api_version}) does not match the expected API "
-            f"version ({rt.api_version})"
+            f"the API version in the data ({doc_version}) does not match the expected API "
+            f"version ({api_version})"
         )
     meta = doc.get("metadata")
     if meta is not None and not isinstance(meta, dict):
@@ -137,68 +140,7 @@ def decode_configuration(raw: bytes, rt: ResourceType) -> dict[str, Any]:
     return doc
 
 
-def server_side_apply(
-    api: Api,
-    rt: ResourceType,
-    namespace: str | None,
-    name: str,
-    raw: bytes,
-    query: Mapping[str, str],
-    *,
-    subresource: str | None = None,
-) -> tuple[Stored, bool]:
-    """Apply the configuration in ``raw``; returns the object and whether it was created."""
-    check_patch_options(APPLY_PATCH, query)
-    manager = query["fieldManager"]
-    force = _true(query.get("force"))
-    config = decode_configuration(raw, rt)
-    meta: dict[str, Any] = config.setdefault("metadata", {}) or {}
-    config["metadata"] = meta
-    if meta.get("name") not in (None, name):
-        raise KubeSimApiError.bad_request(
-            f"the name of the object ({meta.get('name')}) does not match the name on the "
-            f"URL ({name})"
-        )
-    meta["name"] = name
-    config.setdefault("apiVersion", rt.api_version)
-    config.setdefault("kind", rt.kind)
-    sub = subresource or ""
-    t = type_for(rt, api.mvcc)
-    cur = api.store(rt).get(api.key(rt, namespace, name))
-    applied = outside_subresource(field_set(without_managed_fields(config), t), rt, sub)
-    applied -= STRIPPED
-    if cur is None:
-        if sub:
-            raise KubeSimApiError.not_found(rt.plural, rt.stored_group, name)
-        entry = Entry(manager, "Apply", rt.api_version, "", now_rfc3339(), applied)
-        stored = api.create(
-            rt, namespace, config, manager=manager, managed_fields=encode_entries([entry])
-        )
-        return stored, True
-    rv = meta.get("resourceVersion")
-    if rv and str(rv) != str(cur.rv):
-        raise KubeSimApiError.conflict(rt.plural, rt.stored_group, name)
-    live = api.view(rt, cur)
-    live.setdefault("apiVersion", rt.api_version)
-    live.setdefault("kind", rt.kind)
-    entries = decode_entries(live["metadata"])
-    mine = entry_of(entries, Entry(manager, "Apply", rt.api_version, sub))
-    last, mine.fields, mine.api_version = mine.fields, applied, rt.api_version
-    live_fields = without_managed_fields(live)
-    merged = merge(live_fields, without_managed_fields(config), t)
-    merged = _prune(merged, last, entries, t)
-    _take_fields(api, rt, live_fields, merged, entries, mine, sub, t, force)
-    if manager == "kubectl" and LAST_APPLIED in ((live["metadata"].get("annotations")) or {}):
-        _set_last_applied(merged, config)
-    return (
-        api._write(
-            rt, cur, merged, subresource, manager, old=live, managed_fields=encode_entries(entries)
-        ),
-        False,
-    )
-
-
-def _prune(merged: Any, last: set[Path], entries: list[Entry], t: Any) -> dict[str, Any]:
+def prune_unapplied(merged: Any, last: set[Path], entries: list[Entry], t: Any) -> dict[str, Any]:
     """Remove what the applier applied last time, no longer applies and nobody else owns."""
     if not last:
         return dict(merged)
@@ -210,9 +152,8 @@ def _prune(merged: Any, last: set[Path], entries: list[Entry], t: Any) -> dict[s
     return dict(out) if out is not MISSING else {}
 
 
-def _take_fields(
-    api: Api,
-    rt: ResourceType,
+def take_fields(
+    rt: TrackedType,
     live: dict[str, Any],
     merged: dict[str, Any],
     entries: list[Entry],
@@ -228,10 +169,10 @@ def _take_fields(
     conflicts = {id(e): e.fields & changed for e in entries if e is not mine}
     conflicts = {k: v for k, v in conflicts.items() if v}
     if conflicts and not force:
-        allowed = _last_applied_fields(live, t) if mine.manager == "kubectl" else set()
+        allowed = last_applied_fields(live, t) if mine.manager == "kubectl" else set()
         if any(v - allowed for v in conflicts.values()):
             by_id = {id(e): e for e in entries}
-            raise _conflict_error(
+            raise conflict_error(
                 {by_id[k]: v - allowed for k, v in conflicts.items() if v - allowed}
             )
     for e in entries:
@@ -260,7 +201,7 @@ def _print_manager(e: Entry) -> str:
     return out
 
 
-def _conflict_error(conflicts: Mapping[Entry, set[Path]]) -> KubeSimApiError:
+def conflict_error(conflicts: Mapping[Entry, set[Path]]) -> KubeSimApiError:
     ordered = sorted(conflicts, key=_manager_id)
     pairs = [(e, p) for e in ordered for p in iteration_order(conflicts[e])]
     causes = [
@@ -292,13 +233,13 @@ def _last_applied(obj: Mapping[str, Any]) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _last_applied_fields(live: Mapping[str, Any], t: Any) -> set[Path]:
+def last_applied_fields(live: Mapping[str, Any], t: Any) -> set[Path]:
     """The fields of the client-side apply annotation: a ``kubectl`` apply may take them."""
     doc = _last_applied(live)
     return field_set(doc, t) if doc is not None else set()
 
 
-def _set_last_applied(merged: dict[str, Any], config: Mapping[str, Any]) -> None:
+def set_last_applied(merged: dict[str, Any], config: Mapping[str, Any]) -> None:
     """Keep the client-side apply annotation equal to what ``kubectl`` applied last."""
     doc = json.loads(json.dumps(config))
     annotations = (doc.get("metadata") or {}).get("annotations")

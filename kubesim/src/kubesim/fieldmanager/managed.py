@@ -1,7 +1,7 @@
 """``metadata.managedFields``: who owns which fields, as the apiserver's field manager keeps it.
 
 An :class:`Entry` is one manager's claim: (manager, operation ``Apply`` or ``Update``,
-apiVersion, subresource) with the set of fields it owns (:mod:`._fieldpath`) and the time
+apiVersion, subresource) with the set of fields it owns (:mod:`kubesim.fieldmanager.fieldpath`) and the time
 its fields last changed the object. :func:`decode_entries` / :func:`encode_entries` convert
 to and from the FieldsV1 wire form, in the apiserver's order (Apply before Update, then by
 time, manager, apiVersion, subresource: so a new manager without a time comes first).
@@ -21,19 +21,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kubesim.encoding.timefmt import now_rfc3339
 from kubesim.fieldmanager.fieldpath import Path, from_fields_v1, to_fields_v1
 from kubesim.fieldmanager.schemas import Type
 from kubesim.fieldmanager.typed import compare
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-
 __all__ = [
     "STRIPPED",
     "Entry",
+    "TrackedType",
     "decode_entries",
     "encode_entries",
     "entry_of",
@@ -63,6 +61,39 @@ STRIPPED: frozenset[Path] = frozenset(
 )
 MAX_UPDATE_MANAGERS = 10
 ANCIENT = "ancient-changes"
+
+
+class TrackedKind(Protocol):
+    """What field tracking needs of a kind (a resource type's strategy is one)."""
+
+    @property
+    def zero_spec(self) -> Mapping[str, Any] | None:
+        """The ``spec`` of the kind's zero value as its Go type marshals it (None: none)."""
+
+    @property
+    def untracked_on_create(self) -> tuple[Path, ...]:
+        """Fields a create sets after the field manager ran (owned by nobody unless the
+        request set them)."""
+
+
+class TrackedType(Protocol):
+    """What field tracking needs of a resource type (a ``ResourceType`` is one)."""
+
+    @property
+    def api_version(self) -> str:
+        """The type's ``apiVersion``: what its managers' entries name."""
+
+    @property
+    def has_status(self) -> bool:
+        """Whether the status is a subresource (then the object's writes do not own it)."""
+
+    @property
+    def custom(self) -> bool:
+        """Whether it is a custom resource (whose zero value is ``{}``)."""
+
+    @property
+    def strategy(self) -> TrackedKind:
+        """The kind's rules."""
 
 
 @dataclass(eq=False)
@@ -142,7 +173,7 @@ def without_managed_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def outside_subresource(paths: Iterable[Path], rt: ResourceType, subresource: str) -> set[Path]:
+def outside_subresource(paths: Iterable[Path], rt: TrackedType, subresource: str) -> set[Path]:
     """``paths`` without what a write to ``subresource`` ("" for the main resource) of a
     ``rt`` object does not set (the apiserver's reset fields)."""
     if subresource == "status":
@@ -152,7 +183,7 @@ def outside_subresource(paths: Iterable[Path], rt: ResourceType, subresource: st
     return set(paths)
 
 
-def _tracked_part(obj: Mapping[str, Any], rt: ResourceType, subresource: str) -> dict[str, Any]:
+def _tracked_part(obj: Mapping[str, Any], rt: TrackedType, subresource: str) -> dict[str, Any]:
     """What a write to ``subresource`` can change: the object without managedFields, and
     without status (main resource) or with status alone (``/status``)."""
     if subresource == "status":
@@ -163,37 +194,15 @@ def _tracked_part(obj: Mapping[str, Any], rt: ResourceType, subresource: str) ->
     return out
 
 
-_TEMPLATE = {"metadata": {"creationTimestamp": None}, "spec": {"containers": None}}
-_ZERO_SPECS: dict[tuple[str, str], dict[str, Any]] = {
-    ("", "pods"): {"containers": None},
-    ("", "podtemplates"): {},
-    ("apps", "deployments"): {"selector": None, "template": _TEMPLATE, "strategy": {}},
-    ("apps", "replicasets"): {"selector": None, "template": _TEMPLATE},
-    ("apps", "statefulsets"): {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
-    ("apps", "daemonsets"): {"selector": None, "template": _TEMPLATE, "updateStrategy": {}},
-    ("batch", "jobs"): {"template": _TEMPLATE},
-}
-#: Fields of a create that admission or the create strategy sets after the field manager
-#: ran: owned by nobody unless the request set them.
-_SET_AFTER_TRACKING: dict[tuple[str, str], tuple[Path, ...]] = {
-    ("", "pods"): (
-        ("f:spec", "f:tolerations"),
-        ("f:spec", "f:priority"),
-        ("f:spec", "f:preemptionPolicy"),
-    ),
-    ("", "namespaces"): (("f:spec", "f:finalizers"),),
-}
-
-
-def zero_object(rt: ResourceType) -> dict[str, Any]:
+def zero_object(rt: TrackedType) -> dict[str, Any]:
     """The kind's empty object as the apiserver encodes a zero value (what a create is
     compared against): typed kinds carry their non-omitted struct fields."""
     if rt.custom:
         return {}
     out: dict[str, Any] = {"metadata": {"creationTimestamp": None}}
-    spec = _ZERO_SPECS.get((rt.group, rt.plural))
+    spec = rt.strategy.zero_spec
     if spec is not None or rt.has_status:
-        out["spec"] = _copy(spec or {})
+        out["spec"] = _copy(dict(spec or {}))
     if rt.has_status:
         out["status"] = {}
     return out
@@ -205,7 +214,7 @@ def _copy(d: dict[str, Any]) -> dict[str, Any]:
 
 def track_update(
     t: Type,
-    rt: ResourceType,
+    rt: TrackedType,
     old: Mapping[str, Any] | None,
     new: Mapping[str, Any],
     manager: str,
@@ -227,7 +236,7 @@ def track_update(
     removed = outside_subresource(c.removed, rt, subresource)
     if old is None:
         body_spec = (request or {}).get("spec")
-        for p in _SET_AFTER_TRACKING.get((rt.group, rt.plural), ()):
+        for p in rt.strategy.untracked_on_create:
             if not (isinstance(body_spec, dict) and p[1][2:] in body_spec):
                 changed = {q for q in changed if q[: len(p)] != p}
     for e in entries:

@@ -27,11 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.storage.mvcc import Mvcc
+from typing import Any
 
 __all__ = [
     "SCALAR",
@@ -43,7 +39,6 @@ __all__ = [
     "Untyped",
     "builtin_type",
     "crd_type",
-    "type_for",
 ]
 
 
@@ -235,31 +230,3 @@ def crd_type(schema: Mapping[str, Any] | None) -> Type:
     fields["kind"] = SCALAR
     fields["metadata"] = defs.ref(_OBJECT_META)
     return MapType(fields, root.elem, root.atomic)
-
-
-_CRD_STORE = "customresourcedefinitions.apiextensions.k8s.io"
-#: Types by (CRD stored bytes, version): by content, as two servers in one process may
-#: hold a CRD of the same name at the same revision with different schemas.
-_crd_types: dict[tuple[bytes, str], Type] = {}
-
-
-def type_for(rt: ResourceType, mvcc: Mvcc) -> Type:
-    """The type of ``rt``'s objects: from the v2 document, or from the served CRD (cached
-    per CRD content)."""
-    if not rt.custom:
-        return builtin_type(rt.group, rt.version, rt.kind)
-    ts = mvcc.types.get(_CRD_STORE)
-    crd = ts.get(f"{rt.plural}.{rt.group}") if ts is not None else None
-    if crd is None:
-        return crd_type(None)
-    key = (crd.raw, rt.version)
-    t = _crd_types.get(key)
-    if t is None:
-        schema: Mapping[str, Any] | None = None
-        for v in (crd.decode().get("spec") or {}).get("versions") or ():
-            if isinstance(v, dict) and v.get("name") == rt.version:
-                schema = (v.get("schema") or {}).get("openAPIV3Schema")
-        if len(_crd_types) > 256:
-            _crd_types.clear()
-        t = _crd_types[key] = crd_type(schema if isinstance(schema, Mapping) else None)
-    return t

@@ -1,7 +1,7 @@
 """Typed operations on JSON objects: field sets, comparisons, merges and removals.
 
 These are the structured-merge-diff semantics the apiserver's field manager runs on, over
-plain JSON values and a :mod:`._schemas` type:
+plain JSON values and a :mod:`kubesim.fieldmanager.schemas` type:
 
 * :func:`field_set` — the fields a value sets (what an apply configuration claims): scalars,
   atomic maps and lists, list items, and keys of maps of values; a declared struct field

@@ -1,4 +1,4 @@
-"""What a table printer is, and what the printers share (see :mod:`._printers`).
+"""What a table printer is, and what the printers share (each kind's is its strategy's).
 
 A :class:`Printer` has the kind's :class:`Column` definitions and computes one row's cells
 from an object (a decoded JSON document); column descriptions are the API types' field
@@ -8,12 +8,12 @@ accessors here read a document that may lack any field, as Go's zero values do.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from kubesim.encoding.gotime import age
+from kubesim.machinery.recorded import recorded_definitions
 
 __all__ = [
     "APPS",
@@ -77,10 +77,7 @@ class Printer:
 # -- documentation ---------------------------------------------------------------------------
 
 
-@cache
 def _definitions() -> Mapping[str, Any]:
-    from kubesim.discovery.openapi import recorded_definitions
-
     return recorded_definitions()
 
 
@@ -108,6 +105,39 @@ CORE = "io.k8s.api.core.v1."
 APPS = "io.k8s.api.apps.v1."
 CONTAINERS_DOC = "Names of each container in the template."
 IMAGES_DOC = "Images referenced by each container in the template."
+# -- printers ----------------------------------------------------------------------------------
+
+
+def simple_printer(
+    extra: Sequence[Column | Callable[[], Column]], cell: Callable[[Obj], Cells]
+) -> Printer:
+    """A printer of Name, ``extra`` columns (a column, or what makes it: a column's
+    description is read on first use), Age; ``cell`` gives the extra cells."""
+
+    def columns() -> list[Column]:
+        return [name_column(), *(c if isinstance(c, Column) else c() for c in extra), age_column()]
+
+    def cells(obj: Obj, now: float) -> Cells:
+        return [name_of(obj), *cell(obj), created_age(obj, now)]
+
+    return Printer(columns, cells)
+
+
+def _default_columns() -> list[Column]:
+    return [
+        name_column(),
+        Column("Created At", "date", doc("ObjectMeta", "creationTimestamp")),
+    ]
+
+
+def default_printer() -> Printer:
+    """The default table convertor's: Name and Created At (the timestamp as stored)."""
+    return Printer(
+        _default_columns,
+        lambda o, _now: [name_of(o), mapping_of(o.get("metadata")).get("creationTimestamp")],
+    )
+
+
 # -- helpers -----------------------------------------------------------------------------------
 
 

@@ -1,9 +1,10 @@
 """Kubernetes label and field selectors as kube-apiserver v1.28 parses and matches them.
 
 Pure Python (no I/O, no asyncio). Ports ``k8s.io/apimachinery/pkg/labels`` (lexer, parser
-and its error texts), ``pkg/fields`` (``ParseSelector`` with backslash escaping) and the
-per-resource selectable fields of the apiserver registry (``GetAttrs`` and the field-label
-conversion funcs). Contracts: ``SelectorError`` messages equal the ``message`` of the real
+and its error texts) and ``pkg/fields`` (``ParseSelector`` with backslash escaping); which
+fields a kind can be selected by, and the messages for the others, are its strategy's
+(``Strategy.fields``, ``Strategy.field_selector``), built from the helpers at the end of
+this module. Contracts: ``SelectorError`` messages equal the ``message`` of the real
 400 Status; ``matches`` does no parsing and no regex work (requirements are precompiled at
 parse time: this is the watch fan-out hot path); selectors are immutable, hashable and
 compare structurally.
@@ -20,9 +21,12 @@ from kubesim.errors import SelectorError
 __all__ = [
     "FieldSelector",
     "LabelSelector",
-    "check_field_labels",
-    "object_fields",
-    "supported_field_labels",
+    "bool_field",
+    "field_label_not_supported",
+    "int_field",
+    "known_field_selectors",
+    "quote",
+    "str_field",
 ]
 
 
@@ -479,163 +483,46 @@ class FieldSelector:
         return hash(self._terms)
 
 
-# ------------------------------------------------------- selectable fields per resource
-
-_BUILTIN_KIND_GROUPS: Final = {
-    **dict.fromkeys(("Pod", "Node", "Namespace", "Secret", "Event", "ReplicationController",
-                     "ConfigMap", "Service", "ServiceAccount", "Endpoints", "PersistentVolume",
-                     "PersistentVolumeClaim", "PodTemplate", "LimitRange", "ResourceQuota",
-                     "ComponentStatus", "Binding"), ""),
-    **dict.fromkeys(("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet",
-                     "ControllerRevision"), "apps"),
-    "Job": "batch", "CronJob": "batch", "Lease": "coordination.k8s.io",
-    "EndpointSlice": "discovery.k8s.io", "HorizontalPodAutoscaler": "autoscaling",
-    "PodDisruptionBudget": "policy", "PriorityClass": "scheduling.k8s.io",
-    **dict.fromkeys(("Ingress", "IngressClass", "NetworkPolicy"), "networking.k8s.io"),
-    **dict.fromkeys(("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"),
-                    "rbac.authorization.k8s.io"),
-    **dict.fromkeys(("StorageClass", "CSIDriver", "CSINode", "CSIStorageCapacity",
-                     "VolumeAttachment"), "storage.k8s.io"),
-    "CustomResourceDefinition": "apiextensions.k8s.io", "APIService": "apiregistration.k8s.io",
-}  # fmt: skip
-_BUILTIN_GROUPS: Final = frozenset(_BUILTIN_KIND_GROUPS.values()) | {
-    "events.k8s.io", "node.k8s.io", "certificates.k8s.io", "admissionregistration.k8s.io",
-    "flowcontrol.apiserver.k8s.io", "authentication.k8s.io", "authorization.k8s.io",
-    "resource.k8s.io", "internal.apiserver.k8s.io",
-}  # fmt: skip
+# ------------------------------------------------------------ what kinds' selectors share
 
 
-def _not_supported(label: str) -> str:
+def quote(s: str) -> str:
+    """``s`` formatted like Go's ``%q`` (as the field-label messages quote a label)."""
+    return _go_quote(s)
+
+
+def known_field_selectors(label: str) -> str:
+    """The default field-label conversion's message for a label it does not know."""
+    return (
+        f'{_go_quote(label)} is not a known field selector: only "metadata.name", '
+        '"metadata.namespace"'
+    )
+
+
+def field_label_not_supported(label: str) -> str:
+    """The message of a kind's own field-label conversion for a label it does not know."""
     return f"field label not supported: {label}"
 
 
-# kinds with their own field-label conversion func (else DefaultMetaV1FieldSelectorConversion)
-_CONVERSION_MESSAGES: Final[dict[tuple[str, str], Callable[[str], str]]] = {
-    **{("", k): _not_supported for k in ("Pod", "Node", "Namespace", "Secret", "Event")},
-    ("", "ReplicationController"): _not_supported,
-    ("apps", "ReplicaSet"): _not_supported,
-    ("batch", "Job"): lambda label: f"field label {_go_quote(label)} not supported for batchv1.Job",
-}
-
-
-def _get(obj: Any, *path: str) -> Any:
+def _get(obj: Any, path: tuple[str, ...]) -> Any:
     for p in path:
         obj = obj.get(p) if isinstance(obj, dict) else None
     return obj
 
 
-def _str(obj: Any, *path: str) -> str:
-    v = _get(obj, *path)
+def str_field(obj: Any, *path: str) -> str:
+    """The string at ``path`` of a decoded object, "" when missing (as ``GetAttrs``)."""
+    v = _get(obj, path)
     return v if isinstance(v, str) else ""
 
 
-def _bool(obj: Any, *path: str) -> str:
-    return "true" if _get(obj, *path) is True else "false"
+def bool_field(obj: Any, *path: str) -> str:
+    """The boolean at ``path`` as a field value: ``"true"`` or ``"false"``."""
+    return "true" if _get(obj, path) is True else "false"
 
 
-def _int(obj: Any, *path: str) -> str:
-    v = _get(obj, *path)
+def int_field(obj: Any, *path: str) -> str:
+    """The integer at ``path`` as a field value: decimal, ``"0"`` when missing."""
+    v = _get(obj, path)
     ok = isinstance(v, int | float) and not isinstance(v, bool) and abs(v) < float("inf")
     return str(int(v)) if ok else "0"
-
-
-def _pod_fields(o: Mapping[str, Any]) -> dict[str, str]:
-    ips = _get(o, "status", "podIPs")
-    return {
-        "spec.nodeName": _str(o, "spec", "nodeName"),
-        "spec.restartPolicy": _str(o, "spec", "restartPolicy"),
-        "spec.schedulerName": _str(o, "spec", "schedulerName"),
-        "spec.serviceAccountName": _str(o, "spec", "serviceAccountName"),
-        "spec.hostNetwork": _bool(o, "spec", "hostNetwork"),
-        "status.phase": _str(o, "status", "phase"),
-        "status.podIP": _str(ips[0] if isinstance(ips, list) and ips else None, "ip"),
-        # accepted by the v1 conversion func but missing from the registry's field set:
-        # on the real server it always reads as "".
-        "status.podIPs": "",
-        "status.nominatedNodeName": _str(o, "status", "nominatedNodeName"),
-    }
-
-
-def _event_fields(o: Mapping[str, Any]) -> dict[str, str]:
-    out = {
-        f"involvedObject.{k}": _str(o, "involvedObject", k)
-        for k in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
-    }
-    out["reason"] = _str(o, "reason")
-    out["reportingComponent"] = _str(o, "reportingComponent")
-    out["source"] = _str(o, "source", "component") or out["reportingComponent"]
-    out["type"] = _str(o, "type")
-    return out
-
-
-_SPECIFIC: Final[dict[tuple[str, str], Callable[[Mapping[str, Any]], dict[str, str]]]] = {
-    ("", "pods"): _pod_fields,
-    ("", "events"): _event_fields,
-    ("", "nodes"): lambda o: {"spec.unschedulable": _bool(o, "spec", "unschedulable")},
-    ("", "namespaces"): lambda o: {"status.phase": _str(o, "status", "phase")},
-    ("", "secrets"): lambda o: {"type": _str(o, "type")},
-    ("", "replicationcontrollers"): lambda o: {"status.replicas": _int(o, "status", "replicas")},
-    ("apps", "replicasets"): lambda o: {"status.replicas": _int(o, "status", "replicas")},
-    ("batch", "jobs"): lambda o: {"status.successful": _int(o, "status", "succeeded")},
-}
-
-
-def object_fields(
-    plural: str, group: str, obj: Mapping[str, Any], *, namespaced: bool | None = None
-) -> dict[str, str]:
-    """The field set the apiserver filters ``obj`` with (its ``GetAttrs``), all strings.
-
-    Keys are exactly :func:`supported_field_labels`: ``metadata.name`` always,
-    ``metadata.namespace`` except for nodes, namespaces and cluster-scoped custom
-    resources (``namespaced=False``; it only matters for custom resources), plus the
-    resource's own fields. Booleans read ``"true"``/``"false"``, counters are decimal.
-    """
-    out = {"metadata.name": _str(obj, "metadata", "name")}
-    if "metadata.namespace" in supported_field_labels(plural, group, namespaced=namespaced):
-        out["metadata.namespace"] = _str(obj, "metadata", "namespace")
-    if (fn := _SPECIFIC.get((group, plural))) is not None:
-        out.update(fn(obj))
-    return out
-
-
-def supported_field_labels(
-    plural: str, group: str, *, namespaced: bool | None = None
-) -> frozenset[str]:
-    """Field labels the apiserver accepts in a ``fieldSelector`` for this resource."""
-    labels = {"metadata.name"}
-    if group in _BUILTIN_GROUPS:  # DefaultMetaV1 accepts metadata.namespace even if cluster-scoped
-        if (group, plural) not in (("", "nodes"), ("", "namespaces")):
-            labels.add("metadata.namespace")
-    elif namespaced is None or namespaced:
-        labels.add("metadata.namespace")
-    if (fn := _SPECIFIC.get((group, plural))) is not None:
-        labels.update(fn({}))
-    return frozenset(labels)
-
-
-def check_field_labels(
-    selector: FieldSelector, supported: frozenset[str], kind_for_message: str, version: str
-) -> None:
-    """Raise :class:`SelectorError` as the apiserver does for the first unsupported field.
-
-    ``kind_for_message`` is the Kind; ``version`` the apiVersion (``apps/v1``) or bare
-    version (``v1``, then built-in kinds are recognised by name). They pick the message of
-    the kind's field-label conversion: ``field label not supported: spec.foo`` (pods and
-    the other kinds with selectable fields, and custom resources) or ``"spec.foo" is not a
-    known field selector: only "metadata.name", "metadata.namespace"`` (other built-ins).
-    Terms are checked in the apiserver's order.
-    """
-    group: str | None = version.rpartition("/")[0] if "/" in version else None
-    if group is None:
-        group = _BUILTIN_KIND_GROUPS.get(kind_for_message)
-    for field, _op, _value in selector.terms:
-        if field in supported:
-            continue
-        if (message := _CONVERSION_MESSAGES.get((group or "", kind_for_message))) is not None:
-            raise SelectorError(message(field))
-        if group is not None and group in _BUILTIN_GROUPS:
-            raise SelectorError(
-                f'{_go_quote(field)} is not a known field selector: only "metadata.name", '
-                '"metadata.namespace"'
-            )
-        raise SelectorError(_not_supported(field))  # apiextensions' crConverter

@@ -1,35 +1,37 @@
 """DELETE of one object, as kube-apiserver v1.28's generic registry answers it.
 
 :func:`delete_object` is the whole apiserver side of a deletion (the garbage collector
-and the namespace controller that finish some deletions are :mod:`._garbage_collector`
-and :mod:`._namespace_controller`):
+and the namespace controller that finish some deletions are
+:mod:`kubesim.controllers.garbage_collector` and :mod:`kubesim.controllers.namespace`):
 
 * **Options** (:class:`DeleteOptions`): from the body when it has one, else from the
   query, as the handler decodes them; ``orphanDependents`` together with
   ``propagationPolicy``, an unknown policy or a bad ``dryRun`` is the recorded 422 of
   ``DeleteOptions.meta.k8s.io``.
 * **Preconditions**: a uid or resourceVersion that does not match is the recorded 409.
-* **Graceful deletion** (pods only): the grace period is the option's, else
-  ``spec.terminationGracePeriodSeconds``; 0 for a pod not bound to a node or already
-  finished; a negative one counts as 1. The pod gets ``deletionTimestamp`` = now + grace
-  and stays while the grace period runs (a repeat DELETE changes nothing unless it asks
-  for a shorter one); with grace 0 it is MODIFIED then DELETED at once.
+* **Graceful deletion** (kinds whose strategy has ``graceful_deletion``: pods): the grace
+  period is the strategy's (``Strategy.grace_period``); the object gets
+  ``deletionTimestamp`` = now + grace and stays while the grace period runs (a repeat
+  DELETE changes nothing unless it asks for a shorter one); with grace 0 it is MODIFIED
+  then DELETED at once.
 * **Finalizers for the garbage collector**: Foreground puts ``foregroundDeletion``,
   Orphan (or ``orphanDependents: true``) ``orphan``, Background neither; a repeat DELETE
   of an object already terminating rewrites them the same way (20a). An object left with
   finalizers is marked (``deletionTimestamp`` now, ``deletionGracePeriodSeconds`` 0,
   ``metadata.generation`` + 1 the first time, 21a) and stays; one left without any is
   deleted now.
-* **Namespaces**: the first DELETE only marks the namespace (``deletionTimestamp``, phase
-  ``Terminating``, no grace field) and answers it; the namespace controller empties it.
-  Once ``spec.finalizers`` is empty a DELETE is the generic one.
+* **Deleted by a controller** (kinds whose strategy has ``deleted_by_controller``:
+  namespaces): the first DELETE only marks the object (``deletionTimestamp``, the
+  strategy's ``mark_terminating``, e.g. phase ``Terminating``; no grace field) and answers
+  it; a controller empties it. Once the strategy's ``pending_finalizers`` are gone a DELETE
+  is the generic one.
 * **Answer** (18a-18c, 20b): the object when it is not gone at once; else the object for
-  the kinds whose registry returns it (:data:`RETURNS_OBJECT`) and ``Status{Success,
+  the kinds whose strategy has ``returns_deleted_object`` and ``Status{Success,
   details{name, group, kind: plural, uid}}`` for every other kind. 202 instead of 200 only
   when the object is not gone and the request set ``orphanDependents: false``.
 
-Every write here honours a dry run (:mod:`._dryrun`): the answer is the same, with the
-stored resourceVersion, and nothing is committed.
+Every write here honours a dry run (:mod:`kubesim.registry.dryrun`): the answer is the
+same, with the stored resourceVersion, and nothing is committed.
 """
 
 from __future__ import annotations
@@ -38,27 +40,25 @@ import calendar
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import orjson
 
 from kubesim.encoding import json_decode
+from kubesim.encoding.gofmt import go_quote
 from kubesim.encoding.timefmt import now_rfc3339
 from kubesim.errors import KubeSimApiError, status_body, success_status
-from kubesim.machinery.validation import go_quote
-from kubesim.registry.dryrun import is_dry_run, parse_dry_run
+from kubesim.registry.dryrun import parse_dry_run
+from kubesim.registry.objects import reorder
+from kubesim.registry.resource import ResourceType
 from kubesim.storage.mvcc import Stored
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
 
 __all__ = [
     "FOREGROUND",
     "ORPHAN",
-    "RETURNS_OBJECT",
     "DeleteOptions",
     "DeleteOutcome",
+    "Store",
     "delete_object",
     "gc_finalizers",
     "read_delete_options",
@@ -68,19 +68,18 @@ FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 _POLICIES = ("Foreground", "Background", "Orphan")
 
-#: (group, plural) of the kinds whose registry answers a completed DELETE with the object
-#: (``ReturnDeletedObject``); every other kind answers a ``Status``.
-RETURNS_OBJECT = frozenset(
-    {
-        ("", "pods"),
-        ("", "services"),
-        ("", "serviceaccounts"),
-        ("", "persistentvolumeclaims"),
-        ("", "persistentvolumes"),
-        ("", "namespaces"),
-        ("apiextensions.k8s.io", "customresourcedefinitions"),
-    }
-)
+
+class Store(Protocol):
+    """What a deletion does with the generic store (``kubesim.registry.store.Api`` is one)."""
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Stored:
+        """The current object, or 404."""
+
+    def put(self, rt: ResourceType, obj: dict[str, Any], cur: Stored) -> Stored:
+        """Store ``obj`` as the new state of ``cur``'s object, as it is."""
+
+    def remove(self, rt: ResourceType, last: Stored) -> Stored:
+        """Delete ``last``'s object now; what the DELETED event carries."""
 
 
 def _invalid_options(field: str, reason: str, detail: str) -> KubeSimApiError:
@@ -261,25 +260,10 @@ def _mark_as_deleting(meta: dict[str, Any]) -> None:
     meta["deletionGracePeriodSeconds"] = 0
 
 
-def _pod_grace(obj: Mapping[str, Any], opts: DeleteOptions) -> int:
-    """``podStrategy.CheckGracefulDelete``: the grace period of a first pod DELETE."""
-    spec = obj.get("spec") or {}
-    period = opts.grace_period
-    if period is None:
-        default = spec.get("terminationGracePeriodSeconds")
-        period = default if isinstance(default, int) else 0
-    if not spec.get("nodeName") or (obj.get("status") or {}).get("phase") in (
-        "Failed",
-        "Succeeded",
-    ):
-        return 0
-    return 1 if period < 0 else period
-
-
 class _Deletion:
     """One DELETE of ``cur`` (see the module docstring)."""
 
-    def __init__(self, api: Api, rt: ResourceType, cur: Stored, opts: DeleteOptions) -> None:
+    def __init__(self, api: Store, rt: ResourceType, cur: Stored, opts: DeleteOptions) -> None:
         self.api, self.rt, self.cur, self.opts = api, rt, cur, opts
 
     def _code(self, gone: bool) -> int:
@@ -290,25 +274,15 @@ class _Deletion:
 
     def update(self, obj: dict[str, Any]) -> Stored:
         """Store ``obj`` as the new state (nothing if it did not change, or a dry run)."""
-        from kubesim.registry.store import _reorder  # rest imports this module
-
         if obj == self.cur.decode():
             return self.cur
-        obj = _reorder(obj, self.rt)
-        if is_dry_run():
-            return self.api._stored(self.rt, obj, self.cur.rv)
-        stored = self.api._stored(self.rt, obj, self.api.mvcc.next_rv())
-        self.api.store(self.rt).commit(stored.key, stored)
-        return stored
+        return self.api.put(self.rt, reorder(obj, self.rt), self.cur)
 
     def remove(self, last: Stored) -> DeleteOutcome:
         """Delete now; ``last`` is the last stored state (the DELETED event shows it)."""
         rt = self.rt
-        gone = last
-        if not is_dry_run():
-            gone = self.api.store(rt).commit(last.key, None).obj
-            self.api._after_delete(rt, last.decode())
-        if (rt.group, rt.plural) in RETURNS_OBJECT:
+        gone = self.api.remove(rt, last)
+        if rt.strategy.returns_deleted_object:
             return DeleteOutcome(gone, None, self._code(True), True)
         details: dict[str, Any] = {"name": gone.key.rsplit("/", 1)[-1]}
         if rt.stored_group:
@@ -318,19 +292,19 @@ class _Deletion:
         return DeleteOutcome(None, success_status(details), self._code(True), True)
 
     def run(self) -> DeleteOutcome:
-        rt, opts = self.rt, self.opts
+        opts, strategy = self.opts, self.rt.strategy
         obj = self.cur.decode()
         meta = obj["metadata"]
-        if rt.group == "" and rt.plural == "namespaces":
+        if strategy.deleted_by_controller:
             if not meta.get("deletionTimestamp"):
-                return self.mark_namespace(obj)
-            if (obj.get("spec") or {}).get("finalizers"):
-                return self.kept(self.cur)  # the namespace controller has not finished
+                return self.mark_terminating(obj)
+            if strategy.pending_finalizers(obj):
+                return self.kept(self.cur)  # the controller has not finished
         graceful, period = False, 0
-        if rt.group == "" and rt.plural == "pods":
+        if strategy.graceful_deletion:
             current = meta.get("deletionGracePeriodSeconds")
             if not meta.get("deletionTimestamp"):
-                period = _pod_grace(obj, opts)
+                period = strategy.grace_period(obj, opts.grace_period)
                 meta["deletionTimestamp"] = now_rfc3339(float(period))
                 meta["deletionGracePeriodSeconds"] = period
                 graceful = True
@@ -357,12 +331,12 @@ class _Deletion:
             return self.kept(stored)
         return self.remove(stored)
 
-    def mark_namespace(self, obj: dict[str, Any]) -> DeleteOutcome:
-        """The namespace registry's first DELETE: Terminating, the GC finalizers as asked."""
+    def mark_terminating(self, obj: dict[str, Any]) -> DeleteOutcome:
+        """The first DELETE of a kind a controller deletes: the deletionTimestamp, what the
+        strategy marks, the GC finalizers as asked; answered with the object."""
         meta = obj["metadata"]
         meta["deletionTimestamp"] = now_rfc3339()
-        status = obj.get("status")
-        obj["status"] = {**(status if isinstance(status, dict) else {}), "phase": "Terminating"}
+        self.rt.strategy.mark_terminating(obj)
         changed, finalizers = gc_finalizers(list(meta.get("finalizers") or []), self.opts)
         if changed:
             _set_finalizers(meta, finalizers)
@@ -370,7 +344,7 @@ class _Deletion:
 
 
 def delete_object(
-    api: Api, rt: ResourceType, namespace: str | None, name: str, opts: DeleteOptions
+    api: Store, rt: ResourceType, namespace: str | None, name: str, opts: DeleteOptions
 ) -> DeleteOutcome:
     """DELETE ``name`` (see the module docstring); 404 if it does not exist."""
     cur = api.get(rt, namespace, name)

@@ -21,8 +21,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
+from kubesim.encoding.gofmt import go_quote
 from kubesim.errors import KubeSimApiError, status_body
-from kubesim.machinery.validation import go_quote
 
 __all__ = ["OPTIONS_KIND", "dry_run", "is_dry_run", "parse_dry_run"]
 

@@ -1,48 +1,45 @@
-"""What KubeSim serves (built-in and CRD-defined resource types) and its discovery documents.
+"""What a served resource type is, and the strategy that carries its kind's rules.
 
-Discovery documents are plain JSON-ready dicts whose keys and ordering match kube-apiserver
-v1.28 (see tests/kubesim/conformance/15a-15e and 13d): ``/api``, ``/api/v1``, ``/apis``,
-``/apis/<group>``, ``/apis/<group>/<version>``, ``/version`` and aggregated discovery
-(``apidiscovery.k8s.io/v2beta1``). Only what the sim can serve is listed: the built-in
-kinds of :data:`BUILTIN_RESOURCES` (docs/kubesim.md has the table), the create-only review
-resources (``._reviews``), ``*/status``, ``pods/binding``, ``namespaces/finalize`` and
-``*/scale`` (the apps workloads, ReplicationControllers and custom resources that declare
-it), not ``*/log``, ``*/exec`` and the like.
+A :class:`ResourceType` is one served group/version/resource: its names, scope, verbs and
+subresources, as discovery lists them. Its :attr:`~ResourceType.strategy` is what the kind
+does beyond the generic registry, kube-apiserver's per-kind strategy
+(``pkg/registry/<group>/<kind>/strategy.go``): the generic store
+(:mod:`kubesim.registry.store`), the deletion (:mod:`kubesim.registry.deletion`), the field
+manager, the tables and the selectors call it, and never ask which kind they serve. The
+built-in kinds' strategies are in :mod:`kubesim.apis`, the custom resources' and the CRDs'
+in :mod:`kubesim.apiextensions`.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kubesim.errors import SelectorError
+from kubesim.fieldmanager.fieldpath import Path
+from kubesim.machinery.documents import order_keys
+from kubesim.machinery.printing import Printer
+from kubesim.machinery.selectors import FieldSelector, known_field_selectors
 from kubesim.machinery.validation import (
     Cause,
-    GoRepr,
-    go_quote,
-    invalid,
-    is_dns1035_label,
-    is_dns1123_subdomain,
-    not_supported,
-    required,
+    NameRule,
+    validate_object_meta,
+    validate_object_meta_update,
 )
 
 __all__ = [
-    "BUILTIN_RESOURCES",
     "CRD_VERBS",
+    "DEFAULT_STRATEGY",
     "SCALE",
     "STANDARD_VERBS",
-    "ResourceRegistry",
+    "STATUS_VERBS",
     "ResourceType",
+    "Strategy",
     "Subresource",
-    "resource_types_from_crd",
     "storage_version_hash",
-    "validate_crd",
-    "version_info",
-    "version_sort_key",
 ]
 
 STANDARD_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -75,6 +72,241 @@ class Subresource:
 SCALE = Subresource("scale", "Scale", STATUS_VERBS, "autoscaling", "v1")
 
 
+#: The top-level keys of a built-in object in the order its Go type marshals them.
+_TOP_LEVEL_ORDER = ("kind", "apiVersion", "metadata", "spec", "status")
+
+
+class Strategy:
+    """The rules of one kind, on every :class:`ResourceType` that serves it.
+
+    The base class is a kind with no rules of its own: ObjectMeta validation, no defaults
+    beyond the key order, the default table, the metadata field selectors. A kind's
+    strategy overrides what its kind does differently; every method gets the type the
+    request came through (``rt``), so one strategy serves all versions of its kind.
+
+    The generic store calls the hooks at fixed points of each write, as kube-apiserver's
+    ``rest.BeforeCreate`` / ``BeforeUpdate`` do:
+
+    * create: :meth:`validate` (before defaulting), :meth:`default` (``creating=True``),
+      :meth:`prepare_for_create`, :meth:`admit`;
+    * update of the object (or a subresource other than the status): :meth:`prepare_for_update`,
+      :meth:`default` (``creating=False``), :meth:`validate_update`;
+    * update of the status: :meth:`default_status`, :meth:`prepare_for_status_update`;
+    * every update, last: :meth:`schema_causes`;
+    * every stored object: :meth:`to_storage` on the way in, :meth:`to_view` on the way out
+      (when :meth:`converts`), :meth:`selectable_fields` for field selectors;
+    * DELETE: :meth:`mark_terminating`, :meth:`pending_finalizers`, :meth:`grace_period`;
+      after an object that defines types was created or deleted: :meth:`served_types`.
+
+    Hooks that validate return the causes of a 422 (empty when fine) and never raise; hooks
+    that default or prepare change the object in place.
+    """
+
+    #: The format of ``metadata.name`` (:func:`~kubesim.machinery.validation.validate_name`).
+    name_rule: NameRule = "subdomain"
+    #: Whether the server keeps ``metadata.generation`` (1 on create, +1 when the spec changes).
+    uses_generation: bool = False
+    #: Whether a create keeps the status in the body (other kinds start without one).
+    keeps_status_on_create: bool = False
+    #: Whether a completed DELETE answers the object (``ReturnDeletedObject``), not a Status.
+    returns_deleted_object: bool = False
+    #: Whether a DELETE starts a grace period (:meth:`grace_period`) before the object goes.
+    graceful_deletion: bool = False
+    #: Whether the first DELETE only marks the object (:meth:`mark_terminating`) for a
+    #: controller to empty and finalize (a Namespace), instead of deleting it.
+    deleted_by_controller: bool = False
+    #: Whether an object of the kind makes the server serve types (:meth:`served_types`).
+    serves_types: bool = False
+    #: The ``spec`` of the kind's zero value as its Go type marshals it (None: omitted),
+    #: what the field manager compares a create against.
+    zero_spec: Mapping[str, Any] | None = None
+    #: Fields admission or the create strategy set after the field manager ran: a create
+    #: records them for nobody unless the request set them.
+    untracked_on_create: tuple[Path, ...] = ()
+    #: Whether ``metadata.namespace`` is a field label (the default selector conversion's:
+    #: even for a cluster-scoped kind).
+    namespace_field_label: bool = True
+    #: The kind's table printer (None: the default table, Name and Created At).
+    table: Printer | None = None
+
+    # -- validation -------------------------------------------------------------------------
+
+    def validate(self, rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+        """The causes for creating ``obj`` (in ``rt``'s form, not defaulted yet): ObjectMeta
+        here; a kind adds its own."""
+        meta = obj.get("metadata")
+        return validate_object_meta(
+            meta if isinstance(meta, dict) else {}, rule=self.name_rule, namespaced=rt.namespaced
+        )
+
+    def validate_update(
+        self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any]
+    ) -> list[Cause]:
+        """The causes for replacing ``old`` by ``new`` (the object, not its status; both in
+        ``rt``'s form, ``new`` defaulted): ObjectMeta's update rules here; a kind adds its
+        own. The resourceVersion is the store's to check."""
+        old_meta, new_meta = (
+            m if isinstance(m, dict) else {} for m in (old.get("metadata"), new.get("metadata"))
+        )
+        return validate_object_meta_update(old_meta, new_meta) + validate_object_meta(
+            new_meta, rule=self.name_rule, namespaced=rt.namespaced, create=False
+        )
+
+    def schema_causes(self, rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
+        """The causes a schema finds in any write of ``obj`` (object or status), after the
+        other checks: none for a built-in kind (custom resources: their CRD's schema)."""
+        return []
+
+    # -- defaulting and preparation ---------------------------------------------------------
+
+    def default(self, rt: ResourceType, obj: dict[str, Any], *, creating: bool) -> None:
+        """Default ``obj`` in place as request decoding, and (``creating``) the create
+        strategy would; the base puts the top-level keys in Go's order. Never validates."""
+        order_keys(obj, _TOP_LEVEL_ORDER)
+
+    def default_status(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """Default what a write of the status subresource may leave unset, in place."""
+
+    def prepare_for_create(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        stored: Callable[[], Iterable[Mapping[str, Any]]],
+    ) -> list[Cause]:
+        """``PrepareForCreate``: allocate or reset what the registry decides for a new
+        (defaulted) ``obj``, in place; ``stored`` gives the type's stored objects. Returns
+        the causes of a 422 (the kind's own validation of the prepared object included)."""
+        return []
+
+    def prepare_for_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+    ) -> list[Cause]:
+        """``PrepareForUpdate`` of a write of the object (``subresource`` None) or of a
+        subresource that is not the status: keep in ``new`` what only another path may
+        change. Returns the causes of a 422."""
+        return []
+
+    def prepare_for_status_update(
+        self,
+        rt: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+    ) -> list[Cause]:
+        """The same for a write of a status-like ``subresource`` (``new`` is the stored
+        object with the written status merged in). Returns the causes of a 422."""
+        return []
+
+    def admit(self, rt: ResourceType, obj: dict[str, Any]) -> None:
+        """The mutating admission a create through the API gets (not an object stored with
+        its status as given), in place."""
+
+    # -- storage and serving ----------------------------------------------------------------
+
+    def converts(self, rt: ResourceType) -> bool:
+        """Whether ``rt`` serves the kind in a form other than the stored one (then
+        :meth:`to_view` changes what is read, :meth:`to_storage` what is written)."""
+        return False
+
+    def to_storage(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """``obj`` (in ``rt``'s form) in the stored form: the same dict for a kind stored as
+        served. Idempotent on a stored form."""
+        return obj
+
+    def to_view(self, rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored object (decoded) as ``rt`` serves it: the same dict when nothing
+        converts."""
+        return obj
+
+    def printer(self, rt: ResourceType) -> Printer | None:
+        """The table printer of ``rt`` (None: the default table)."""
+        return self.table
+
+    def bookmark_fields(self) -> dict[str, Any]:
+        """The fields besides ``metadata`` that a BOOKMARK's object of this kind carries:
+        what its Go type's zero value marshals (none for most kinds)."""
+        return {}
+
+    # -- field selectors --------------------------------------------------------------------
+
+    def fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        """The kind's own selectable fields of a stored object (``GetAttrs`` beyond the
+        metadata), as strings; called with ``{}`` for the labels alone."""
+        return {}
+
+    def field_labels(self, rt: ResourceType) -> frozenset[str]:
+        """The field labels a ``fieldSelector`` on ``rt`` may use."""
+        labels = {"metadata.name"}
+        if self.namespace_field_label:
+            labels.add("metadata.namespace")
+        return frozenset(labels | self.fields({}).keys())
+
+    def selectable_fields(self, rt: ResourceType, obj: Mapping[str, Any]) -> dict[str, str]:
+        """The field set a stored object is filtered with: :meth:`field_labels` with their
+        values (``metadata.name``, ``metadata.namespace``, then :meth:`fields`)."""
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, Mapping) else {}
+        out = {"metadata.name": _str(meta.get("name"))}
+        if "metadata.namespace" in self.field_labels(rt):
+            out["metadata.namespace"] = _str(meta.get("namespace"))
+        out.update(self.fields(obj))
+        return out
+
+    def unsupported_field_label(self, label: str) -> str:
+        """The message of a field selector on a label the kind does not have (the default
+        conversion's; kinds with their own conversion func word it their way)."""
+        return known_field_selectors(label)
+
+    def field_selector(self, rt: ResourceType, selector: FieldSelector) -> FieldSelector:
+        """``selector`` (of a request to ``rt``) checked against the kind's labels, in the
+        labels of the stored form; :class:`~kubesim.errors.SelectorError` for the first
+        label it does not take, in the apiserver's order."""
+        supported = self.field_labels(rt)
+        for label, _op, _value in selector.terms:
+            if label not in supported:
+                raise SelectorError(self.unsupported_field_label(label))
+        return selector
+
+    # -- deletion ---------------------------------------------------------------------------
+
+    def mark_terminating(self, obj: dict[str, Any]) -> None:
+        """For a kind with :attr:`deleted_by_controller`: mark what the first DELETE of
+        ``obj`` changes besides its deletionTimestamp (a Namespace's phase), in place."""
+
+    def pending_finalizers(self, obj: Mapping[str, Any]) -> bool:
+        """Whether ``obj`` still waits for finalizers of the kind's own, besides
+        ``metadata.finalizers`` (a Namespace's ``spec.finalizers``)."""
+        return False
+
+    def grace_period(self, obj: Mapping[str, Any], requested: int | None) -> int:
+        """The grace period in seconds of a first DELETE of ``obj`` (a kind with
+        :attr:`graceful_deletion`; ``requested`` is the DeleteOptions'): 0 deletes now."""
+        return 0
+
+    # -- types served by objects ------------------------------------------------------------
+
+    def served_types(self, obj: Mapping[str, Any]) -> list[ResourceType]:
+        """The types an object of a kind with :attr:`serves_types` makes the server serve
+        once it is established (a CRD: one per served version)."""
+        return []
+
+    def served_status(self, obj: Mapping[str, Any], now: str) -> dict[str, Any]:
+        """The status the server writes once the types of ``obj`` are served (at ``now``)."""
+        return {}
+
+
+def _str(v: object) -> str:
+    return v if isinstance(v, str) else ""
+
+
+#: The strategy of a kind with no rules of its own.
+DEFAULT_STRATEGY = Strategy()
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceType:
     """One served group/version/resource. ``storage_version`` (default: ``version``) feeds
@@ -82,8 +314,10 @@ class ResourceType:
     ``extra_subresources`` are served besides ``status`` (``has_status``); ``crd_version``
     is a custom type's entry of its CRD's ``spec.versions`` (schema, printer columns,
     subresources), None for built-in types. ``storage_group`` is set on a type served from
-    the storage of the same plural in that group (kube-apiserver's cohabiting resources:
-    events.k8s.io/v1 Events are core Events, :mod:`._events`); None: a storage of its own."""
+    the storage of the same resource in that group (kube-apiserver's cohabiting resources:
+    events.k8s.io/v1 Events are core Events); None: a storage of its own. ``strategy`` is
+    the kind's :class:`Strategy` (one object per kind, shared by the versions serving it).
+    Types compare by what they serve, not by their strategy."""
 
     group: str
     version: str
@@ -101,6 +335,7 @@ class ResourceType:
     extra_subresources: tuple[Subresource, ...] = ()
     crd_version: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
     storage_group: str | None = None
+    strategy: Strategy = field(default=DEFAULT_STRATEGY, compare=False)
 
     @property
     def api_version(self) -> str:
@@ -135,545 +370,3 @@ class ResourceType:
         if self.has_status:
             subs.append(Subresource("status", self.kind, STATUS_VERBS))
         return tuple(sorted(subs, key=lambda s: s.name))
-
-
-def _rt(gv: str, plural: str, kind: str, *, ns: bool = True, **kw: Any) -> ResourceType:
-    group, _, version = gv.rpartition("/")
-    return ResourceType(group, version, plural, kw.pop("singular", kind.lower()), kind, ns, **kw)
-
-
-_ALL = ("all",)
-_AUTHZ = "authorization.k8s.io/v1"
-#: The review resources (create only, see ``_reviews``).
-_REVIEWS = tuple(
-    _rt(gv, plural, kind, ns=ns, has_status=False, verbs=("create",))
-    for gv, plural, kind, ns in (
-        ("authentication.k8s.io/v1", "selfsubjectreviews", "SelfSubjectReview", False),
-        (_AUTHZ, "localsubjectaccessreviews", "LocalSubjectAccessReview", True),
-        (_AUTHZ, "selfsubjectaccessreviews", "SelfSubjectAccessReview", False),
-        (_AUTHZ, "selfsubjectrulesreviews", "SelfSubjectRulesReview", False),
-        (_AUTHZ, "subjectaccessreviews", "SubjectAccessReview", False),
-    )
-)
-BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
-    _rt("v1", "configmaps", "ConfigMap", short_names=("cm",), has_status=False),
-    _rt(
-        "v1", "endpoints", "Endpoints", singular="endpoints", short_names=("ep",), has_status=False
-    ),
-    _rt("v1", "events", "Event", short_names=("ev",), has_status=False),
-    _rt(
-        "v1",
-        "namespaces",
-        "Namespace",
-        ns=False,
-        short_names=("ns",),
-        extra_subresources=(Subresource("finalize", "Namespace", ("update",)),),
-    ),
-    _rt("v1", "nodes", "Node", ns=False, short_names=("no",)),
-    _rt("v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",)),
-    _rt(
-        "v1",
-        "pods",
-        "Pod",
-        short_names=("po",),
-        categories=_ALL,
-        extra_subresources=(Subresource("binding", "Binding", ("create",)),),
-    ),
-    _rt("v1", "secrets", "Secret", has_status=False),
-    _rt("v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), has_status=False),
-    _rt("v1", "services", "Service", short_names=("svc",), categories=_ALL),
-    _rt("apps/v1", "controllerrevisions", "ControllerRevision", has_status=False),
-    _rt("apps/v1", "daemonsets", "DaemonSet", short_names=("ds",), categories=_ALL),
-    _rt(
-        "apps/v1",
-        "deployments",
-        "Deployment",
-        short_names=("deploy",),
-        categories=_ALL,
-        extra_subresources=(SCALE,),
-    ),
-    _rt(
-        "apps/v1",
-        "replicasets",
-        "ReplicaSet",
-        short_names=("rs",),
-        categories=_ALL,
-        extra_subresources=(SCALE,),
-    ),
-    _rt(
-        "apps/v1",
-        "statefulsets",
-        "StatefulSet",
-        short_names=("sts",),
-        categories=_ALL,
-        extra_subresources=(SCALE,),
-    ),
-    _rt("v1", "limitranges", "LimitRange", short_names=("limits",), has_status=False),
-    _rt("v1", "persistentvolumes", "PersistentVolume", ns=False, short_names=("pv",)),
-    _rt("v1", "podtemplates", "PodTemplate", has_status=False),
-    _rt(
-        "v1",
-        "replicationcontrollers",
-        "ReplicationController",
-        short_names=("rc",),
-        categories=_ALL,
-        extra_subresources=(SCALE,),
-    ),
-    _rt("v1", "resourcequotas", "ResourceQuota", short_names=("quota",)),
-    _rt(
-        "admissionregistration.k8s.io/v1",
-        "mutatingwebhookconfigurations",
-        "MutatingWebhookConfiguration",
-        ns=False,
-        categories=("api-extensions",),
-        has_status=False,
-    ),
-    _rt(
-        "admissionregistration.k8s.io/v1",
-        "validatingwebhookconfigurations",
-        "ValidatingWebhookConfiguration",
-        ns=False,
-        categories=("api-extensions",),
-        has_status=False,
-    ),
-    *_REVIEWS,
-    _rt("batch/v1", "cronjobs", "CronJob", short_names=("cj",), categories=_ALL),
-    _rt("batch/v1", "jobs", "Job", categories=_ALL),
-    _rt("discovery.k8s.io/v1", "endpointslices", "EndpointSlice", has_status=False),
-    _rt("networking.k8s.io/v1", "ingressclasses", "IngressClass", ns=False, has_status=False),
-    _rt("networking.k8s.io/v1", "ingresses", "Ingress", short_names=("ing",)),
-    _rt(
-        "networking.k8s.io/v1",
-        "networkpolicies",
-        "NetworkPolicy",
-        short_names=("netpol",),
-        has_status=False,
-    ),
-    _rt(
-        "events.k8s.io/v1",
-        "events",
-        "Event",
-        short_names=("ev",),
-        has_status=False,
-        storage_group="",
-    ),
-    _rt("node.k8s.io/v1", "runtimeclasses", "RuntimeClass", ns=False, has_status=False),
-    _rt("policy/v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",)),
-    *(
-        _rt("rbac.authorization.k8s.io/v1", plural, kind, ns=ns, has_status=False)
-        for plural, kind, ns in (
-            ("clusterrolebindings", "ClusterRoleBinding", False),
-            ("clusterroles", "ClusterRole", False),
-            ("rolebindings", "RoleBinding", True),
-            ("roles", "Role", True),
-        )
-    ),
-    _rt(
-        "scheduling.k8s.io/v1",
-        "priorityclasses",
-        "PriorityClass",
-        ns=False,
-        short_names=("pc",),
-        has_status=False,
-    ),
-    _rt("storage.k8s.io/v1", "csidrivers", "CSIDriver", ns=False, has_status=False),
-    _rt("storage.k8s.io/v1", "csinodes", "CSINode", ns=False, has_status=False),
-    _rt(
-        "storage.k8s.io/v1",
-        "storageclasses",
-        "StorageClass",
-        ns=False,
-        short_names=("sc",),
-        has_status=False,
-    ),
-    _rt("storage.k8s.io/v1", "volumeattachments", "VolumeAttachment", ns=False),
-    _rt("coordination.k8s.io/v1", "leases", "Lease", has_status=False),
-    *(
-        _rt(
-            f"autoscaling/{version}",
-            "horizontalpodautoscalers",
-            "HorizontalPodAutoscaler",
-            short_names=("hpa",),
-            categories=_ALL,
-            storage_version="v2",
-        )
-        for version in ("v2", "v1")
-    ),
-    _rt(
-        "certificates.k8s.io/v1",
-        "certificatesigningrequests",
-        "CertificateSigningRequest",
-        ns=False,
-        short_names=("csr",),
-        extra_subresources=(Subresource("approval", "CertificateSigningRequest", STATUS_VERBS),),
-    ),
-    *(
-        _rt(
-            f"flowcontrol.apiserver.k8s.io/{version}",
-            plural,
-            kind,
-            ns=False,
-            storage_version="v1beta3",
-        )
-        for version in ("v1beta3", "v1beta2")
-        for plural, kind in (
-            ("flowschemas", "FlowSchema"),
-            ("prioritylevelconfigurations", "PriorityLevelConfiguration"),
-        )
-    ),
-    _rt(
-        "apiregistration.k8s.io/v1",
-        "apiservices",
-        "APIService",
-        ns=False,
-        singular="apiservice",
-        categories=("api-extensions",),
-    ),
-    _rt(
-        "apiextensions.k8s.io/v1",
-        "customresourcedefinitions",
-        "CustomResourceDefinition",
-        ns=False,
-        short_names=("crd", "crds"),
-        categories=("api-extensions",),
-    ),
-)
-
-#: Built-in API groups in v1.28's ``/apis`` order (group priority), from 15c.
-_GROUP_ORDER = (
-    "apiregistration.k8s.io apps events.k8s.io authentication.k8s.io authorization.k8s.io "
-    "autoscaling batch certificates.k8s.io networking.k8s.io policy rbac.authorization.k8s.io "
-    "storage.k8s.io admissionregistration.k8s.io apiextensions.k8s.io scheduling.k8s.io "
-    "coordination.k8s.io node.k8s.io discovery.k8s.io flowcontrol.apiserver.k8s.io"
-).split()
-_KUBE_VERSION = re.compile(r"v(\d+)(?:(alpha|beta)(\d+))?")
-
-
-def version_sort_key(version: str) -> tuple[int, int, int, int, str]:
-    """Kube-aware version order (``CompareKubeAwareVersionStrings``): GA before beta before
-    alpha, higher numbers first, then non-Kubernetes-like versions alphabetically."""
-    m = _KUBE_VERSION.fullmatch(version)
-    if not m:
-        return (1, 0, 0, 0, version)
-    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
-    return (0, stage, -int(m.group(1)), -int(m.group(3) or 0), "")
-
-
-class ResourceRegistry:
-    """The set of served resource types, keyed by (group, version, plural). Not thread-safe;
-    KubeSim mutates it from its event loop only."""
-
-    def __init__(self, types: Iterable[ResourceType] = ()) -> None:
-        self._types: dict[tuple[str, str, str], ResourceType] = {}
-        for rt in types:
-            self.add(rt)
-
-    @classmethod
-    def builtin(cls) -> ResourceRegistry:
-        """A registry serving :data:`BUILTIN_RESOURCES`."""
-        return cls(BUILTIN_RESOURCES)
-
-    def lookup(self, group: str, version: str, plural: str) -> ResourceType | None:
-        """The type served at ``/apis/group/version/plural`` (core: group ``""``), or None."""
-        return self._types.get((group, version, plural))
-
-    def by_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        """The type whose ``apiVersion``/``kind`` these are, or None."""
-        return next(
-            (
-                rt
-                for rt in self._types.values()
-                if rt.api_version == api_version and rt.kind == kind
-            ),
-            None,
-        )
-
-    def add(self, rt: ResourceType) -> None:
-        """Serve *rt* (replacing a type with the same group, version and plural)."""
-        self._types[(rt.group, rt.version, rt.plural)] = rt
-
-    def remove(self, group: str, version: str, plural: str) -> None:
-        """Stop serving that type (no error if it was not served)."""
-        self._types.pop((group, version, plural), None)
-
-    def all(self) -> list[ResourceType]:
-        """Every served type, in insertion order."""
-        return list(self._types.values())
-
-    def groups(self) -> list[tuple[str, list[str]]]:
-        """``(group, versions)`` in ``/apis`` order: core ``""`` first, built-in groups by
-        upstream priority, then CRD groups as the aggregator sorts equal-priority APIServices
-        (by name ``<version>.<group>``, i.e. effectively alphabetically), not by creation
-        time. Versions are in kube-aware order, the preferred one first."""
-        versions: dict[str, set[str]] = {}
-        for rt in self._types.values():
-            versions.setdefault(rt.group, set()).add(rt.version)
-
-        def key(group: str) -> tuple[int, int, str]:
-            if group == "":
-                return (0, 0, "")
-            if group in _GROUP_ORDER:
-                return (1, _GROUP_ORDER.index(group), "")
-            return (2, 0, min(f"{v}.{group}" for v in versions[group]))
-
-        return [(g, sorted(versions[g], key=version_sort_key)) for g in sorted(versions, key=key)]
-
-    def _in(self, group: str, version: str) -> list[ResourceType]:
-        found = (rt for rt in self._types.values() if rt.group == group and rt.version == version)
-        return sorted(found, key=lambda rt: rt.plural)
-
-    # -- discovery documents -------------------------------------------------------------------
-
-    def api_versions(self, server_address: str) -> dict[str, Any]:
-        """``GET /api`` (APIVersions, 15a); *server_address* is ``host:port``."""
-        return {
-            "kind": "APIVersions",
-            "versions": ["v1"],
-            "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}
-            ],
-        }
-
-    def api_resource_list(self, group: str, version: str) -> dict[str, Any] | None:
-        """``GET /api/v1`` (group ``""``) or ``/apis/<group>/<version>`` (APIResourceList,
-        15b/13d), or None when that group/version is not served. Entries are sorted by name;
-        subresources are entries of their own with an empty singularName."""
-        types = self._in(group, version)
-        if not types:
-            return None
-        entries: list[dict[str, Any]] = []
-        for rt in types:
-            entry: dict[str, Any] = {
-                "name": rt.plural,
-                "singularName": rt.singular,
-                "namespaced": rt.namespaced,
-                "kind": rt.kind,
-                "verbs": list(rt.verbs),
-            }
-            if rt.short_names:
-                entry["shortNames"] = list(rt.short_names)
-            if rt.categories:
-                entry["categories"] = list(rt.categories)
-            entry["storageVersionHash"] = rt.storage_version_hash
-            entries.append(entry)
-            entries += [
-                {
-                    "name": f"{rt.plural}/{sub.name}",
-                    "singularName": "",
-                    "namespaced": rt.namespaced,
-                    **({"group": sub.group, "version": sub.version} if sub.group else {}),
-                    "kind": sub.kind,
-                    "verbs": list(sub.verbs),
-                }
-                for sub in rt.subresources
-            ]
-        entries.sort(key=lambda e: str(e["name"]))
-        head: dict[str, Any] = {"kind": "APIResourceList"}
-        if group:
-            head["apiVersion"] = "v1"
-        return head | {
-            "groupVersion": f"{group}/{version}" if group else version,
-            "resources": entries,
-        }
-
-    @staticmethod
-    def _group_doc(group: str, versions: list[str]) -> dict[str, Any]:
-        gvs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-        return {"name": group, "versions": gvs, "preferredVersion": gvs[0]}
-
-    def api_group_list(self) -> dict[str, Any]:
-        """``GET /apis`` (APIGroupList, 15c) for the groups served."""
-        groups = [self._group_doc(g, vs) for g, vs in self.groups() if g]
-        return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
-
-    def api_group(self, group: str) -> dict[str, Any] | None:
-        """``GET /apis/<group>`` (APIGroup, 13d), or None if the group is not served."""
-        for g, versions in self.groups():
-            if g == group and g:
-                return {"kind": "APIGroup", "apiVersion": "v1"} | self._group_doc(g, versions)
-        return None
-
-    def aggregated_discovery(self, core: bool) -> dict[str, Any]:
-        """Aggregated discovery (``Accept: application/json;g=apidiscovery.k8s.io;v=v2beta1;
-        as=APIGroupDiscoveryList``, 15e): of ``/api`` when *core*, else of ``/apis``. Built-in
-        types report ``responseKind`` group/version as ``""``; custom ones their own."""
-        items: list[dict[str, Any]] = []
-        groups = [(g, vs) for g, vs in self.groups() if (g == "") == core]
-        if not core:  # the discovery manager breaks equal-priority ties by group name
-            groups.sort(key=lambda gv: (gv[0] not in _GROUP_ORDER, _group_rank(gv[0])))
-        for group, versions in groups:
-            meta: dict[str, Any] = {"name": group} if group else {}
-            vdocs = [
-                {
-                    "version": v,
-                    "resources": [_aggregated(rt) for rt in self._in(group, v)],
-                    "freshness": "Current",
-                }
-                for v in versions
-            ]
-            items.append({"metadata": meta | {"creationTimestamp": None}, "versions": vdocs})
-        return {
-            "kind": "APIGroupDiscoveryList",
-            "apiVersion": "apidiscovery.k8s.io/v2beta1",
-            "metadata": {},
-            "items": items,
-        }
-
-
-def _group_rank(group: str) -> tuple[int, str]:
-    return (_GROUP_ORDER.index(group), "") if group in _GROUP_ORDER else (0, group)
-
-
-def _aggregated(rt: ResourceType) -> dict[str, Any]:
-    gv = {"group": rt.group, "version": rt.version} if rt.custom else {"group": "", "version": ""}
-    doc: dict[str, Any] = {
-        "resource": rt.plural,
-        "responseKind": gv | {"kind": rt.kind},
-        "scope": "Namespaced" if rt.namespaced else "Cluster",
-        "singularResource": rt.singular,
-        "verbs": list(rt.verbs),
-    }
-    if rt.short_names:
-        doc["shortNames"] = list(rt.short_names)
-    if rt.categories:
-        doc["categories"] = list(rt.categories)
-    if rt.subresources:
-        doc["subresources"] = [
-            {
-                "subresource": s.name,
-                "responseKind": ({"group": s.group, "version": s.version} if s.group else gv)
-                | {"kind": s.kind},
-                "verbs": list(s.verbs),
-            }
-            for s in rt.subresources
-        ]
-    return doc
-
-
-def version_info() -> dict[str, str]:
-    """``GET /version``, as recorded in 15d."""
-    return {
-        "major": "1",
-        "minor": "28",
-        "gitVersion": "v1.28.0",
-        "gitCommit": "8bfc72d03e2130f1bee566d692596931b0ff57cf",
-        "gitTreeState": "clean",
-        "buildDate": "2026-11-29T18:59:42Z",
-        "goVersion": "go1.27.3",
-        "compiler": "gc",
-        "platform": "linux/amd64",
-    }
-
-
-# -- CustomResourceDefinitions ----------------------------------------------------------------
-
-
-def _d(v: object) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def resource_types_from_crd(crd: Mapping[str, Any]) -> list[ResourceType]:
-    """One :class:`ResourceType` per *served* version of an apiextensions.k8s.io/v1 CRD:
-    custom, CRD verb order, ``has_status`` when that version's ``subresources.status`` is set,
-    scope, names (singular defaults to lower-case kind, listKind to kind + "List"), and the
-    storage version's hash. Empty for a CRD without group, names or versions."""
-    spec = _d(crd.get("spec"))
-    names = _d(spec.get("names"))
-    group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
-    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str)):
-        return []
-    versions = [v for v in spec.get("versions") or [] if isinstance(v, dict) and v.get("name")]
-    storage = next((str(v["name"]) for v in versions if v.get("storage")), "")
-    return [
-        ResourceType(
-            group=group,
-            version=str(v["name"]),
-            plural=plural,
-            singular=str(names.get("singular") or kind.lower()),
-            kind=kind,
-            namespaced=spec.get("scope", "Namespaced") != "Cluster",
-            short_names=tuple(names.get("shortNames") or ()),
-            categories=tuple(names.get("categories") or ()),
-            has_status=_d(v.get("subresources")).get("status") is not None,
-            extra_subresources=(SCALE,) if _d(v.get("subresources")).get("scale") else (),
-            custom=True,
-            verbs=CRD_VERBS,
-            storage_version=storage,
-            list_kind_name=str(names.get("listKind") or f"{kind}List"),
-            crd_version=v,
-        )
-        for v in versions
-        if v.get("served")
-    ]
-
-
-def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
-    """The CRD-specific 422 causes (``ValidateCustomResourceDefinition``, v1.28 messages):
-    ``metadata.name`` must be ``<spec.names.plural>.<spec.group>``; ``spec.group`` required,
-    a DNS subdomain with a dot; ``spec.names.plural``/``kind`` required and DNS-1035-like;
-    ``spec.scope`` Cluster or Namespaced; at least one version, unique DNS-1035 version names,
-    exactly one storage version, a schema per version. Generic ObjectMeta checks are
-    ``validate_create``'s. Cause order approximates upstream's."""
-    meta, spec = _d(crd.get("metadata")), _d(crd.get("spec"))
-    names = _d(spec.get("names"))
-    group, plural = str(spec.get("group") or ""), str(names.get("plural") or "")
-    errs: list[Cause] = []
-    name = str(meta.get("name") or "")
-    if name and name != f"{plural}.{group}":
-        errs.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
-    if not group:
-        errs.append(required("spec.group"))
-    elif msgs := is_dns1123_subdomain(group):
-        errs.append(invalid("spec.group", group, ",".join(msgs)))
-    elif "." not in group:
-        errs.append(invalid("spec.group", group, "should be a domain with at least one dot"))
-    scope = spec.get("scope")
-    if not scope:
-        errs.append(required("spec.scope"))
-    elif scope not in ("Cluster", "Namespaced"):
-        errs.append(not_supported("spec.scope", scope, ("Cluster", "Namespaced")))
-    versions = [_d(v) for v in spec.get("versions") or []]
-    if not versions:
-        errs.append(required("spec.versions", "must have at least one version"))
-    seen: set[str] = set()
-    for i, v in enumerate(versions):
-        vname = str(v.get("name") or "")
-        errs += [invalid(f"spec.versions[{i}].name", vname, m) for m in is_dns1035_label(vname)]
-        if not _d(v.get("schema")).get("openAPIV3Schema"):
-            errs.append(
-                required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
-            )
-        if vname in seen:
-            errs.append(
-                invalid(
-                    "spec.versions", _versions_repr(versions), "must contain unique version names"
-                )
-            )
-        seen.add(vname)
-    if versions and sum(bool(v.get("storage")) for v in versions) != 1:
-        detail = "must have exactly one version marked as storage version"
-        errs.append(invalid("spec.versions", _versions_repr(versions), detail))
-    for key in ("plural", "singular", "kind", "listKind"):
-        value = str(names.get(key) or "")
-        if key in ("plural", "kind") and not value:
-            errs.append(required(f"spec.names.{key}"))
-        elif value and (msgs := is_dns1035_label(value.lower() if "ind" in key else value)):
-            prefix = "may have mixed case, but should otherwise match: " if "ind" in key else ""
-            errs.append(invalid(f"spec.names.{key}", value, prefix + ",".join(msgs)))
-    for key in ("shortNames", "categories"):
-        for i, item in enumerate(names.get(key) or []):
-            if msgs := is_dns1035_label(str(item)):
-                errs.append(invalid(f"spec.names.{key}[{i}]", item, ",".join(msgs)))
-    if names.get("kind") and names.get("kind") == names.get("listKind"):
-        errs.append(
-            invalid(
-                "spec.names.listKind", names["listKind"], "kind and listKind may not be the same"
-            )
-        )
-    return errs
-
-
-def _versions_repr(versions: list[dict[str, Any]]) -> GoRepr:
-    """spec.versions is a Go struct slice; this prints only the names (approximation)."""
-    names = ", ".join(go_quote(str(v.get("name") or "")) for v in versions)
-    return GoRepr("[]apiextensions.CustomResourceDefinitionVersion{" + names + "}")

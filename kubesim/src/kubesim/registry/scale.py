@@ -21,22 +21,16 @@ and optional ``labelSelectorPath``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kubesim.errors import KubeSimApiError, PatchError
 from kubesim.fieldmanager.patch import json_merge_patch, json_patch, strategic_merge_patch
 from kubesim.machinery.validation import Cause, invalid, invalid_message
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
-    from kubesim.storage.mvcc import Stored
+from kubesim.registry.resource import ResourceType
+from kubesim.registry.store import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Api
+from kubesim.storage.mvcc import Stored
 
 __all__ = ["ScalePaths", "get_scale", "patch_scale", "update_scale"]
-
-_MERGE = "application/merge-patch+json"
-_JSON = "application/json-patch+json"
-_STRATEGIC = "application/strategic-merge-patch+json"
 
 
 class ScalePaths:
@@ -218,16 +212,18 @@ def patch_scale(
 ) -> dict[str, Any]:
     """PATCH ``<parent>/scale``: the patch applies to the Scale, then as :func:`update_scale`."""
     ctype = content_type.split(";", 1)[0].strip().lower()
-    if ctype not in (_MERGE, _JSON, _STRATEGIC) or (ctype == _STRATEGIC and rt.custom):
+    if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or (
+        ctype == STRATEGIC_PATCH and rt.custom
+    ):
         raise KubeSimApiError.unsupported_patch(rt.custom)
     cur = api.get(rt, namespace, name)
     scale = _scale(rt, cur.decode(), _paths(api, rt))
     try:
-        if ctype == _MERGE:
+        if ctype == MERGE_PATCH:
             if not isinstance(patch, dict):
                 raise PatchError("json: cannot unmarshal array into Go value", 400)
             new = json_merge_patch(scale, patch)
-        elif ctype == _JSON:
+        elif ctype == JSON_PATCH:
             new = json_patch(scale, patch)
         else:
             new = strategic_merge_patch(scale, patch, "Scale")
@@ -260,5 +256,5 @@ def _write(
     paths = _paths(api, rt)
     replicas = _check_replicas(rt, name, (spec or {}).get("replicas"), paths)
     _set(parent, paths.spec, replicas)
-    stored = api._write(rt, cur, parent, "scale", manager)
+    stored = api.write(rt, cur, parent, "scale", manager)
     return _scale(rt, stored.decode(), paths)

@@ -1,7 +1,7 @@
 """KubeSim's HTTP layer: routing, authentication, content negotiation, faults.
 
 Parses a Kubernetes REST request, checks the bearer token and the user's permissions,
-applies any injected fault, calls one :class:`._rest.Api` verb and encodes the answer the
+applies any injected fault, calls one :class:`kubesim.registry.store.Api` verb and encodes the answer the
 way kube-apiserver v1.28 does (``tests/kubesim/conformance``). Every failure is a ``Status`` body
 with the recorded code and message; no request ever gets a traceback or a hung connection.
 """
@@ -20,29 +20,28 @@ import orjson
 from aiohttp import web
 
 from kubesim.apis.authorization import rbac
-from kubesim.apis.authorization.reviews import is_review, open_to_everyone, review, user_groups
-from kubesim.apis.certificates.certificatesigningrequest.strategy import Requester, as_requester
-from kubesim.apis.core.event.conversion import is_events_v1, storage_selector
+from kubesim.apis.authorization.reviews import ReviewStrategy, user_groups
 from kubesim.apis.core.namespace import finalize
+from kubesim.apis.core.pod.binding import bind
+from kubesim.discovery.discovery import Discovery, version_info
 from kubesim.discovery.openapi import OpenApiDocs
 from kubesim.encoding import deepjson, json_decode
 from kubesim.encoding.protobuf import PROTOBUF, protobuf_body
 from kubesim.encoding.protoencode import encode_object
 from kubesim.encoding.prototypes import kind_message
 from kubesim.errors import DeepJsonError, KubeSimApiError, RvTooLarge, SelectorError, status_body
-from kubesim.fieldmanager.apply import check_patch_options, is_apply, server_side_apply
-from kubesim.machinery.selectors import (
-    FieldSelector,
-    LabelSelector,
-    check_field_labels,
-    supported_field_labels,
-)
-from kubesim.registry.conversion import view_json
+from kubesim.fieldmanager.apply import check_patch_options, is_apply
+from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.registry.apply import server_side_apply
+from kubesim.registry.context import Requester, as_requester
 from kubesim.registry.deletion import DeleteOptions, read_delete_options
 from kubesim.registry.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
-from kubesim.registry.resource import ResourceRegistry, ResourceType, version_info
+from kubesim.registry.listing import ListResult
+from kubesim.registry.objects import parse_rv, view_json
+from kubesim.registry.resource import ResourceType
 from kubesim.registry.scale import get_scale, patch_scale, update_scale
-from kubesim.registry.store import Api, ListResult, parse_rv
+from kubesim.registry.store import Api
+from kubesim.registry.types import ResourceRegistry
 from kubesim.server import bodies
 from kubesim.server.bodies import MAX_DEPTH, Body
 from kubesim.server.decoding import (
@@ -71,7 +70,7 @@ _LIST_CHUNK = 1 << 20
 class User:
     """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
 
-    Made by :meth:`KubeSim.add_user <aioinformer.testing.KubeSim.add_user>`, which returns
+    Made by :meth:`KubeSim.add_user <kubesim.KubeSim.add_user>`, which returns
     the user's token. The admin user (``sim.token``) has ``("*", "*", "*")``.
     """
 
@@ -88,7 +87,7 @@ class User:
 
 @dataclass
 class SimOptions:
-    """Server behaviour switches (see :class:`aioinformer.testing.KubeSim`)."""
+    """Server behaviour switches (see :class:`kubesim.KubeSim`)."""
 
     auth: bool = True
     watch_list: bool = False  # the WatchList feature gate (off by default in v1.28)
@@ -167,6 +166,7 @@ class SimServer:
         self.open_watches = 0
         self.server_address = "127.0.0.1:0"
         self.openapi = OpenApiDocs(registry)
+        self.discovery = Discovery(registry)
         faults.wake = self.wake_watches
 
     def make_app(self) -> web.Application:
@@ -199,9 +199,9 @@ class SimServer:
             watch = request.query.get("watch", "") in ("1", "true", "True")
             verb = _verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
-            if not user.allows(verb, route.rt.group, resource) and not open_to_everyone(
-                route.rt.group, route.rt.plural, user.name
-            ):
+            strategy = route.rt.strategy
+            open_to_user = isinstance(strategy, ReviewStrategy) and strategy.open_to(user.name)
+            if not user.allows(verb, route.rt.group, resource) and not open_to_user:
                 raise KubeSimApiError.forbidden(
                     user.name,
                     verb,
@@ -296,20 +296,20 @@ class SimServer:
         doc: dict[str, Any] | None = None
         if parts == ["api"]:
             if "as=APIGroupDiscoveryList" in accept:
-                doc = self.registry.aggregated_discovery(core=True)
+                doc = self.discovery.aggregated_discovery(core=True)
             else:
-                doc = self.registry.api_versions(self.server_address)
+                doc = self.discovery.api_versions(self.server_address)
         elif parts == ["apis"]:
             if "as=APIGroupDiscoveryList" in accept:
-                doc = self.registry.aggregated_discovery(core=False)
+                doc = self.discovery.aggregated_discovery(core=False)
             else:
-                doc = self.registry.api_group_list()
+                doc = self.discovery.api_group_list()
         elif len(parts) == 2 and parts[0] == "api":
-            doc = self.registry.api_resource_list("", parts[1])
+            doc = self.discovery.api_resource_list("", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
-            doc = self.registry.api_group(parts[1])
+            doc = self.discovery.api_group(parts[1])
         elif len(parts) == 3 and parts[0] == "apis":
-            doc = self.registry.api_resource_list(parts[1], parts[2])
+            doc = self.discovery.api_resource_list(parts[1], parts[2])
         if doc is None:
             raise KubeSimApiError.page_not_found()
         headers: dict[str, str] = {}
@@ -360,8 +360,8 @@ class SimServer:
             request.headers.get("Accept", ""),
             protobuf=not rt.custom and kind_message(rt.api_version, rt.kind) is not None,
         )
-        if is_review(rt.group, rt.plural):
-            return await self._review(request, route, verb, user, media)
+        if isinstance(rt.strategy, ReviewStrategy):
+            return await self._review(request, route, rt.strategy, verb, user, media)
         if route.subresource is not None:
             _check_subresource(route, verb)
         dry = False
@@ -372,7 +372,13 @@ class SimServer:
             return await self._verb(request, route, verb, media)
 
     async def _review(
-        self, request: web.Request, route: _Route, verb: str, user: User, media: Media
+        self,
+        request: web.Request,
+        route: _Route,
+        strategy: ReviewStrategy,
+        verb: str,
+        user: User,
+        media: Media,
     ) -> web.StreamResponse:
         if verb != "create" or route.name is not None:
             raise KubeSimApiError.method_not_allowed()
@@ -383,11 +389,7 @@ class SimServer:
             found = next((u for u in self.options.tokens.values() if u.name == name), None)
             return None if found is None else found.rules
 
-        rt = route.rt
-        doc = review(
-            rt.plural, rt.api_version, rt.kind, body, user.name, user.rules, rules_of,
-            route.namespace,
-        )  # fmt: skip
+        doc = strategy.review(route.rt, body, user.name, user.rules, rules_of, route.namespace)
         return _response(doc, 201, media)
 
     async def _verb(
@@ -414,7 +416,7 @@ class SimServer:
             if route.subresource == "binding":
                 body = await _json_body(request)
                 target = (body.get("target") or {}).get("name", "")
-                self.api.bind(route.namespace or "", route.name or "", target)
+                bind(self.api, route.namespace or "", route.name or "", target)
                 return _response(
                     {
                         "kind": "Status",
@@ -528,15 +530,8 @@ class SimServer:
         try:
             lsel = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
             fsel = FieldSelector.parse(q["fieldSelector"]) if q.get("fieldSelector") else None
-            if fsel is not None and is_events_v1(rt):
-                fsel = storage_selector(rt, fsel)
-            elif fsel is not None:
-                check_field_labels(
-                    fsel,
-                    supported_field_labels(rt.plural, rt.group, namespaced=rt.namespaced),
-                    rt.kind,
-                    rt.api_version,
-                )
+            if fsel is not None:
+                fsel = rt.strategy.field_selector(rt, fsel)
         except SelectorError as exc:
             raise KubeSimApiError.bad_request(str(exc)) from None
         return lsel, fsel
@@ -788,7 +783,7 @@ def _manager(request: web.Request) -> str:
 
 async def _request_body(request: web.Request, rt: ResourceType) -> Body:
     """A create or update body: at most 3 MiB, JSON, YAML or (for the kinds
-    :mod:`.protobuf` decodes) protobuf; 415 otherwise. Parsed."""
+    :mod:`kubesim.encoding.protobuf` decodes) protobuf; 415 otherwise. Parsed."""
     raw = await bodies.read(request)
     ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0]
     ctype = ctype.strip().lower()

@@ -28,8 +28,10 @@ from aiohttp import web
 from kubesim.encoding import deepjson
 from kubesim.errors import DeepJsonError, KubeSimApiError, status_body
 from kubesim.server.limits import MAX_REQUEST_BYTES, deep_recursion
+from kubesim.server.undecodable import unrecognized
+from kubesim.server.yamlbody import parse_yaml
 
-__all__ = ["Body", "go_quote_char", "parse", "read", "summarize", "unrecognized"]
+__all__ = ["Body", "go_quote_char", "parse", "read"]
 
 _ENTITY_TOO_LARGE = f"Request entity too large: limit is {MAX_REQUEST_BYTES}"
 MAX_DEPTH = 10000
@@ -72,22 +74,6 @@ async def read(request: web.Request) -> bytes:
             raise too_large()
 
 
-def summarize(raw: bytes, limit: int = 30) -> str:
-    """``summarizeData``: the first bytes as text for JSON, as hex otherwise."""
-    if not raw:
-        return "<empty>"
-    if raw[:1] == b"{":
-        text = raw[:limit].decode("utf-8", "replace")
-        return text + " ..." if len(raw) > limit else text
-    return raw[:limit].hex() + (" ..." if len(raw) > limit else "")
-
-
-def unrecognized(kind: str, detail: str, raw: bytes) -> KubeSimApiError:
-    """The 400 of a body that does not decode at all."""
-    msg = f"the object provided is unrecognized (must be of type {kind}): {detail}"
-    return KubeSimApiError.bad_request(f"{msg} ({summarize(raw)})")
-
-
 def go_quote_char(c: str) -> str:
     """Go's ``quoteChar`` (encoding/json error texts)."""
     if c == "'":
@@ -115,8 +101,6 @@ def parse(raw: bytes, content_type: str, kind: str) -> Body:
     """The document in ``raw`` (JSON, or YAML when ``content_type`` says so); 400 as the
     apiserver answers when it does not decode. ``kind`` is the endpoint's kind."""
     if content_type == "application/yaml":
-        from kubesim.server.yamlbody import parse_yaml
-
         doc, errors, depth = parse_yaml(raw, kind)
         if (b"\\u" in raw or b"\\U" in raw) and _has_surrogates(doc):
             doc = _replace_surrogates(doc)

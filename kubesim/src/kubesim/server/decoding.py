@@ -13,36 +13,41 @@ them, nulls become what Go makes of them. A body of another kind is the recorded
 ``Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to
 (core.ConfigMap): unknown conversion``.
 
-Custom resources are pruned by their CRD version's structural schema (:mod:`._crdschema`)
-and defaulted; their metadata is decoded as ObjectMeta.
+Custom resources are pruned by their CRD version's structural schema
+(:mod:`kubesim.apiextensions.schema`) and defaulted; their metadata is decoded as ObjectMeta.
 
 Unknown and duplicate fields then follow ``fieldValidation`` (25b): ``Strict`` is a 400
 ``... strict decoding error: unknown field "spec.replicaz", duplicate field "data"``,
 ``Warn`` (the default) one ``Warning: 299 - "unknown field \\"spec.replicaz\\""`` header per
 finding, ``Ignore`` silence; any other value is the recorded 422 on Create/Update/
-PatchOptions. Patches are decoded after they are applied, inside :class:`Api` (a type error
-there is a 422 ``patch: Invalid value`` as the patch handler answers); the request's
-directive and warnings reach it through :func:`writing`.
+PatchOptions. Patches are decoded after they are applied, inside the generic store's
+``patch`` (a type error there is a 422 ``patch: Invalid value`` as the patch handler
+answers): :func:`writing` serves a write with a
+:class:`~kubesim.registry.context.WriteContext` whose directive, warnings and decoder
+(:func:`decode_patched`) reach it.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextvars
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 from aiohttp import web
 
 from kubesim.apiextensions.schema import apply_defaults, prune
+from kubesim.encoding import deepjson
+from kubesim.encoding.gofmt import go_quote
 from kubesim.encoding.gotime import format_micro_time, format_time, parse_rfc3339
 from kubesim.errors import GoDecodeError, GoTimeError, KubeSimApiError, status_body
-from kubesim.machinery.validation import go_quote
+from kubesim.machinery.recorded import recorded_definitions
+from kubesim.registry.context import WriteContext
+from kubesim.registry.context import writing as write_context
 from kubesim.registry.resource import ResourceType
 from kubesim.server.bodies import Body
 from kubesim.server.limits import deep_recursion
@@ -50,7 +55,6 @@ from kubesim.server.limits import deep_recursion
 __all__ = [
     "DIRECTIVES",
     "Decoded",
-    "WriteContext",
     "add_warnings",
     "decode_body",
     "decode_patched",
@@ -83,30 +87,13 @@ _INT_RANGE = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 # -- the request's directive and warnings -------------------------------------------------
 
 
-@dataclass
-class WriteContext:
-    """One write request's ``fieldValidation`` and the warnings it collects."""
-
-    directive: str = "Warn"
-    warnings: list[str] = field(default_factory=list)
-
-
-_CURRENT: contextvars.ContextVar[WriteContext | None] = contextvars.ContextVar(
-    "kubesim_write", default=None
-)
-
-
 @contextmanager
 def writing(directive: str, depth: int = 0) -> Iterator[WriteContext]:
-    """The context of one HTTP write: patches decoded inside see ``directive`` and add
-    their warnings here; nesting up to ``depth`` may be walked recursively."""
-    ctx = WriteContext(directive or "Warn")
-    token = _CURRENT.set(ctx)
-    try:
-        with deep_recursion(depth):
-            yield ctx
-    finally:
-        _CURRENT.reset(token)
+    """Serve one HTTP write: patches decoded inside see ``directive`` and add their
+    warnings to the context it yields; nesting up to ``depth`` may be walked recursively."""
+    ctx = WriteContext(directive or "Warn", decode_patched=decode_patched)
+    with deep_recursion(depth), write_context(ctx):
+        yield ctx
 
 
 def field_validation(query: Mapping[str, str], options: str) -> str:
@@ -144,10 +131,7 @@ def add_warnings(resp: web.StreamResponse, warnings: list[str]) -> web.StreamRes
 # -- definitions ----------------------------------------------------------------------------
 
 
-@cache
 def _definitions() -> Mapping[str, Any]:
-    from kubesim.discovery.openapi import recorded_definitions
-
     return recorded_definitions()
 
 
@@ -535,18 +519,13 @@ def decode_body(rt: ResourceType, body: Body, directive: str) -> Decoded:
     return Decoded(obj, warnings, body.depth)
 
 
-def decode_patched(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """A patched object decoded as the patch handler decodes it; only inside
-    :func:`writing` (in-process writes are taken as they are)."""
-    ctx = _CURRENT.get()
-    if ctx is None:
-        return obj
+def decode_patched(rt: ResourceType, obj: dict[str, Any], ctx: WriteContext) -> dict[str, Any]:
+    """A patched object decoded as the patch handler decodes it, by ``ctx``'s directive
+    (its findings join ``ctx.warnings``)."""
     try:
         decoded, findings = _decode(rt, obj, {})
     except GoDecodeError as exc:
-        from kubesim.encoding.deepjson import dumps
-
-        text = dumps(obj).decode()
+        text = deepjson.dumps(obj).decode()
         detail = f"Invalid value: {go_quote(text)}: {exc}"
         message = f' "" is invalid: patch: {detail}'
         cause = {"reason": "FieldValueInvalid", "message": detail, "field": "patch"}

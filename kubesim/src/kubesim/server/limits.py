@@ -1,9 +1,8 @@
-"""The limits kube-apiserver (and its etcd) put on requests, and Go's integer parsing.
+"""The limits kube-apiserver puts on requests, and Go's integer parsing (etcd's on a stored
+object: :mod:`kubesim.storage.request_size`).
 
 * :data:`MAX_REQUEST_BYTES`: request bodies up to 3 MiB (``--max-request-bytes``; 413
-  beyond, see :mod:`._bodies`);
-* :func:`check_stored_size`: etcd refuses a write over its 1.5 MiB request limit with a
-  500 ``etcdserver: request is too large`` (no reason, no details; 25c);
+  beyond, see :mod:`kubesim.server.bodies`);
 * :func:`deep_recursion`: documents may nest 10000 levels (25d); code that walks them
   recursively runs inside this context, which lifts the interpreter's recursion limit for
   that one synchronous step and puts it back;
@@ -22,31 +21,18 @@ from contextlib import contextmanager
 from kubesim.errors import KubeSimApiError
 
 __all__ = [
-    "ETCD_MAX_REQUEST_BYTES",
     "MAX_REQUEST_BYTES",
-    "check_stored_size",
     "deep_recursion",
     "parse_int64",
     "watch_timeout",
 ]
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
-#: etcd's default ``--max-request-bytes`` (1.5 MiB); the key and request framing count
-#: too, so the object itself may be a little smaller than this
-ETCD_MAX_REQUEST_BYTES = 1536 * 1024
-_ETCD_OVERHEAD = 512
 _FRAMES_PER_LEVEL = 4
 _INT = re.compile(r"[+-]?[0-9]+")
 _INT64 = 1 << 63
 #: the longest watch KubeSim keeps open (a Go time.Duration is at most ~292 years)
 _LONGEST_WATCH = 10 * 365 * 24 * 3600.0
-
-
-def check_stored_size(raw: bytes, key: str) -> None:
-    """500 ``etcdserver: request is too large`` when the stored form of an object would
-    not fit in one etcd request."""
-    if len(raw) + len(key) + _ETCD_OVERHEAD > ETCD_MAX_REQUEST_BYTES:
-        raise KubeSimApiError.internal("etcdserver: request is too large")
 
 
 @contextmanager

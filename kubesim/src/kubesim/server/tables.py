@@ -1,8 +1,9 @@
 """``meta.k8s.io`` Tables: what ``Accept: application/json;as=Table;v=v1;g=meta.k8s.io`` gets.
 
-A Table has the kind's column definitions (:mod:`._printers` for built-in kinds; for custom
-resources Name plus the CRD version's ``additionalPrinterColumns``, or Name and Age when it
-has none) and one row per object. Recorded (16d, 16e, 24a-24f):
+A Table has the kind's column definitions (its strategy's printer: for custom resources Name
+plus the CRD version's ``additionalPrinterColumns``, :mod:`kubesim.apiextensions.printer`;
+the default table, Name and Created At, for a kind without one) and one row per object.
+Recorded (16d, 16e, 24a-24f):
 
 * ``apiVersion`` is ``meta.k8s.io/v1`` or ``meta.k8s.io/v1beta1``, as asked; the response's
   Content-Type stays plain ``application/json``;
@@ -10,38 +11,24 @@ has none) and one row per object. Recorded (16d, 16e, 24a-24f):
   for one object, its ``resourceVersion``;
 * ``includeObject``: ``Metadata`` (the default) puts a PartialObjectMetadata of the Table's
   version in each row, ``Object`` the whole object, ``None`` null;
-* CR cells keep their JSON type per column type (integer, number, boolean), a missing value
-  is null, a ``date`` column is an age string (``0s``), a ``string`` column prints the value
-  as Go's ``%v`` does;
 * in a watch every event carries a one-row Table whose resourceVersion is the object's, and
   only the first has columnDefinitions (the others ``null``).
 """
 
 from __future__ import annotations
 
-import decimal
-import math
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubesim.apis.core.printers import (
-    Column,
-    Printer,
-    default_printer,
-    doc,
-    printer_for,
-)
-from kubesim.encoding.gotime import human_duration, parse_rfc3339
-from kubesim.errors import GoTimeError, KubeSimApiError
+from kubesim.errors import KubeSimApiError
+from kubesim.machinery.printing import Printer, default_printer
 from kubesim.registry.resource import ResourceType
 
 __all__ = ["TableMaker", "include_object", "table_version"]
 
 INCLUDE = ("Metadata", "Object", "None")
-_COLUMN_DOC = "Custom resource definition column (in JSONPath format): "
 
 
 def table_version(params: Mapping[str, str]) -> str | None:
@@ -66,163 +53,6 @@ def include_object(query: Mapping[str, str]) -> str:
 # -- custom resource columns -------------------------------------------------------------------
 
 
-_TOKEN = re.compile(r"""\.\.|\.([^.\[\]]+)|\[(?:'([^']*)'|"([^"]*)"|(-?\d+)|(\*)|\?\((.*?)\))\]""")
-_FILTER = re.compile(r"""@((?:\.[^.\s=!<>]+)+)\s*(==|!=)\s*(?:'([^']*)'|"([^"]*)"|(\S+))""")
-
-
-def jsonpath(path: str, obj: Any) -> list[Any]:
-    """The values a simple JSONPath (``.a.b[0]``, ``['k']``, ``[*]``, ``[?(@.x=="y")]``)
-    selects in ``obj``; ``{...}`` around the path is allowed."""
-    expr = path.strip()
-    if expr.startswith("{") and expr.endswith("}"):
-        expr = expr[1:-1]
-    current = [obj]
-    pos = 0
-    while pos < len(expr):
-        m = _TOKEN.match(expr, pos)
-        if m is None:
-            return []
-        pos = m.end()
-        key = m.group(1) or m.group(2) or m.group(3)
-        nxt: list[Any] = []
-        for value in current:
-            if key is not None:
-                if isinstance(value, Mapping) and key in value:
-                    nxt.append(value[key])
-            elif m.group(4) is not None:
-                if isinstance(value, list):
-                    i = int(m.group(4))
-                    if -len(value) <= i < len(value):
-                        nxt.append(value[i])
-            elif m.group(5) is not None:
-                if isinstance(value, list):
-                    nxt.extend(value)
-                elif isinstance(value, Mapping):
-                    nxt.extend(value.values())
-            elif m.group(6) is not None and isinstance(value, list):
-                nxt.extend(v for v in value if _filter(m.group(6), v))
-        current = nxt
-    return current
-
-
-def _filter(expr: str, item: Any) -> bool:
-    m = _FILTER.fullmatch(expr.strip())
-    if m is None:
-        return False
-    found = jsonpath(m.group(1), item)
-    want = next((g for g in m.groups()[2:] if g is not None), "")
-    equal = bool(found) and _go_v(found[0]) == want
-    return equal if m.group(2) == "==" else not equal
-
-
-def _go_float(f: float) -> str:
-    """``%v`` of a float64: the shortest digits, ``e+XX`` form below 1e-4 or from 1e6."""
-    if math.isnan(f):
-        return "NaN"
-    if math.isinf(f):
-        return "+Inf" if f > 0 else "-Inf"
-    if f == 0:
-        return "-0" if math.copysign(1.0, f) < 0 else "0"
-    sign, digit_tuple, e = decimal.Decimal(repr(f)).normalize().as_tuple()
-    assert isinstance(e, int)
-    digits = "".join(map(str, digit_tuple))
-    exp = len(digits) + e - 1
-    neg = "-" if sign else ""
-    if exp < -4 or exp >= 6:
-        mantissa = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
-        return f"{neg}{mantissa}e{'+' if exp >= 0 else '-'}{abs(exp):02d}"
-    if e >= 0:
-        return neg + digits + "0" * e
-    point = len(digits) + e
-    if point > 0:
-        return f"{neg}{digits[:point]}.{digits[point:]}"
-    return f"{neg}0.{'0' * -point}{digits}"
-
-
-def _go_v(value: Any) -> str:
-    """Go's ``%v`` of a decoded JSON value (maps with sorted keys, slices space-separated)."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _go_float(value)
-    if value is None:
-        return "<nil>"
-    if isinstance(value, Mapping):
-        return "map[" + " ".join(f"{k}:{_go_v(value[k])}" for k in sorted(value)) + "]"
-    if isinstance(value, list):
-        return "[" + " ".join(_go_v(v) for v in value) + "]"
-    return str(value)
-
-
-def _cell(kind: str, value: Any, now: float) -> Any:
-    """``cellForJSONValue`` (and the string columns' printing)."""
-    if value is None:
-        return None
-    if kind == "string":
-        return _go_v(value)
-    if kind == "integer":
-        if isinstance(value, bool):
-            return None
-        if isinstance(value, int | float):
-            return int(value)
-    elif kind == "number":
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-    elif kind == "boolean":
-        if isinstance(value, bool):
-            return value
-    elif kind == "date" and isinstance(value, str):
-        try:
-            return human_duration(now - parse_rfc3339(value).timestamp())
-        except GoTimeError:
-            return "<invalid>"
-    return None
-
-
-def crd_printer(rt: ResourceType) -> Printer:
-    """Name plus the version's ``additionalPrinterColumns`` (Age when it has none)."""
-    version = rt.crd_version or {}
-    specs = [c for c in version.get("additionalPrinterColumns") or [] if isinstance(c, Mapping)]
-    if not specs:
-        specs = [
-            {
-                "name": "Age",
-                "type": "date",
-                "jsonPath": ".metadata.creationTimestamp",
-                "description": doc("ObjectMeta", "creationTimestamp"),
-            }
-        ]
-
-    def columns() -> list[Column]:
-        name = Column("Name", "string", doc("ObjectMeta", "name"), format="name")
-        return [name] + [
-            Column(
-                str(c.get("name", "")),
-                str(c.get("type", "string")),
-                str(c.get("description") or _COLUMN_DOC + str(c.get("jsonPath", ""))),
-                int(c.get("priority") or 0),
-                str(c.get("format") or ""),
-            )
-            for c in specs
-        ]
-
-    def cells(obj: Mapping[str, Any], now: float) -> list[Any]:
-        out: list[Any] = [str((obj.get("metadata") or {}).get("name", ""))]
-        for c in specs:
-            found = jsonpath(str(c.get("jsonPath", "")), obj)
-            out.append(_cell(str(c.get("type", "string")), found[0], now) if found else None)
-        return out
-
-    return Printer(columns, cells)
-
-
-# -- tables ------------------------------------------------------------------------------------
-
-
 @dataclass
 class TableMaker:
     """Tables of one resource type for one request (version and includeObject)."""
@@ -234,12 +64,7 @@ class TableMaker:
     printer: Printer = field(init=False)
 
     def __post_init__(self) -> None:
-        if self.rt.custom:
-            self.printer = crd_printer(self.rt)
-        else:
-            self.printer = (
-                printer_for(self.rt.group, self.rt.plural, self.rt.version) or default_printer()
-            )
+        self.printer = self.rt.strategy.printer(self.rt) or default_printer()
 
     @property
     def api_version(self) -> str:

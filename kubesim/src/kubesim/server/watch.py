@@ -28,7 +28,7 @@ from aiohttp import web
 from kubesim.encoding.protobuf import PROTOBUF_WATCH
 from kubesim.encoding.protoencode import encode_object, watch_frame
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
-from kubesim.registry.conversion import converts, to_view, view_json
+from kubesim.registry.objects import view_json
 from kubesim.registry.resource import ResourceType
 from kubesim.server.faults import Faults
 from kubesim.storage.mvcc import (
@@ -92,7 +92,7 @@ class _Stream:
             + rt.api_version.encode()
             + b'",'
         )
-        self.converts = converts(rt)  # stored in another form, converted
+        self.converts = rt.strategy.converts(rt)  # stored in another form, converted
         self.drop_generation = faults.drop_generation
         self.line_generation = faults.line_generation
         self.start_rv = spec.start_rv  # bookmarks only once the RV has moved past it
@@ -104,7 +104,8 @@ class _Stream:
 
     def object_bytes(self, obj: Stored) -> bytes:
         if self.spec.encode is not None:
-            return orjson.dumps(self.spec.encode(to_view(self.spec.rt, obj.decode())))
+            rt = self.spec.rt
+            return orjson.dumps(self.spec.encode(rt.strategy.to_view(rt, obj.decode())))
         if self.spec.metadata_only:
             meta = orjson.loads(obj.raw)["metadata"]
             return _PARTIAL + orjson.dumps(meta) + b"}"
@@ -137,9 +138,7 @@ class _Stream:
             obj = {"apiVersion": rt.api_version, "kind": rt.kind, "metadata": meta}
         else:
             obj = {"kind": rt.kind, "apiVersion": rt.api_version, "metadata": meta}
-            if rt.kind == "Pod" and not rt.group:
-                obj["spec"] = {"containers": None}
-                obj["status"] = {}
+            obj |= rt.strategy.bookmark_fields()
         return event_bytes("BOOKMARK", obj, self.spec.protobuf)
 
     # -- filtering --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ expanded (each use a copy), ``<<`` merge keys applied (a later key wins), every 
 string, timestamps kept as strings, integral floats as integers. yaml.v2's strict
 findings (a key set twice, merge overrides included) come back as
 ``line N: key "k" already set in map``. Errors are the apiserver's 400s (see
-:mod:`._bodies`), e.g. ``yaml: document contains excessive aliasing`` (25e).
+:mod:`kubesim.server.bodies`), e.g. ``yaml: document contains excessive aliasing`` (25e).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import yaml
 from kubesim.encoding.deepjson import json_int
 from kubesim.errors import KubeSimApiError
 from kubesim.server.limits import deep_recursion
+from kubesim.server.undecodable import unrecognized
 
 __all__ = ["alias_budget_exceeded", "parse_yaml"]
 
@@ -180,8 +181,6 @@ def _depth(root: yaml.Node) -> int:
 def parse_yaml(raw: bytes, kind: str) -> tuple[Any, list[str], int]:
     """The first YAML document of ``raw`` as JSON values, yaml.v2's strict findings, and
     its nesting depth; 400 as the apiserver answers for YAML it cannot decode."""
-    from kubesim.server.bodies import unrecognized
-
     text = raw.decode("utf-8", "replace")
     loader = _Loader(text)
     try:

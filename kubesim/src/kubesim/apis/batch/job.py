@@ -1,140 +1,42 @@
-"""Defaulting of the workload kinds outside apps/v1: batch Jobs and CronJobs and core
-ReplicationControllers, as kube-apiserver v1.28 fills them in (pure functions, in place).
+"""Jobs: defaults (``SetDefaults_Job`` and the job strategy) and the selector the registry
+generates.
 
-* Job (``SetDefaults_Job`` and the job strategy): ``parallelism`` and ``completions`` 1
-  when neither is set, ``backoffLimit`` 6, ``completionMode`` NonIndexed, ``suspend``
-  false; unless ``manualSelector``, the selector ``batch.kubernetes.io/controller-uid`` =
-  the Job's uid and the template labels ``batch.kubernetes.io/controller-uid``,
-  ``batch.kubernetes.io/job-name``, ``controller-uid`` and ``job-name``
-  (:func:`generate_job_selector`, once the uid is known); status ``{}`` on create.
-* CronJob (``SetDefaults_CronJob``): ``concurrencyPolicy`` Allow, ``suspend`` false,
-  ``successfulJobsHistoryLimit`` 3, ``failedJobsHistoryLimit`` 1, and the Job template
-  defaulted as a Job's spec is (without a selector); status ``{}`` on create.
-* ReplicationController (``SetDefaults_ReplicationController``): ``replicas`` 1, the
-  selector and labels taken from the template's labels when unset; status
-  ``{replicas: 0}`` on create.
-
-Pod templates get the pod spec defaults of :func:`._defaults.default_pod_spec`.
+* ``parallelism`` and ``completions`` 1 when neither is set, ``backoffLimit`` 6,
+  ``completionMode`` NonIndexed, ``suspend`` false, the template's pod spec defaults;
+  status ``{}`` on create;
+* once the uid is known, unless ``manualSelector``: the selector
+  ``batch.kubernetes.io/controller-uid`` = the Job's uid and the template labels
+  ``batch.kubernetes.io/controller-uid``, ``batch.kubernetes.io/job-name``,
+  ``controller-uid`` and ``job-name`` (:func:`generate_job_selector`);
+* the server keeps ``metadata.generation``; the ``status.successful`` field selector, with
+  the Job's own message for any other label.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["BATCH_DEFAULTERS", "generate_job_selector"]
+from kubesim.apis.batch.jobspec import JOB_SPEC_ORDER, default_job_spec
+from kubesim.apis.core.podspec import ZERO_TEMPLATE
+from kubesim.machinery.documents import order_keys, sub
+from kubesim.machinery.selectors import int_field, quote
+from kubesim.machinery.validation import Cause
+from kubesim.registry.resource import ResourceType, Strategy
 
-_JOB_SPEC_ORDER = (
-    "parallelism completions activeDeadlineSeconds podFailurePolicy backoffLimit "
-    "backoffLimitPerIndex maxFailedIndexes selector manualSelector template "
-    "ttlSecondsAfterFinished completionMode suspend podReplacementPolicy"
-).split()
-_CRONJOB_SPEC_ORDER = (
-    "schedule timeZone startingDeadlineSeconds concurrencyPolicy suspend jobTemplate "
-    "successfulJobsHistoryLimit failedJobsHistoryLimit"
-).split()
-_RC_SPEC_ORDER = ("replicas", "minReadySeconds", "selector", "template")
-
-PodSpecDefaulter = Callable[[dict[str, Any]], None]
-
-
-def _sub(parent: dict[str, Any], key: str) -> dict[str, Any]:
-    value = parent.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        parent[key] = value
-    return value
-
-
-def _order(d: dict[str, Any], order: list[str] | tuple[str, ...]) -> None:
-    items = {k: d.pop(k) for k in order if k in d}
-    rest = dict(d)
-    d.clear()
-    d.update(items)
-    d.update(rest)
-
-
-def _template(spec: dict[str, Any], pod_spec: PodSpecDefaulter) -> dict[str, Any]:
-    template = _sub(spec, "template")
-    meta = _sub(template, "metadata")
-    meta.setdefault("creationTimestamp", None)
-    _order(meta, ("name", "namespace", "creationTimestamp", "labels", "annotations"))
-    pod_spec(_sub(template, "spec"))
-    _order(template, ("metadata", "spec"))
-    return template
-
-
-def _default_job_spec(spec: dict[str, Any], pod_spec: PodSpecDefaulter) -> None:
-    if spec.get("completions") is None and spec.get("parallelism") is None:
-        spec["completions"] = 1
-        spec["parallelism"] = 1
-    spec.setdefault("parallelism", 1)
-    spec.setdefault("backoffLimit", 6)
-    spec.setdefault("completionMode", "NonIndexed")
-    spec.setdefault("suspend", False)
-    _template(spec, pod_spec)
-    _order(spec, _JOB_SPEC_ORDER)
-
-
-def _job(obj: dict[str, Any], creating: bool, pod_spec: PodSpecDefaulter) -> None:
-    _default_job_spec(_sub(obj, "spec"), pod_spec)
-    if creating:
-        obj["status"] = {}
-
-
-def _cronjob(obj: dict[str, Any], creating: bool, pod_spec: PodSpecDefaulter) -> None:
-    spec = _sub(obj, "spec")
-    spec.setdefault("concurrencyPolicy", "Allow")
-    spec.setdefault("suspend", False)
-    spec.setdefault("successfulJobsHistoryLimit", 3)
-    spec.setdefault("failedJobsHistoryLimit", 1)
-    job_template = _sub(spec, "jobTemplate")
-    meta = _sub(job_template, "metadata")
-    meta.setdefault("creationTimestamp", None)
-    _default_job_spec(_sub(job_template, "spec"), pod_spec)
-    _order(job_template, ("metadata", "spec"))
-    _order(spec, _CRONJOB_SPEC_ORDER)
-    if creating:
-        obj["status"] = {}
-
-
-def _replication_controller(
-    obj: dict[str, Any], creating: bool, pod_spec: PodSpecDefaulter
-) -> None:
-    spec = _sub(obj, "spec")
-    spec.setdefault("replicas", 1)
-    template = _template(spec, pod_spec) if "template" in spec else None
-    labels = (template or {}).get("metadata", {}).get("labels") or {}
-    if labels:
-        if not spec.get("selector"):
-            spec["selector"] = dict(labels)
-        meta = _sub(obj, "metadata")
-        if not meta.get("labels"):
-            meta["labels"] = dict(labels)
-    _order(spec, _RC_SPEC_ORDER)
-    if creating:
-        obj["status"] = {"replicas": 0}
-
-
-#: (group, plural) -> defaulter(obj, creating, pod spec defaulter)
-BATCH_DEFAULTERS: dict[tuple[str, str], Callable[[dict[str, Any], bool, PodSpecDefaulter], None]]
-BATCH_DEFAULTERS = {
-    ("batch", "jobs"): _job,
-    ("batch", "cronjobs"): _cronjob,
-    ("", "replicationcontrollers"): _replication_controller,
-}
+__all__ = ["JobStrategy", "generate_job_selector"]
 
 
 def generate_job_selector(obj: dict[str, Any]) -> None:
     """The job strategy's selector for a new Job (its ``metadata.uid`` is set): unless
     ``spec.manualSelector``, ``matchLabels`` ``batch.kubernetes.io/controller-uid`` and the
     four controller-uid/job-name labels on the pod template, as v1.28 writes them."""
-    spec = _sub(obj, "spec")
+    spec = sub(obj, "spec")
     if spec.get("manualSelector"):
         return
     meta = obj.get("metadata") or {}
     uid, name = str(meta.get("uid") or ""), str(meta.get("name") or "")
-    labels = _sub(_sub(_sub(spec, "template"), "metadata"), "labels")
+    labels = sub(sub(sub(spec, "template"), "metadata"), "labels")
     labels.update(
         {
             "batch.kubernetes.io/controller-uid": uid,
@@ -145,4 +47,32 @@ def generate_job_selector(obj: dict[str, Any]) -> None:
     )
     if not spec.get("selector"):
         spec["selector"] = {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
-    _order(spec, _JOB_SPEC_ORDER)
+    order_keys(spec, JOB_SPEC_ORDER)
+
+
+class JobStrategy(Strategy):
+    """Jobs (see the module docstring)."""
+
+    uses_generation = True
+    zero_spec: Mapping[str, Any] = {"template": ZERO_TEMPLATE}
+
+    def default(self, rt: ResourceType, obj: dict[str, Any], *, creating: bool) -> None:
+        default_job_spec(sub(obj, "spec"))
+        if creating:
+            obj["status"] = {}
+        super().default(rt, obj, creating=creating)
+
+    def prepare_for_create(
+        self,
+        rt: ResourceType,
+        obj: dict[str, Any],
+        stored: Callable[[], Iterable[Mapping[str, Any]]],
+    ) -> list[Cause]:
+        generate_job_selector(obj)
+        return []
+
+    def fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        return {"status.successful": int_field(obj, "status", "succeeded")}
+
+    def unsupported_field_label(self, label: str) -> str:
+        return f"field label {quote(label)} not supported for batchv1.Job"

@@ -1,35 +1,36 @@
-"""Namespaces on the apiserver side: the NamespaceLifecycle admission and ``/finalize``.
+"""Namespaces: their strategy and the ``finalize`` subresource.
 
-What the apiserver does by itself while a namespace is deleted (18c, 19a); emptying it is
-the namespace controller's part (:mod:`._namespace_controller`):
+What the apiserver does to a namespace by itself (18c, 19a); creating content in one is
+the NamespaceLifecycle admission's (:mod:`kubesim.registry.admission`), emptying a deleted
+one the namespace controller's (:mod:`kubesim.controllers.namespace`):
 
-* :func:`check_creatable`: content may only be created in a namespace that exists (else
-  404 ``namespaces "x" not found``) and is not being deleted (else the recorded 403
-  ``<plural> "<name>" is forbidden: unable to create new content in namespace <ns> because
-  it is being terminated`` with cause ``NamespaceTerminating``). Updates and deletes of
-  existing content are not checked, so they keep working in a Terminating namespace.
-* :func:`finalize`: ``PUT /api/v1/namespaces/<name>/finalize`` replaces metadata and
-  ``spec.finalizers`` from the body (the status is kept); when that leaves a namespace
-  with a deletionTimestamp without any finalizer (``spec`` or ``metadata``), the
-  namespace is deleted at once and the answer carries the resourceVersion it had.
-* :func:`spec_finalizers`: a plain update keeps the stored ``spec.finalizers``: only
-  ``/finalize`` changes them.
+* defaults: the ``kubernetes.io/metadata.name`` label, and on create the ``kubernetes``
+  finalizer in ``spec.finalizers`` and phase ``Active``; names are RFC 1123 labels;
+* a plain update keeps the stored ``spec.finalizers``: only ``/finalize`` (:func:`finalize`)
+  changes them;
+* the first DELETE only marks the namespace (phase ``Terminating``); while
+  ``spec.finalizers`` remain, neither a DELETE nor the release of its last
+  ``metadata.finalizers`` deletes it;
+* the table (Name, Status, Age), the ``status.phase`` field selector (no
+  ``metadata.namespace``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kubesim.errors import KubeSimApiError, status_body
-from kubesim.machinery.validation import Cause, invalid, is_qualified_name
+from kubesim.errors import KubeSimApiError
+from kubesim.fieldmanager.fieldpath import Path
+from kubesim.machinery.documents import sub
+from kubesim.machinery.printing import Column, simple_printer, status_of, str_of
+from kubesim.machinery.selectors import field_label_not_supported, str_field
+from kubesim.machinery.validation import Cause, NameRule, invalid, is_qualified_name
+from kubesim.registry.resource import ResourceType, Strategy
+from kubesim.registry.store import Api
+from kubesim.storage.mvcc import Stored
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-    from kubesim.registry.store import Api
-    from kubesim.storage.mvcc import Stored
-
-__all__ = ["KUBERNETES_FINALIZER", "check_creatable", "finalize", "spec_finalizers"]
+__all__ = ["KUBERNETES_FINALIZER", "NamespaceStrategy", "finalize"]
 
 #: The namespace controller's entry in ``spec.finalizers``.
 KUBERNETES_FINALIZER = "kubernetes"
@@ -39,49 +40,62 @@ def _dict(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _qualified(plural: str, group: str) -> str:
-    return f"{plural}.{group}" if group else plural
+def _l(v: object) -> list[Any]:
+    return v if isinstance(v, list) else []
 
 
-def check_creatable(api: Api, rt: ResourceType, namespace: str | None, name: str) -> None:
-    """The NamespaceLifecycle admission for a create of ``rt`` in ``namespace`` (see the
-    module docstring); nothing to check for cluster-scoped kinds."""
-    if not rt.namespaced:
-        return
-    ns_rt = api.registry.lookup("", "v1", "namespaces")
-    assert ns_rt is not None
-    ns = api.store(ns_rt).get(namespace or "")
-    if ns is None:
-        raise KubeSimApiError.not_found("namespaces", "", namespace or "")
-    if b'"deletionTimestamp"' not in ns.raw:
-        return
-    message = (
-        f'{_qualified(rt.plural, rt.group)} "{name}" is forbidden: unable to create new content '
-        f"in namespace {namespace} because it is being terminated"
+class NamespaceStrategy(Strategy):
+    """Namespaces (see the module docstring)."""
+
+    name_rule: NameRule = "label"
+    returns_deleted_object = True
+    deleted_by_controller = True
+    namespace_field_label = False
+    untracked_on_create: tuple[Path, ...] = (("f:spec", "f:finalizers"),)
+    table = simple_printer(
+        [Column("Status", "string", "The status of the namespace")],
+        lambda o: [str_of(status_of(o).get("phase"))],
     )
-    details: dict[str, Any] = {"name": name}
-    if rt.group:
-        details["group"] = rt.group
-    details["kind"] = rt.plural
-    details["causes"] = [
-        {
-            "reason": "NamespaceTerminating",
-            "message": f"namespace {namespace} is being terminated",
-            "field": "metadata.namespace",
-        }
-    ]
-    raise KubeSimApiError(403, status_body(403, message, "Forbidden", details))
 
+    def default(self, rt: ResourceType, obj: dict[str, Any], *, creating: bool) -> None:
+        meta = sub(obj, "metadata")
+        if meta.get("name"):
+            sub(meta, "labels")["kubernetes.io/metadata.name"] = meta["name"]
+        if creating:
+            fins = _l(sub(obj, "spec").get("finalizers"))
+            fins = fins if KUBERNETES_FINALIZER in fins else [*fins, KUBERNETES_FINALIZER]
+            obj["spec"]["finalizers"] = fins
+            obj["status"] = {"phase": "Active"}
+        elif isinstance(obj.get("status"), dict):
+            obj["status"].setdefault("phase", "Active")
+        super().default(rt, obj, creating=creating)
 
-def spec_finalizers(old: Mapping[str, Any], new: dict[str, Any]) -> None:
-    """The namespace update strategy: ``new`` keeps ``old``'s ``spec.finalizers``."""
-    old_spec = _dict(old.get("spec"))
-    spec = dict(_dict(new.get("spec")))
-    if "finalizers" in old_spec:
-        spec["finalizers"] = old_spec["finalizers"]
-    else:
-        spec.pop("finalizers", None)
-    new["spec"] = spec
+    def prepare_for_update(
+        self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any], subresource: str | None
+    ) -> list[Cause]:
+        """A write other than ``/finalize`` keeps ``old``'s ``spec.finalizers``."""
+        if subresource != "finalize":
+            old_spec = _dict(old.get("spec"))
+            spec = dict(_dict(new.get("spec")))
+            if "finalizers" in old_spec:
+                spec["finalizers"] = old_spec["finalizers"]
+            else:
+                spec.pop("finalizers", None)
+            new["spec"] = spec
+        return []
+
+    def fields(self, obj: Mapping[str, Any]) -> dict[str, str]:
+        return {"status.phase": str_field(obj, "status", "phase")}
+
+    def unsupported_field_label(self, label: str) -> str:
+        return field_label_not_supported(label)
+
+    def mark_terminating(self, obj: dict[str, Any]) -> None:
+        status = obj.get("status")
+        obj["status"] = {**(status if isinstance(status, dict) else {}), "phase": "Terminating"}
+
+    def pending_finalizers(self, obj: Mapping[str, Any]) -> bool:
+        return bool(_dict(obj.get("spec")).get("finalizers"))
 
 
 def _undecodable(value: object, field: str, go_type: str) -> KubeSimApiError:
@@ -106,7 +120,10 @@ def _validate_finalizers(finalizers: object) -> list[Cause]:
 def finalize(
     api: Api, rt: ResourceType, name: str, body: Mapping[str, Any], *, manager: str
 ) -> Stored:
-    """``PUT namespaces/<name>/finalize`` (see the module docstring)."""
+    """``PUT /api/v1/namespaces/<name>/finalize``: replaces metadata and ``spec.finalizers``
+    from ``body`` (the status is kept); when that leaves a namespace with a
+    deletionTimestamp without any finalizer (``spec`` or ``metadata``), the namespace is
+    deleted at once and the answer carries the resourceVersion it had."""
     cur = api.get(rt, None, name)
     spec = body.get("spec")
     if spec is not None and not isinstance(spec, dict):
@@ -119,7 +136,7 @@ def finalize(
             raise _undecodable(f, "NamespaceSpec.spec.finalizers", "v1.FinalizerName")
     errs = _validate_finalizers(finalizers)
     if errs:
-        raise api._invalid(rt, name, errs)
+        raise api.invalid(rt, name, errs)
     new = dict(body)
     new["spec"] = {k: v for k, v in _dict(spec).items() if k != "finalizers" or v}
     old = cur.decode()

@@ -1,41 +1,21 @@
-"""flowcontrol.apiserver.k8s.io: FlowSchemas and PriorityLevelConfigurations, stored only.
+"""The APF configuration controller's objects: what kube-apiserver v1.28 writes at start.
 
-kube-apiserver v1.28 serves v1beta3 (stored) and v1beta2 of both kinds; the two versions
-differ in one field, a Limited priority level's ``nominalConcurrencyShares`` (v1beta3) that
-v1beta2 calls ``assuredConcurrencyShares`` (:func:`to_storage`/:func:`to_view`). At start
-the server's APF configuration controller writes the mandatory and suggested objects
-(:func:`bootstrap_objects`: ``exempt``, ``probes``, ``catch-all``, ``system-nodes``,
-``global-default``, ...; priority levels ``exempt``, ``catch-all``, ``system``,
-``workload-high``, ...) with the ``apf.kubernetes.io/autoupdate-spec`` annotation and, on
-FlowSchemas, the ``Dangling`` condition; their rules follow upstream's bootstrap
-configuration in shape, not in every subject. Nothing enforces them: no request is ever
-queued or rejected.
-
-:func:`validate_flowcontrol` checks what upstream rejects most often: a FlowSchema's
-priority level name, ``matchingPrecedence`` 1..10000, distinguisher and subject kinds; a
-priority level's type and its ``limited``/``exempt`` part, limit response type and queuing.
+:func:`bootstrap_objects` gives the mandatory and suggested objects (FlowSchemas
+``exempt``, ``probes``, ``catch-all``, ``system-nodes``, ``global-default``, ...;
+PriorityLevelConfigurations ``exempt``, ``catch-all``, ``system``, ``workload-high``, ...)
+with the ``apf.kubernetes.io/autoupdate-spec`` annotation and, on FlowSchemas, the
+``Dangling`` condition; their rules follow upstream's bootstrap configuration in shape, not
+in every subject. Nothing enforces them: no request is ever queued or rejected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterator
+from typing import Any, Final
 
-from kubesim.machinery.validation import Cause, invalid, not_supported, required
+__all__ = ["GROUP", "bootstrap_objects"]
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
-
-__all__ = [
-    "GROUP",
-    "bootstrap_objects",
-    "is_flowcontrol",
-    "is_v1beta2_plc",
-    "to_storage",
-    "to_view",
-    "validate_flowcontrol",
-]
-
+#: The API group of FlowSchemas and PriorityLevelConfigurations.
 GROUP: Final = "flowcontrol.apiserver.k8s.io"
 _PLC: Final = "prioritylevelconfigurations"
 _AUTOUPDATE: Final = {"apf.kubernetes.io/autoupdate-spec": "true"}
@@ -48,61 +28,6 @@ _ALL_RESOURCES: Final = {
 }
 _ALL_URLS: Final = {"verbs": ["*"], "nonResourceURLs": ["*"]}
 _EVERYONE: Final = (("Group", "system:unauthenticated"), ("Group", "system:authenticated"))
-
-
-def is_flowcontrol(rt: ResourceType) -> bool:
-    """Whether ``rt`` is one of the group's two kinds (either version)."""
-    return rt.group == GROUP and not rt.custom
-
-
-def is_v1beta2_plc(rt: ResourceType) -> bool:
-    """Whether ``rt`` is v1beta2 PriorityLevelConfigurations (converted on every read)."""
-    return rt.group == GROUP and rt.plural == _PLC and rt.version == "v1beta2"
-
-
-def _d(v: object) -> dict[str, Any]:
-    return v if isinstance(v, dict) else {}
-
-
-def _l(v: object) -> list[Any]:
-    return v if isinstance(v, list) else []
-
-
-def _renamed_shares(obj: dict[str, Any], old: str, new: str) -> dict[str, Any]:
-    limited = _d(_d(obj.get("spec")).get("limited"))
-    if old not in limited:
-        return obj
-    out = dict(obj)
-    spec = dict(_d(out["spec"]))
-    spec["limited"] = {new if k == old else k: v for k, v in limited.items()}
-    out["spec"] = spec
-    return out
-
-
-def _converted(
-    rt: ResourceType, obj: dict[str, Any], old: str, new: str, api_version: str
-) -> dict[str, Any]:
-    if not is_v1beta2_plc(rt):
-        return obj
-    out = _renamed_shares(obj, old, new)
-    if "apiVersion" in out:
-        out["apiVersion"] = api_version
-    return out
-
-
-def to_storage(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """A v1beta2 priority level in the stored (v1beta3) form; anything else unchanged."""
-    shares = ("assuredConcurrencyShares", "nominalConcurrencyShares")
-    return _converted(rt, obj, *shares, f"{GROUP}/v1beta3")
-
-
-def to_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """A stored priority level as v1beta2 serves it; anything else unchanged."""
-    shares = ("nominalConcurrencyShares", "assuredConcurrencyShares")
-    return _converted(rt, obj, *shares, rt.api_version)
-
-
-# -- the bootstrap configuration ------------------------------------------------------------
 
 
 def _subjects(*pairs: tuple[str, str]) -> list[dict[str, Any]]:
@@ -253,60 +178,3 @@ def bootstrap_objects(now: str) -> Iterator[tuple[str, dict[str, Any]]]:
             "message": message,
         }
         yield f"{GROUP}/v1beta3/flowschemas", schema | {"status": {"conditions": [condition]}}
-
-
-# -- validation ------------------------------------------------------------------------------
-
-
-def _validate_flow_schema(spec: Mapping[str, Any]) -> list[Cause]:
-    errs: list[Cause] = []
-    if not _d(spec.get("priorityLevelConfiguration")).get("name"):
-        detail = "must reference a priority level"
-        errs.append(required("spec.priorityLevelConfiguration.name", detail))
-    precedence = spec.get("matchingPrecedence")
-    if isinstance(precedence, int) and not 1 <= precedence <= 10000:
-        errs.append(
-            invalid("spec.matchingPrecedence", precedence, "must be between 1 and 10000, inclusive")
-        )
-    method = _d(spec.get("distinguisherMethod")).get("type")
-    if "distinguisherMethod" in spec and method not in ("ByUser", "ByNamespace"):
-        methods = ("ByUser", "ByNamespace")
-        errs.append(not_supported("spec.distinguisherMethod.type", method or "", methods))
-    for i, rule in enumerate(map(_d, _l(spec.get("rules")))):
-        for j, subject in enumerate(map(_d, _l(rule.get("subjects")))):
-            kind = subject.get("kind")
-            if kind not in ("Group", "ServiceAccount", "User"):
-                path = f"spec.rules[{i}].subjects[{j}].kind"
-                errs.append(not_supported(path, kind or "", ("Group", "ServiceAccount", "User")))
-    return errs
-
-
-def _validate_priority_level(name: str, spec: Mapping[str, Any]) -> list[Cause]:
-    kind = spec.get("type")
-    if kind not in ("Exempt", "Limited"):
-        return [not_supported("spec.type", kind or "", ("Exempt", "Limited"))]
-    if kind == "Exempt":
-        if name != "exempt":
-            return [invalid("spec.type", kind, "type must be 'Limited' if name is not 'exempt'")]
-        return []
-    limited = spec.get("limited")
-    if not isinstance(limited, dict):
-        return [required("spec.limited", "must not be empty when type is Limited")]
-    errs: list[Cause] = []
-    response = _d(limited.get("limitResponse"))
-    rtype = response.get("type")
-    if rtype not in ("Queue", "Reject"):
-        path = "spec.limited.limitResponse"
-        errs.append(not_supported(f"{path}.type", rtype or "", ("Queue", "Reject")))
-    elif rtype == "Queue" and not isinstance(response.get("queuing"), dict):
-        detail = "must not be empty if type is Queue"
-        errs.append(required("spec.limited.limitResponse.queuing", detail))
-    return errs
-
-
-def validate_flowcontrol(rt: ResourceType, obj: Mapping[str, Any]) -> list[Cause]:
-    """The common causes for a FlowSchema or a PriorityLevelConfiguration (stored form)."""
-    spec = _d(to_storage(rt, dict(obj)).get("spec"))
-    if rt.plural == "flowschemas":
-        return _validate_flow_schema(spec)
-    return _validate_priority_level(str(_d(obj.get("metadata")).get("name") or ""), spec)

@@ -15,8 +15,9 @@ kube-apiserver v1.28 stores HPAs once and serves them through both versions, con
 v2's defaults (``SetDefaults_HorizontalPodAutoscaler``: ``minReplicas`` 1, a ``cpu``
 utilization metric of 80 when there is no metric, and, when ``behavior`` is set, its
 missing rules and policies filled in), as the real server's storage decoding gives them.
-:func:`default_hpa` defaults a request in either version, :func:`validate_hpa` checks what
-``ValidateHorizontalPodAutoscaler`` rejects most often (on the v2 form). No controller
+:func:`default_hpa` defaults a request in either version;
+:func:`~kubesim.apis.autoscaling.horizontalpodautoscaler.validation.validate_hpa` checks
+what ``ValidateHorizontalPodAutoscaler`` rejects most often (on the v2 form). No controller
 computes metrics or scales anything.
 """
 
@@ -24,14 +25,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import orjson
 
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
+from kubesim.registry.resource import ResourceType
 
-__all__ = ["as_v2", "default_hpa", "is_hpa", "is_hpa_v1", "to_storage", "to_view"]
+__all__ = ["as_v2", "default_hpa", "is_hpa_v1", "metric_key", "to_storage", "to_view"]
 
 GROUP: Final = "autoscaling"
 _ANN: Final = "autoscaling.alpha.kubernetes.io/"
@@ -67,14 +67,10 @@ _DOWN: Final = {
 }
 
 
-def is_hpa(rt: ResourceType) -> bool:
-    """Whether ``rt`` is HorizontalPodAutoscalers (either version)."""
-    return rt.group == GROUP and rt.plural == "horizontalpodautoscalers"
-
-
 def is_hpa_v1(rt: ResourceType) -> bool:
-    """Whether ``rt`` is autoscaling/v1 HPAs (served converted from the v2 storage)."""
-    return is_hpa(rt) and rt.version == "v1"
+    """Whether ``rt`` (a type serving HPAs) is autoscaling/v1's (served converted from the
+    v2 storage)."""
+    return rt.version == "v1"
 
 
 def _d(v: object) -> dict[str, Any]:

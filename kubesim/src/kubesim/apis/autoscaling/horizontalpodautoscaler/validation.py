@@ -1,17 +1,16 @@
 """Validation of HorizontalPodAutoscalers (``ValidateHorizontalPodAutoscaler``, v1.28),
-on the v2 form whichever version a request came through (:mod:`._hpa`)."""
+on the v2 form whichever version a request came through
+(:mod:`kubesim.apis.autoscaling.horizontalpodautoscaler.conversion`)."""
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from kubesim.apis.autoscaling.horizontalpodautoscaler.conversion import metric_key, to_storage
 from kubesim.machinery.validation import Cause, invalid, not_supported, required
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
+from kubesim.registry.resource import ResourceType
 
 __all__ = ["validate_hpa"]
 

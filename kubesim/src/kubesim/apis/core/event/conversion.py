@@ -13,27 +13,24 @@ maps the field selectors.
   ``reportingComponent: ""``, ``reportingInstance: ""``, ``source: {}``, the two
   timestamps ``null``; events.k8s.io/v1: ``eventTime: null``, ``deprecatedSource: {}`` and
   the two deprecated timestamps ``null``). Fields the Go types do not have are dropped.
-* :func:`storage_selector` checks a field selector against the labels the type accepts and
-  rewrites it into the stored form's labels (``regarding.uid`` -> ``involvedObject.uid``,
-  ``reportingController`` -> ``reportingComponent``); events.k8s.io/v1 rejects the core
-  names with ``field label not supported``.
+* :func:`storage_selector` checks an events.k8s.io/v1 field selector against the labels it
+  accepts and rewrites it into the stored form's labels (``regarding.uid`` ->
+  ``involvedObject.uid``, ``reportingController`` -> ``reportingComponent``);
+  events.k8s.io/v1 rejects the core names with ``field label not supported``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from kubesim.errors import SelectorError
 from kubesim.machinery.selectors import FieldSelector
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
+from kubesim.registry.resource import ResourceType
 
 __all__ = [
     "EVENTS_GROUP",
     "V1_TO_CORE",
-    "is_event",
     "is_events_v1",
     "storage_selector",
     "to_storage",
@@ -105,14 +102,10 @@ _V1_FIELD_LABELS: Final = {
 }  # fmt: skip
 
 
-def is_event(rt: ResourceType) -> bool:
-    """Whether ``rt`` is Events, through either API."""
-    return rt.plural == "events" and rt.group in ("", EVENTS_GROUP) and not rt.custom
-
-
 def is_events_v1(rt: ResourceType) -> bool:
-    """Whether ``rt`` is events.k8s.io's Events (served from the core Events' storage)."""
-    return rt.plural == "events" and rt.group == EVENTS_GROUP and not rt.custom
+    """Whether ``rt`` (a type serving Events) is events.k8s.io's (served from the core
+    Events' storage)."""
+    return rt.group == EVENTS_GROUP
 
 
 def _series(value: Any, core: bool) -> Any:
@@ -146,12 +139,10 @@ def _renamed(obj: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]
 
 
 def to_storage(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """``obj`` (in ``rt``'s form) in the stored form: an Event's core/v1 JSON; any other
-    object unchanged (the same dict). Idempotent: a stored form stays as it is."""
+    """An Event (in ``rt``'s form) in the stored form: its core/v1 JSON. Idempotent: a
+    stored form stays as it is."""
     if is_events_v1(rt):
         obj = _renamed(obj, V1_TO_CORE)
-    elif not is_event(rt):
-        return obj
     out = _shaped(obj, _CORE_SHAPE)
     if "apiVersion" in out:
         out["apiVersion"] = "v1"
@@ -159,8 +150,8 @@ def to_storage(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def to_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
-    """A stored object (decoded) as ``rt`` serves it: events.k8s.io/v1 Events converted,
-    everything else unchanged (the same dict)."""
+    """A stored Event (decoded) as ``rt`` serves it: converted for events.k8s.io/v1, the
+    same dict for core/v1."""
     if not is_events_v1(rt):
         return obj
     out = _shaped(_renamed(obj, _CORE_TO_V1), _V1_SHAPE)
@@ -169,11 +160,9 @@ def to_view(rt: ResourceType, obj: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def storage_selector(rt: ResourceType, selector: FieldSelector) -> FieldSelector:
-    """``selector`` (already checked for ``rt``'s other kinds) in the stored form's field
-    labels; :class:`SelectorError` for a label events.k8s.io/v1 does not take."""
-    if not is_events_v1(rt):
-        return selector
+def storage_selector(selector: FieldSelector) -> FieldSelector:
+    """An events.k8s.io/v1 field ``selector`` in the stored form's field labels;
+    :class:`~kubesim.errors.SelectorError` for a label events.k8s.io/v1 does not take."""
     terms = []
     for label, op, value in selector.terms:
         mapped = _V1_FIELD_LABELS.get(label)

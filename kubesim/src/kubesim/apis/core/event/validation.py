@@ -22,24 +22,22 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from kubesim.apis.core.event.conversion import is_event, is_events_v1, to_storage
+from kubesim.apis.core.event.conversion import is_events_v1, to_storage
+from kubesim.encoding.gofmt import go_quote
 from kubesim.encoding.gotime import parse_rfc3339
 from kubesim.errors import GoTimeError
 from kubesim.machinery.validation import (
     Cause,
     GoRepr,
-    go_quote,
     invalid,
     is_dns1123_subdomain,
     is_qualified_name,
     required,
     validate_name,
 )
-
-if TYPE_CHECKING:
-    from kubesim.registry.resource import ResourceType
+from kubesim.registry.resource import ResourceType
 
 __all__ = ["validate_event_create", "validate_event_update"]
 
@@ -188,10 +186,8 @@ def _immutable(new: Mapping[str, Any], old: Mapping[str, Any]) -> list[Cause]:
 
 
 def validate_event_create(rt: ResourceType, obj: dict[str, Any]) -> list[Cause]:
-    """The Event causes of creating ``obj`` (in ``rt``'s form) through ``rt``; empty for
-    other kinds and for a valid Event."""
-    if not is_event(rt):
-        return []
+    """The Event causes of creating ``obj`` (in ``rt``'s form) through ``rt``; empty for a
+    valid Event."""
     ev = to_storage(rt, dict(obj))
     errs = _legacy(ev)
     return errs + _strict_create(ev) if is_events_v1(rt) else errs
@@ -201,8 +197,6 @@ def validate_event_update(
     rt: ResourceType, old: dict[str, Any], new: dict[str, Any]
 ) -> list[Cause]:
     """The Event causes of replacing ``old`` with ``new`` (both in ``rt``'s form)."""
-    if not is_event(rt):
-        return []
     ev, before = to_storage(rt, dict(new)), to_storage(rt, dict(old))
     errs = _legacy(ev)
     if not is_events_v1(rt):

@@ -1,9 +1,5 @@
-"""Go-syntax rendering for KubeSim's apiserver messages: ``strconv.Quote`` and go-cmp's
-``core.PodSpec`` diff (pure functions, no I/O).
-
-:func:`go_quote` is Go's ``%q``. The validation causes in :mod:`._validation` (and, through
-its re-export, the CRD errors in :mod:`._resources`) quote values with it too; it lives here,
-the lowest layer, so that :mod:`._validation` can import the diff without an import cycle.
+"""go-cmp's ``core.PodSpec`` diff, as upstream's Pod update error embeds it (pure functions,
+no I/O).
 
 :func:`pod_spec_diff` is the ``cmp.Diff(oldPod.Spec, mungedSpec)`` that upstream's Pod update
 error embeds, computed over the *internal* core.PodSpec. We rebuild that struct's top level from
@@ -21,23 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["go_quote", "pod_spec_diff", "pod_specs_equal"]
+from kubesim.encoding.gofmt import go_quote
 
-_ESC = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
-
-
-def go_quote(s: str) -> str:
-    """Go's ``strconv.Quote`` (``%q``)."""
-    out = []
-    for ch in s:
-        o = ord(ch)
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch.isprintable():  # same set as Go's unicode.IsPrint
-            out.append(ch)
-        else:
-            out.append(_ESC.get(ch) or (f"\\x{o:02x}" if o < 0x80 else f"\\u{o:04x}"))
-    return '"' + "".join(out) + '"'
+__all__ = ["pod_spec_diff", "pod_specs_equal"]
 
 
 def _d(v: object) -> dict[str, Any]:

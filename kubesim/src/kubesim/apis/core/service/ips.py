@@ -27,8 +27,9 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kubesim.encoding.gofmt import go_quote
 from kubesim.errors import KubeSimApiError
-from kubesim.machinery.validation import Cause, GoRepr, go_quote
+from kubesim.machinery.validation import Cause, GoRepr
 
 __all__ = ["NODE_PORTS", "SERVICE_CIDR", "allocate", "keep_allocated"]
 
