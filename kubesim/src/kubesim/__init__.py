@@ -19,7 +19,7 @@ from kubesim.errors import KubeSimError as KubeSimError
 from kubesim.errors import TlsUnavailable as TlsUnavailable
 from kubesim.kubesim import KubeSim as KubeSim
 from kubesim.registry.store import STRATEGIC_PATCH as STRATEGIC_PATCH
-from kubesim.server.app import User as User
+from kubesim.server.auth import User as User
 from kubesim.server.faults import Faults as Faults
 from kubesim.storage.mvcc import TypeStore as TypeStore
 

@@ -361,9 +361,9 @@ class GoDecodeError(KubeSimError):
 
 
 class DeepJsonError(KubeSimError, ValueError):
-    """Invalid JSON for :func:`kubesim.encoding.deepjson.parse`: ``pos`` is the offending character's offset,
-    ``expected`` what the parser was looking for there ("value", "key", "colon", "next"
-    or "end") and ``container`` the innermost open one ("object", "array" or "")."""
+    """Invalid JSON for :func:`kubesim.encoding.deepjson.parse`: ``pos`` is the offending
+    character's offset, ``expected`` what the parser was looking for there ("value", "key",
+    "colon", "next" or "end") and ``container`` the innermost open one ("object", "array" or "")."""
 
     def __init__(self, pos: int, expected: str = "value", container: str = "") -> None:
         super().__init__(f"invalid JSON at {pos}")

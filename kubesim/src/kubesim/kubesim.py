@@ -26,7 +26,8 @@ from kubesim.encoding.timefmt import now_rfc3339
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
 from kubesim.registry.resource import ResourceType
 from kubesim.registry.store import Api, random_token
-from kubesim.server.app import SimOptions, SimServer, User, make_tokens
+from kubesim.server.app import SimOptions, SimServer
+from kubesim.server.auth import User, make_tokens
 from kubesim.server.connguard import GuardedSite
 from kubesim.server.faults import Faults
 from kubesim.server.tls import self_signed, write_private
@@ -339,7 +340,8 @@ class KubeSim:
         return n
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """One object as a dict (raises :class:`~kubesim.errors.KubeSimApiError` 404 when missing)."""
+        """One object as a dict (raises :class:`~kubesim.errors.KubeSimApiError` 404 when
+        missing)."""
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
 

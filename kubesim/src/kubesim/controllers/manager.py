@@ -1,8 +1,8 @@
 """The kube-controller-manager controllers every cluster runs, inside KubeSim.
 
 :class:`Controllers` runs the namespace controller (:mod:`kubesim.controllers.namespace`) and the
-garbage collector (:mod:`kubesim.controllers.garbage_collector`). It listens to every commit of the store
-(``Mvcc.on_commit``): the controllers note what a commit means for them and, when they have
+garbage collector (:mod:`kubesim.controllers.garbage_collector`). It listens to every commit of the
+store (``Mvcc.on_commit``): the controllers note what a commit means for them and, when they have
 work, a step is scheduled on the event loop (``call_soon``, never from inside the commit).
 A step runs the controllers until neither has work left or ``max_rounds`` rounds have run
 (then it yields to the loop and continues in the next iteration), so a cascade such as a
@@ -10,8 +10,8 @@ foreground deletion of a tree of owners completes within a few loop iterations, 
 ordinary sequence of API writes with its watch events.
 
 Before :meth:`Controllers.start` (a KubeSim not serving yet) work accumulates and is done at start;
-after :meth:`Controllers.stop` nothing runs. A failure in a controller is logged and does not stop the
-others or the server.
+after :meth:`Controllers.stop` nothing runs. A failure in a controller is logged and does not stop
+the others or the server.
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ For a namespace with a deletionTimestamp whose ``spec.finalizers`` still holds
    ``/finalize``, which deletes the namespace (unless a ``metadata.finalizers`` entry,
    such as the garbage collector's ``orphan``, still holds it).
 
-The controller learns of work from commits (:meth:`NamespaceController.observe`): the namespace being marked,
-and any change to an object in a namespace being deleted, so the next step runs as soon as
-a finalizer is released or a pod is gone. A step deletes at most ``budget`` objects and
+The controller learns of work from commits (:meth:`NamespaceController.observe`): the namespace
+being marked, and any change to an object in a namespace being deleted, so the next step runs as
+soon as a finalizer is released or a pod is gone. A step deletes at most ``budget`` objects and
 leaves the rest for the next one, so a large namespace does not stall the event loop.
 """
 

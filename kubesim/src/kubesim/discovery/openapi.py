@@ -1,11 +1,11 @@
 """``/openapi/v2`` and ``/openapi/v3``: the documents kube-apiserver v1.28 serves, and how.
 
 The built-in documents are the recorded ones (``openapi/*.json.gz`` in this package, as
-served by a real v1.28.0). Established CRDs add their versions (:mod:`kubesim.apiextensions.openapi`): a
-``/openapi/v3/apis/<group>/<version>`` document each, listed in the v3 index, and their paths
-and definitions in v2. The example CRD present on the recording server is not served
-unless it is installed. Documents are read and built on first use and cached until the set
-of served custom types changes, so starting a KubeSim costs nothing.
+served by a real v1.28.0). Established CRDs add their versions
+(:mod:`kubesim.apiextensions.openapi`): a ``/openapi/v3/apis/<group>/<version>`` document each,
+listed in the v3 index, and their paths and definitions in v2. The example CRD present on the
+recording server is not served unless it is installed. Documents are read and built on first use
+and cached until the set of served custom types changes, so starting a KubeSim costs nothing.
 
 HTTP behaviour as recorded (27a): ``ETag`` is the quoted upper-case SHA-512 of the body,
 ``If-None-Match`` with it gives 304; every document but the v3 index has ``Vary: Accept``
@@ -14,11 +14,11 @@ document asked for with its current ``?hash=`` is ``Cache-Control: public, immut
 with ``Expires`` one year ahead (Go's RFC 1123 with ``UTC``), a wrong hash is a 301 to the
 right one, no (or an empty) hash is ``no-cache, private``. Every document is also served as
 gnostic protobuf under the same ETag and cache headers: ``/openapi/v2`` as
-``openapi.v2.Document`` (:mod:`kubesim.discovery.openapi_v2_proto`; kubectl asks for nothing else) and each v3
-document as ``openapi.v3.Document`` (:mod:`kubesim.discovery.openapi_v3_proto`), encoded on first request
-and cached with the JSON. The form is chosen as kube-openapi chooses it: the ``Accept``
-clauses by quality, then specificity (a missing header is ``*/*``), the first that admits
-``application/json`` or one of the protobuf types (``...spec.v3.v1.0+protobuf`` or the
+``openapi.v2.Document`` (:mod:`kubesim.discovery.openapi_v2_proto`; kubectl asks for nothing else)
+and each v3 document as ``openapi.v3.Document`` (:mod:`kubesim.discovery.openapi_v3_proto`),
+encoded on first request and cached with the JSON. The form is chosen as kube-openapi chooses it:
+the ``Accept`` clauses by quality, then specificity (a missing header is ``*/*``), the first that
+admits ``application/json`` or one of the protobuf types (``...spec.v3.v1.0+protobuf`` or the
 deprecated ``...spec.v3@v1.0+protobuf``; the answer is always the former) wins; an
 ``Accept`` that admits neither gets 406 with an empty body.
 """

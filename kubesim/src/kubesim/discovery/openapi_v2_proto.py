@@ -6,8 +6,8 @@ kubectl asks for ``/openapi/v2`` only as
 kube-openapi does. Field numbers are those of gnostic's ``OpenAPIv2.proto``; values that
 proto3 leaves out when they are defaults are left out, except inside a ``oneof``. Vendor
 extensions, ``default``, ``example`` and ``enum`` values are ``Any`` messages holding the
-value's YAML text as gnostic writes it (:mod:`kubesim.encoding.goyaml`); an integer field takes a JSON
-integer only. The encoder covers what a Kubernetes OpenAPI document uses (Swagger 2.0 with
+value's YAML text as gnostic writes it (:mod:`kubesim.encoding.goyaml`); an integer field takes a
+JSON integer only. The encoder covers what a Kubernetes OpenAPI document uses (Swagger 2.0 with
 api-key security); anything else is dropped. The wire helpers here are shared with
 :mod:`kubesim.discovery.openapi_v3_proto`.
 """

@@ -5,8 +5,8 @@ client-go's generated clients (kubectl >= 1.32 ``create namespace|configmap|secr
 deployment|job|role ...``, ``auth can-i``, ``autoscale``, and any Go controller on client-go
 >= 1.32) send built-in objects as protobuf and do not retry with JSON after a 415. KubeSim
 decodes the body (the ``k8s\\x00`` magic, then a ``runtime.Unknown`` whose ``raw`` is the
-object's message) of every built-in kind it has a table for (:mod:`kubesim.encoding.prototypes`) into the
-JSON object the same client would have sent.
+object's message) of every built-in kind it has a table for (:mod:`kubesim.encoding.prototypes`)
+into the JSON object the same client would have sent.
 
 A body of another kind, or with a field the v1.28 types do not have, is a
 :class:`ProtobufUnsupported`: the HTTP layer answers 415 with a message that names what
@@ -180,7 +180,8 @@ def _by_number(name: str) -> Mapping[int, Field]:
 
 
 def decode_message(buf: bytes, name: str) -> dict[str, Any]:
-    """Message ``name`` (see :func:`kubesim.encoding.prototypes.message`) as JSON, following the Go types."""
+    """Message ``name`` (see :func:`kubesim.encoding.prototypes.message`) as JSON, following the Go
+    types."""
     spec = _by_number(name)
     out: dict[str, Any] = {}
     for num, v in wire_fields(buf):

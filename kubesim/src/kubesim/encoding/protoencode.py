@@ -138,7 +138,8 @@ _NIL_OMITTED = frozenset({"bytes"})
 
 
 def encode_message(obj: Mapping[str, Any], name: str) -> bytes:
-    """The JSON object ``obj`` as message ``name`` (see :func:`kubesim.encoding.prototypes.message`)."""
+    """The JSON object ``obj`` as message ``name`` (see
+    :func:`kubesim.encoding.prototypes.message`)."""
     out = bytearray()
     for tag, key, kind, msg, flags in _plan(name):
         if kind == "inline":

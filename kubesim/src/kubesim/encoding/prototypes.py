@@ -1,5 +1,5 @@
-"""The protobuf messages of the built-in kinds, by field number, for :mod:`kubesim.encoding.protobuf`
-(decoding) and :mod:`kubesim.encoding.protoencode` (encoding).
+"""The protobuf messages of the built-in kinds, by field number, for
+:mod:`kubesim.encoding.protobuf` (decoding) and :mod:`kubesim.encoding.protoencode` (encoding).
 
 ``protobuf_types.json`` holds them as the Go types of Kubernetes v1.28.0 declare them
 (``k8s.io/api``, ``apimachinery``'s meta/v1, ``apiextensions-apiserver`` and

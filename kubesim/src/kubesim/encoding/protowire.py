@@ -1,5 +1,6 @@
 """The protobuf wire format, both ways, for KubeSim's encoders and decoders (objects in
-:mod:`kubesim.encoding.protoencode` / :mod:`kubesim.encoding.protobuf`, OpenAPI documents in :mod:`kubesim.discovery.openapi_v2_proto`).
+:mod:`kubesim.encoding.protoencode` / :mod:`kubesim.encoding.protobuf`, OpenAPI documents in
+:mod:`kubesim.discovery.openapi_v2_proto`).
 
 Varints are unsigned 64-bit (a negative int is written as its two's complement); a field
 is its key (number << 3 | wire type) and its value; wire types 0 (varint), 1 (64-bit),

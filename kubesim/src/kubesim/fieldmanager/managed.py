@@ -1,8 +1,8 @@
 """``metadata.managedFields``: who owns which fields, as the apiserver's field manager keeps it.
 
 An :class:`Entry` is one manager's claim: (manager, operation ``Apply`` or ``Update``,
-apiVersion, subresource) with the set of fields it owns (:mod:`kubesim.fieldmanager.fieldpath`) and the time
-its fields last changed the object. :func:`decode_entries` / :func:`encode_entries` convert
+apiVersion, subresource) with the set of fields it owns (:mod:`kubesim.fieldmanager.fieldpath`) and
+the time its fields last changed the object. :func:`decode_entries` / :func:`encode_entries` convert
 to and from the FieldsV1 wire form, in the apiserver's order (Apply before Update, then by
 time, manager, apiVersion, subresource: so a new manager without a time comes first).
 

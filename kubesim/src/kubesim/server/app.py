@@ -1,8 +1,9 @@
 """KubeSim's HTTP layer: routing, authentication, content negotiation, faults.
 
 Parses a Kubernetes REST request, checks the bearer token and the user's permissions,
-applies any injected fault, calls one :class:`kubesim.registry.store.Api` verb and encodes the answer the
-way kube-apiserver v1.28 does (``tests/kubesim/conformance``). Every failure is a ``Status`` body
+applies any injected fault, calls one verb of the generic store
+(:class:`kubesim.registry.store.Api`) and encodes the answer the way kube-apiserver v1.28
+does (``tests/kubesim/conformance``). Every failure is a ``Status`` body
 with the recorded code and message; no request ever gets a traceback or a hung connection.
 """
 
@@ -11,8 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,16 +25,12 @@ from kubesim.apis.core.namespace import finalize
 from kubesim.apis.core.pod.binding import bind
 from kubesim.discovery.discovery import Discovery, version_info
 from kubesim.discovery.openapi import OpenApiDocs
-from kubesim.encoding import deepjson, json_decode
-from kubesim.encoding.protobuf import PROTOBUF, protobuf_body
-from kubesim.encoding.protoencode import encode_object
 from kubesim.encoding.prototypes import kind_message
-from kubesim.errors import DeepJsonError, KubeSimApiError, RvTooLarge, SelectorError, status_body
+from kubesim.errors import KubeSimApiError, RvTooLarge, SelectorError
 from kubesim.fieldmanager.apply import check_patch_options, is_apply
 from kubesim.machinery.selectors import FieldSelector, LabelSelector
 from kubesim.registry.apply import server_side_apply
 from kubesim.registry.context import Requester, as_requester
-from kubesim.registry.deletion import DeleteOptions, read_delete_options
 from kubesim.registry.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
 from kubesim.registry.listing import ListResult
 from kubesim.registry.objects import parse_rv, view_json
@@ -42,18 +38,30 @@ from kubesim.registry.resource import ResourceType
 from kubesim.registry.scale import get_scale, patch_scale, update_scale
 from kubesim.registry.store import Api
 from kubesim.registry.types import ResourceRegistry
-from kubesim.server import bodies
-from kubesim.server.bodies import MAX_DEPTH, Body
+from kubesim.server.auth import User, authenticate, deny_anonymous
+from kubesim.server.bodies import MAX_DEPTH
 from kubesim.server.decoding import (
     add_warnings,
     decode_body,
     field_validation,
     writing,
 )
-from kubesim.server.faults import Faults
+from kubesim.server.faults import Faults, fault_error
 from kubesim.server.health import health_response, is_health_path
 from kubesim.server.limits import watch_timeout
-from kubesim.server.negotiation import JSON, Media, errors_as_protobuf, negotiate
+from kubesim.server.negotiation import Media, errors_as_protobuf, negotiate
+from kubesim.server.requests import (
+    Route,
+    check_kind,
+    check_subresource,
+    delete_options,
+    json_body,
+    manager_of,
+    parse_resource_path,
+    request_body,
+    verb_of,
+)
+from kubesim.server.responses import abort, error_response, json_response, response, yaml_response
 from kubesim.server.tables import TableMaker, include_object
 from kubesim.server.watch import WatchSpec, serve_watch
 from kubesim.storage.mvcc import Mvcc, Stored
@@ -67,25 +75,6 @@ _LIST_CHUNK = 1 << 20
 
 
 @dataclass
-class User:
-    """An identity KubeSim authenticates by bearer token, with simple RBAC rules.
-
-    Made by :meth:`KubeSim.add_user <kubesim.KubeSim.add_user>`, which returns
-    the user's token. The admin user (``sim.token``) has ``("*", "*", "*")``.
-    """
-
-    name: str
-    """The user name requests are authorized (and 403s worded) as."""
-    rules: tuple[tuple[str, str, str], ...] = (("*", "*", "*"),)
-    """(verb, group, resource) triples where any part may be ``"*"``; a resource names a
-    subresource as ``pods/status`` (a rule for ``pods`` does not grant ``pods/status``)."""
-
-    def allows(self, verb: str, group: str, resource: str) -> bool:
-        """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
-        return rbac.allows(self.rules, verb, group, resource)
-
-
-@dataclass
 class SimOptions:
     """Server behaviour switches (see :class:`kubesim.KubeSim`)."""
 
@@ -94,61 +83,6 @@ class SimOptions:
     bookmark_interval: float = 60.0
     too_large_rv_wait: float = 3.0
     tokens: dict[str, User] = field(default_factory=dict)
-
-
-@dataclass
-class _Route:
-    rt: ResourceType
-    namespace: str | None
-    name: str | None
-    subresource: str | None
-
-
-def _json_response(
-    data: Any, status: int = 200, headers: Mapping[str, str] | None = None
-) -> web.Response:
-    """A JSON body as the apiserver's encoder writes it: the document and a newline."""
-    body = (data if isinstance(data, bytes) else orjson.dumps(data)) + b"\n"
-    hdrs = {"Cache-Control": "no-cache, private"}
-    if headers:
-        hdrs.update(headers)
-    return web.Response(body=body, status=status, content_type="application/json", headers=hdrs)
-
-
-def _response(doc: Any, status: int = 200, media: Media = JSON) -> web.Response:
-    """``doc`` (a JSON document, or its bytes) as JSON, or as protobuf for a protobuf
-    ``media``."""
-    if not media.protobuf:
-        return _json_response(doc, status)
-    obj = orjson.loads(doc) if isinstance(doc, bytes) else doc
-    return web.Response(
-        body=encode_object(obj),
-        status=status,
-        content_type=PROTOBUF,
-        headers={"Cache-Control": "no-cache, private"},
-    )
-
-
-def _error_response(err: KubeSimApiError, protobuf: bool = False) -> web.Response:
-    if protobuf:
-        resp = _response(err.body, err.code, Media(encoding="protobuf"))
-        resp.headers.update(err.headers)
-    else:
-        resp = _json_response(err.body, err.code, err.headers)
-    if err.headers.get("Connection") == "close":
-        resp.force_close()  # as announced (413: the rest of the body is never read)
-    return resp
-
-
-def _verb_of(method: str, has_name: bool, watch: bool) -> str:
-    if method == "GET":
-        return "get" if has_name else ("watch" if watch else "list")
-    return {
-        "POST": "create",
-        "PUT": "update",
-        "PATCH": "patch",
-        "DELETE": "delete" if has_name else "deletecollection",
-    }.get(method, method.lower())
 
 
 class SimServer:
@@ -186,18 +120,18 @@ class SimServer:
         path = request.path.rstrip("/") or "/"
         on_resource = False  # an error of a resource request may be a protobuf Status
         try:
-            user = self._authenticate(request)
+            user = authenticate(request, self.options.auth, self.options.tokens)
             delay = self.faults.latency_for(path)
             if delay:
                 await asyncio.sleep(delay)
             if is_health_path(path) or path in _PUBLIC_PATHS or not path.startswith("/api"):
                 return self._non_resource(request, path, user)
-            route = self._parse_resource_path(path)
+            route = parse_resource_path(path, self.registry)
             if route is None:
                 return self._discovery(request, path, user)
             on_resource = True
             watch = request.query.get("watch", "") in ("1", "true", "True")
-            verb = _verb_of(request.method, route.name is not None, watch)
+            verb = verb_of(request.method, route.name is not None, watch)
             resource = rbac.request_resource(route.rt.plural, route.subresource)
             strategy = route.rt.strategy
             open_to_user = isinstance(strategy, ReviewStrategy) and strategy.open_to(user.name)
@@ -216,11 +150,11 @@ class SimServer:
                 if fault.body is not None:
                     ctype = {"Content-Type": fault.content_type}
                     return web.Response(status=fault.status, body=fault.body, headers=ctype)
-                raise self._fault_error(fault.status, fault.retry_after)
+                raise fault_error(fault.status, fault.retry_after)
             return await self._resource(request, route, verb, user)
         except KubeSimApiError as err:
             accept = request.headers.get("Accept", "")
-            return _error_response(err, on_resource and errors_as_protobuf(accept))
+            return error_response(err, on_resource and errors_as_protobuf(accept))
         except ConnectionResetError:  # the client went away mid-answer: nothing to report
             if request.transport is not None:
                 request.transport.close()
@@ -229,42 +163,9 @@ class SimServer:
             raise
         except Exception as exc:  # a bug in the sim must still answer like a server
             log.exception("KubeSim internal error on %s %s", request.method, path)
-            return _error_response(KubeSimApiError.internal(f"KubeSim internal error: {exc!r}"))
-
-    @staticmethod
-    def _fault_error(status: int, retry_after: int) -> KubeSimApiError:
-        if status == 429:
-            return KubeSimApiError.too_many_requests(retry_after)
-        if status == 504:
-            err = KubeSimApiError.timeout()
-            err.headers["Retry-After"] = str(retry_after)
-            return err
-        if status == 503:
-            return KubeSimApiError(
-                503,
-                status_body(
-                    503,
-                    "the server is currently unable to handle the request",
-                    "ServiceUnavailable",
-                ),
-                {"Retry-After": str(retry_after)},
-            )
-        return KubeSimApiError.internal("Internal error occurred: injected fault")
+            return error_response(KubeSimApiError.internal(f"KubeSim internal error: {exc!r}"))
 
     # -- authentication ----------------------------------------------------------------------
-
-    def _authenticate(self, request: web.Request) -> User:
-        if not self.options.auth:
-            return User("admin")
-        header = request.headers.get("Authorization", "")
-        if not header:
-            return User("system:anonymous", rules=())
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() == "bearer":
-            for known, user in self.options.tokens.items():
-                if secrets.compare_digest(known.encode(), token.strip().encode()):
-                    return user
-        raise KubeSimApiError.unauthorized()
 
     # -- non-resource paths and discovery ------------------------------------------------------
 
@@ -277,20 +178,14 @@ class SimServer:
             q = request.query
             return health_response(path, "verbose" in q, q.getall("exclude", []))
         if path == "/openapi/v2" or path == "/openapi/v3" or path.startswith("/openapi/v3/"):
-            self._deny_anonymous(user, path)
+            deny_anonymous(user, path)
             return self.openapi.serve(request, path)
         raise KubeSimApiError.page_not_found()
-
-    @staticmethod
-    def _deny_anonymous(user: User, path: str) -> None:
-        if user.name == "system:anonymous":
-            msg = f'forbidden: User "system:anonymous" cannot get path "{path}"'
-            raise KubeSimApiError(403, status_body(403, msg, "Forbidden", {}))
 
     def _discovery(self, request: web.Request, path: str, user: User) -> web.StreamResponse:
         if request.method != "GET":
             raise KubeSimApiError.method_not_allowed()
-        self._deny_anonymous(user, path)
+        deny_anonymous(user, path)
         parts = path.strip("/").split("/")
         accept = request.headers.get("Accept", "")
         doc: dict[str, Any] | None = None
@@ -314,46 +209,18 @@ class SimServer:
             raise KubeSimApiError.page_not_found()
         headers: dict[str, str] = {}
         if "as=APIGroupDiscoveryList" in accept and parts in (["api"], ["apis"]):
-            resp = _json_response(doc)
+            resp = json_response(doc)
             resp.content_type = "application/json"
             resp.headers["Content-Type"] = (
                 "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
             )
             return resp
-        return _json_response(doc, headers=headers)
-
-    def _parse_resource_path(self, path: str) -> _Route | None:
-        parts = path.strip("/").split("/")
-        if parts[0] == "api" and len(parts) >= 3:
-            group, version, rest = "", parts[1], parts[2:]
-        elif parts[0] == "apis" and len(parts) >= 4:
-            group, version, rest = parts[1], parts[2], parts[3:]
-        else:
-            return None
-        lookup = self.registry.lookup
-        if len(rest) >= 3 and rest[0] == "namespaces":
-            rt = lookup(group, version, rest[2])
-            if rt is not None and rt.namespaced:
-                if len(rest) > 5:
-                    raise KubeSimApiError.page_not_found()
-                return _Route(
-                    rt,
-                    rest[1],
-                    rest[3] if len(rest) > 3 else None,
-                    rest[4] if len(rest) > 4 else None,
-                )
-        rt = lookup(group, version, rest[0])
-        if rt is None or len(rest) > 3:
-            raise KubeSimApiError.page_not_found()
-        name = rest[1] if len(rest) > 1 else None
-        if rt.namespaced and name is not None:
-            raise KubeSimApiError.page_not_found()
-        return _Route(rt, None, name, rest[2] if len(rest) > 2 else None)
+        return json_response(doc, headers=headers)
 
     # -- resources ----------------------------------------------------------------------------
 
     async def _resource(
-        self, request: web.Request, route: _Route, verb: str, user: User
+        self, request: web.Request, route: Route, verb: str, user: User
     ) -> web.StreamResponse:
         rt = route.rt
         media = negotiate(
@@ -363,7 +230,7 @@ class SimServer:
         if isinstance(rt.strategy, ReviewStrategy):
             return await self._review(request, route, rt.strategy, verb, user, media)
         if route.subresource is not None:
-            _check_subresource(route, verb)
+            check_subresource(route, verb)
         dry = False
         if verb in ("create", "update", "patch"):
             dry = parse_dry_run(request.query.getall("dryRun", []), OPTIONS_KIND[verb])
@@ -374,7 +241,7 @@ class SimServer:
     async def _review(
         self,
         request: web.Request,
-        route: _Route,
+        route: Route,
         strategy: ReviewStrategy,
         verb: str,
         user: User,
@@ -382,27 +249,27 @@ class SimServer:
     ) -> web.StreamResponse:
         if verb != "create" or route.name is not None:
             raise KubeSimApiError.method_not_allowed()
-        body = await _json_body(request)
-        self._check_kind(route.rt, body)
+        body = await json_body(request)
+        check_kind(route.rt, body)
 
         def rules_of(name: str) -> tuple[rbac.Rule, ...] | None:
             found = next((u for u in self.options.tokens.values() if u.name == name), None)
             return None if found is None else found.rules
 
         doc = strategy.review(route.rt, body, user.name, user.rules, rules_of, route.namespace)
-        return _response(doc, 201, media)
+        return response(doc, 201, media)
 
     async def _verb(
-        self, request: web.Request, route: _Route, verb: str, media: Media
+        self, request: web.Request, route: Route, verb: str, media: Media
     ) -> web.StreamResponse:
         rt = route.rt
         q = request.query
-        manager = _manager(request)
+        manager = manager_of(request)
         if route.subresource == "scale":
             return await self._scale(request, route, verb, manager, media)
         if route.subresource == "finalize":
-            body = await _json_body(request)
-            self._check_kind(rt, body)
+            body = await json_body(request)
+            check_kind(rt, body)
             obj = finalize(self.api, rt, route.name or "", body, manager=manager)
             return self._object_response(rt, obj, media)
         if verb == "watch":
@@ -414,10 +281,10 @@ class SimServer:
             return self._object_response(rt, obj, media, query=q)
         if verb == "create":
             if route.subresource == "binding":
-                body = await _json_body(request)
+                body = await json_body(request)
                 target = (body.get("target") or {}).get("name", "")
                 bind(self.api, route.namespace or "", route.name or "", target)
-                return _response(
+                return response(
                     {
                         "kind": "Status",
                         "apiVersion": "v1",
@@ -433,16 +300,16 @@ class SimServer:
             if rt.namespaced and route.namespace is None:
                 raise KubeSimApiError.method_not_allowed()
             directive = field_validation(q, "CreateOptions")
-            decoded = decode_body(rt, await _request_body(request, rt), directive)
-            self._check_kind(rt, decoded.obj)
+            decoded = decode_body(rt, await request_body(request, rt), directive)
+            check_kind(rt, decoded.obj)
             with writing(directive, decoded.depth):
                 obj = self.api.create(rt, route.namespace, decoded.obj, manager=manager)
             resp = self._object_response(rt, obj, media, 201, query=q)
             return add_warnings(resp, decoded.warnings)
         if verb == "update":
             directive = field_validation(q, "UpdateOptions")
-            decoded = decode_body(rt, await _request_body(request, rt), directive)
-            self._check_kind(rt, decoded.obj)
+            decoded = decode_body(rt, await request_body(request, rt), directive)
+            check_kind(rt, decoded.obj)
             with writing(directive, decoded.depth):
                 obj = self.api.update(
                     rt,
@@ -467,7 +334,7 @@ class SimServer:
                     subresource=route.subresource,
                 )
                 return self._object_response(rt, obj, media, 201 if created else 200)
-            patch = await _json_body(request, allow_list=True)
+            patch = await json_body(request, allow_list=True)
             directive = field_validation(q, "PatchOptions")
             with writing(directive, MAX_DEPTH) as ctx:
                 obj = self.api.patch(
@@ -481,13 +348,13 @@ class SimServer:
                 )
             return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
         if verb == "delete":
-            opts = await _delete_options(request)
+            opts = await delete_options(request)
             outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
             if outcome.obj is not None:
                 return self._object_response(rt, outcome.obj, media, outcome.code)
-            return _response(outcome.status, outcome.code, media)
+            return response(outcome.status, outcome.code, media)
         if verb == "deletecollection":
-            opts = await _delete_options(request)
+            opts = await delete_options(request)
             lsel, fsel = self._selectors(rt, q)
             page = self.api.delete_collection(
                 rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
@@ -496,33 +363,19 @@ class SimServer:
         raise KubeSimApiError.method_not_allowed()
 
     async def _scale(
-        self, request: web.Request, route: _Route, verb: str, manager: str, media: Media
+        self, request: web.Request, route: Route, verb: str, manager: str, media: Media
     ) -> web.StreamResponse:
         rt, ns, name = route.rt, route.namespace, route.name or ""
         if verb == "get":
-            return _response(get_scale(self.api, rt, ns, name), media=media)
+            return response(get_scale(self.api, rt, ns, name), media=media)
         if verb == "update":
-            body = await _json_body(request)
+            body = await json_body(request)
             scale = update_scale(self.api, rt, ns, name, body, manager=manager)
-            return _response(scale, media=media)
+            return response(scale, media=media)
         ctype = request.headers.get("Content-Type", "")
-        patch = await _json_body(request, allow_list=True)
+        patch = await json_body(request, allow_list=True)
         scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
-        return _response(scale, media=media)
-
-    @staticmethod
-    def _check_kind(rt: ResourceType, body: Mapping[str, Any]) -> None:
-        kind, api_version = body.get("kind"), body.get("apiVersion")
-        if kind and kind != rt.kind:
-            raise KubeSimApiError.bad_request(
-                f"the object provided is unrecognized (must be of type {rt.kind}): "
-                f"kind {kind} does not match the expected kind {rt.kind}"
-            )
-        if api_version and api_version != rt.api_version:
-            raise KubeSimApiError.bad_request(
-                f"the API version in the data ({api_version}) does not match the expected "
-                f"API version ({rt.api_version})"
-            )
+        return response(scale, media=media)
 
     def _selectors(
         self, rt: ResourceType, q: Mapping[str, str]
@@ -557,13 +410,13 @@ class SimServer:
         if media.table:
             maker = TableMaker(rt, media.table, include_object(query or {}))
             meta = {"resourceVersion": str(obj.rv)}
-            return _json_response(maker.table([self.api.view(rt, obj)], meta), status)
+            return json_response(maker.table([self.api.view(rt, obj)], meta), status)
         data = self._object_bytes(rt, obj, media)
         if media.encoding == "yaml":
-            return _yaml_response(orjson.loads(data), status)
-        return _response(data, status, media)
+            return yaml_response(orjson.loads(data), status)
+        return response(data, status, media)
 
-    async def _list(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
+    async def _list(self, request: web.Request, route: Route, media: Media) -> web.StreamResponse:
         rt = route.rt
         q = request.query
         rv = q.get("resourceVersion", "")
@@ -620,7 +473,7 @@ class SimServer:
             tail = b"]}\n"
         elif media.table:
             maker = TableMaker(rt, media.table, include_object(request.query))
-            return _json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
+            return json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
         elif rt.custom:
             meta.setdefault("continue", "")
             head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
@@ -652,7 +505,7 @@ class SimServer:
             items = [self._object_bytes(rt, o, media) for o in page.items]
             doc = orjson.loads(head + b",".join(items) + tail)
             return (
-                _yaml_response(doc, 200) if media.encoding == "yaml" else _response(doc, 200, media)
+                yaml_response(doc, 200) if media.encoding == "yaml" else response(doc, 200, media)
             )
         if media.partial:
             raws = [self._object_bytes(rt, o, media) for o in page.items]
@@ -673,20 +526,20 @@ class SimServer:
             if len(buf) >= _LIST_CHUNK:
                 if cut:
                     await resp.write(bytes(buf[: len(buf) // 2]))
-                    return _abort(request, resp)
+                    return abort(request, resp)
                 await resp.write(bytes(buf))
                 buf.clear()
         buf += tail
         if cut:
             await resp.write(bytes(buf[: max(1, len(buf) // 2)]))
-            return _abort(request, resp)
+            return abort(request, resp)
         await resp.write(bytes(buf))
         await resp.write_eof()
         return resp
 
     # -- watch -------------------------------------------------------------------------------
 
-    async def _watch(self, request: web.Request, route: _Route, media: Media) -> web.StreamResponse:
+    async def _watch(self, request: web.Request, route: Route, media: Media) -> web.StreamResponse:
         rt = route.rt
         q = request.query
         rv = q.get("resourceVersion", "")
@@ -765,111 +618,3 @@ class SimServer:
             )
         finally:
             self.open_watches -= 1
-
-
-def _abort(request: web.Request, resp: web.StreamResponse) -> web.StreamResponse:
-    if request.transport is not None:
-        request.transport.close()
-    return resp
-
-
-def _manager(request: web.Request) -> str:
-    fm = request.query.get("fieldManager")
-    if fm:
-        return fm
-    ua = request.headers.get("User-Agent", "")
-    return ua.split("/", 1)[0] or "unknown"
-
-
-async def _request_body(request: web.Request, rt: ResourceType) -> Body:
-    """A create or update body: at most 3 MiB, JSON, YAML or (for the kinds
-    :mod:`kubesim.encoding.protobuf` decodes) protobuf; 415 otherwise. Parsed."""
-    raw = await bodies.read(request)
-    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0]
-    ctype = ctype.strip().lower()
-    if ctype == PROTOBUF:
-        return Body(protobuf_body(raw), raw)
-    if ctype not in ("application/json", "application/yaml", ""):
-        raise _unsupported_media_type()
-    return bodies.parse(raw, ctype, rt.kind)
-
-
-def _unsupported_media_type() -> KubeSimApiError:
-    """415 for a create or update body of a media type the server does not decode."""
-    return KubeSimApiError(
-        415,
-        status_body(
-            415,
-            "the body of the request was in an unknown format - accepted media types "
-            "include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
-            "UnsupportedMediaType",
-        ),
-    )
-
-
-async def _json_body(request: web.Request, allow_list: bool = False) -> Any:
-    raw = await bodies.read(request)
-    ctype = request.headers.get("Content-Type", "application/json").split(";", 1)[0].strip()
-    if request.method != "PATCH" and ctype == PROTOBUF:
-        return protobuf_body(raw)
-    if request.method != "PATCH" and ctype not in ("application/json", ""):
-        if ctype == "application/yaml":
-            try:
-                import yaml
-
-                return yaml.safe_load(raw)
-            except Exception as exc:
-                raise KubeSimApiError.bad_request(f"yaml: {exc}") from None
-        raise _unsupported_media_type()
-    try:
-        try:
-            data = deepjson.loads(raw)
-        except orjson.JSONDecodeError:
-            data = json_decode.loads(raw)  # invalid UTF-8 becomes U+FFFD, as Go decodes it
-    except (ValueError, DeepJsonError) as exc:
-        raise KubeSimApiError.bad_request(
-            f"couldn't get version/kind; json parse error: {exc}"
-        ) from None
-    if isinstance(data, dict) or (allow_list and isinstance(data, list)):
-        return data
-    raise KubeSimApiError.bad_request(
-        "couldn't get version/kind; json parse error: json: cannot unmarshal "
-        f"{type(data).__name__} into Go value of type struct"
-    )
-
-
-async def _delete_options(request: web.Request) -> DeleteOptions:
-    body = await bodies.read(request) if request.can_read_body else b""
-    return read_delete_options(request.query, body, request.query.getall("dryRun", []))
-
-
-def _check_subresource(route: _Route, verb: str) -> None:
-    """404 for a subresource the type does not serve (for a custom resource the registry's
-    ``<plural>.<group> "<name>" not found``), 405 for a verb it does not take."""
-    rt = route.rt
-    sub = next((s for s in rt.subresources if s.name == route.subresource), None)
-    if sub is None:
-        if rt.custom:
-            raise KubeSimApiError.not_found(rt.plural, rt.group, route.name or "")
-        raise KubeSimApiError.page_not_found()
-    if verb not in sub.verbs:
-        raise KubeSimApiError.method_not_allowed()
-
-
-def _yaml_response(doc: Any, status: int) -> web.Response:
-    import yaml
-
-    text = yaml.safe_dump(doc, sort_keys=True, default_flow_style=False)
-    return web.Response(  # bytes: no charset parameter, as kube-apiserver sends (25e, 16f)
-        body=text.encode(),
-        status=status,
-        content_type="application/yaml",
-        headers={"Cache-Control": "no-cache, private"},
-    )
-
-
-def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:
-    """The token table: the admin token plus any extra users."""
-    tokens = {admin_token: User("admin")}
-    tokens.update(dict(users))
-    return tokens

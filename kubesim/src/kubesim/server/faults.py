@@ -29,7 +29,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["Faults", "RequestFault"]
+from kubesim.errors import KubeSimApiError, status_body
+
+__all__ = ["Faults", "RequestFault", "fault_error"]
 
 
 @dataclass
@@ -234,3 +236,25 @@ class Faults:
     def line_generation(self) -> int:
         """How many lines were injected so far (a watch remembers it when it starts)."""
         return self._line_generation
+
+
+def fault_error(status: int, retry_after: int) -> KubeSimApiError:
+    """The answer of an injected request fault: the recorded 429, 503 or 504 with
+    ``Retry-After``, or a 500."""
+    if status == 429:
+        return KubeSimApiError.too_many_requests(retry_after)
+    if status == 504:
+        err = KubeSimApiError.timeout()
+        err.headers["Retry-After"] = str(retry_after)
+        return err
+    if status == 503:
+        return KubeSimApiError(
+            503,
+            status_body(
+                503,
+                "the server is currently unable to handle the request",
+                "ServiceUnavailable",
+            ),
+            {"Retry-After": str(retry_after)},
+        )
+    return KubeSimApiError.internal("Internal error occurred: injected fault")
