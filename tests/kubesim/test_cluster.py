@@ -140,8 +140,7 @@ async def test_without_nodes_pods_stay_pending_until_a_node_appears() -> None:
         sim.start_cluster(start_delay=0.05)
         for i in range(3):
             sim.create("pods", pod(f"p{i}"))
-        await settle(sim)  # nothing can be scheduled, so nothing is pending
-        await asyncio.sleep(0.1)
+        await settle(sim)  # idle: it has seen every pod and nothing can be scheduled
         for i in range(3):
             p = sim.get("pods", f"p{i}", "default")
             assert "nodeName" not in p["spec"]
@@ -315,8 +314,7 @@ async def test_stop_is_idempotent_and_leaves_no_task() -> None:
         assert not [t for t in asyncio.all_tasks() if t.get_name() == "kubesim-cluster"]
         await asyncio.wait_for(sim.cluster.idle(), 1)  # not running: returns at once
         sim.add_nodes(1)
-        sim.create("pods", pod("p"))
-        await asyncio.sleep(0.1)
+        sim.create("pods", pod("p"))  # no task is left to schedule it (asserted above)
         assert "nodeName" not in sim.get("pods", "p", "default")["spec"]  # off once stopped
 
 
@@ -345,10 +343,7 @@ async def test_kubelets_renew_their_node_leases() -> None:
     the resourceVersion of an idle emulated cluster keeps moving (as a real one's does)."""
     async with KubeSim(nodes=2) as sim:
         sim.start_cluster(start_delay=0.05)
-        for _ in range(200):
-            if sim.cluster.heartbeats >= 2:
-                break
-            await asyncio.sleep(0.02)
+        await eventually(lambda: sim.cluster.heartbeats >= 2, "both kubelets' first heartbeat")
         leases = sim.list("coordination.k8s.io/v1/leases", "kube-node-lease")
         assert sorted(x["metadata"]["name"] for x in leases) == ["node-0", "node-1"]
         assert all(x["spec"]["holderIdentity"] == x["metadata"]["name"] for x in leases)

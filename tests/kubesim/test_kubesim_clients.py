@@ -11,7 +11,7 @@ from kubernetes_asyncio import client, config, watch
 from kubernetes_asyncio.client.rest import ApiException
 from kubernetes_asyncio.dynamic import DynamicClient
 
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.support import transcript
 
 
@@ -49,7 +49,8 @@ async def test_core_v1_api_crud_and_watch(sim: KubeSim) -> None:
                     w.stop()
 
         task = asyncio.create_task(consume())
-        await asyncio.sleep(0.2)
+        # the watch starts from the list's resourceVersion: it replays what follows,
+        # whenever its request reaches the server
         await core.create_namespaced_pod("t", v1pod("b"))
         await core.patch_namespaced_pod("b", "t", {"metadata": {"labels": {"x": "y"}}})
         await core.delete_namespaced_pod("b", "t")
@@ -101,14 +102,13 @@ async def test_custom_objects_api_and_dynamic_discovery(sim: KubeSim) -> None:
     async with sim.api_client() as api:
         ext = client.ApiextensionsV1Api(api)
         await ext.create_custom_resource_definition(crd)
-        for _ in range(100):
+
+        async def established() -> bool:
             got = await ext.read_custom_resource_definition("podsets.example.aioinformer.dev")
-            if any(
-                c.type == "Established" and c.status == "True"
-                for c in (got.status.conditions or [])
-            ):
-                break
-            await asyncio.sleep(0.02)
+            conditions = got.status.conditions or []
+            return any(c.type == "Established" and c.status == "True" for c in conditions)
+
+        await eventually(established, "the CRD to be Established")
         co = client.CustomObjectsApi(api)
         body = {
             "apiVersion": "example.aioinformer.dev/v1",

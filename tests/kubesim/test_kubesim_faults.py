@@ -69,7 +69,7 @@ async def test_drop_watches_closes_connections_abruptly(
     async with http.get(
         "/api/v1/namespaces/default/pods", params=watch_params(resourceVersion="0")
     ) as r:
-        await asyncio.sleep(0.05)
+        assert sim.open_watches == 1  # open once its headers are here: the drop reaches it
         sim.drop_watches()
         with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
             await WatchReader(r).events_until_eof(timeout=3)
@@ -81,7 +81,7 @@ async def test_drop_some_watches_by_path(sim: KubeSim, http: aiohttp.ClientSessi
         http.get("/api/v1/namespaces/default/pods", params=params) as pods,
         http.get("/api/v1/namespaces/default/configmaps", params=params) as cms,
     ):
-        await asyncio.sleep(0.05)
+        assert sim.open_watches == 2
         sim.drop_watches(path_contains="/configmaps")
         with pytest.raises((aiohttp.ClientPayloadError, aiohttp.ServerDisconnectedError)):
             await WatchReader(cms).events_until_eof(timeout=3)
@@ -97,7 +97,7 @@ async def test_stall_keeps_the_connection_but_sends_nothing(
         params=watch_params(resourceVersion=rv, timeoutSeconds="30"),
     ) as r:
         w = WatchReader(r)
-        await asyncio.sleep(0.05)
+        assert sim.open_watches == 1
         sim.stall_watches()
         sim.create("pods", pod("while-stalled"), "default")
         with pytest.raises(TimeoutError):
@@ -165,7 +165,7 @@ async def test_inject_malformed_and_oversized_lines(
         "/api/v1/namespaces/default/pods",
         params=watch_params(resourceVersion=rv, timeoutSeconds="5"),
     ) as r:
-        await asyncio.sleep(0.05)
+        assert sim.open_watches == 1
         big = b'{"type":"ADDED","object":{"metadata":{"name":"' + b"x" * (3 << 20) + b'"}}}\n'
         sim.faults.inject_line(b"{not json\n")
         sim.faults.inject_line(big)

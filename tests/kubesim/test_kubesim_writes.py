@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import Any
 
 import aiohttp
 import pytest
 
-from aioinformer.testing import KubeSim, KubeSimApiError
+from aioinformer.testing import KubeSim, KubeSimApiError, eventually
 from tests.kubesim.test_kubesim_list import make_ns, pod
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -302,18 +301,17 @@ async def test_crd_lifecycle_and_custom_resource_semantics(
         crd_rec["request"]["body"],
     )
     assert status == 201 and crd["metadata"]["generation"] == 1
-    for _ in range(50):
+
+    async def established() -> bool:
         _, cur = await call(
             http,
             "GET",
             "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podsets.example.aioinformer.dev",
         )
         conds = {c["type"]: c["status"] for c in (cur.get("status") or {}).get("conditions") or []}
-        if conds.get("Established") == "True":
-            break
-        await asyncio.sleep(0.02)
-    else:
-        pytest.fail("CRD never Established")
+        return conds.get("Established") == "True"
+
+    await eventually(established, "the CRD to be Established")
     status, disc = await call(http, "GET", "/apis/example.aioinformer.dev/v1")
     assert status == 200 and [r["name"] for r in disc["resources"]] == ["podsets", "podsets/status"]
     make_ns(sim, "tx13")

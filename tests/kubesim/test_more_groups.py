@@ -14,7 +14,7 @@ import aiohttp
 import orjson
 import pytest
 
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from tests.kubesim.kubectl import kubectl_sim
 from tests.kubesim.test_kubesim_watch import WatchReader, watch_params
 from tests.support import transcript
@@ -325,12 +325,9 @@ async def test_hpa_dry_run_apply_and_namespace_deletion(
     assert status == 201, applied
     assert applied["spec"]["targetCPUUtilizationPercentage"] == 50
     await call(http, "DELETE", "/api/v1/namespaces/scratch")
-    for _ in range(200):
-        if not sim.list("autoscaling/v2/horizontalpodautoscalers", "scratch"):
-            break
-        await asyncio.sleep(0.02)
-    assert sim.list("autoscaling/v2/horizontalpodautoscalers", "scratch") == [], (
-        "namespace deletion left HPAs"
+    await eventually(
+        lambda: not sim.list("autoscaling/v2/horizontalpodautoscalers", "scratch"),
+        "the namespace deletion to take its HPAs",
     )
 
 
@@ -628,11 +625,11 @@ async def test_apiservices_match_discovery(sim: KubeSim, http: aiohttp.ClientSes
     await call(
         http, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/things.example.dev"
     )
-    for _ in range(200):
-        if (await call(http, "GET", f"{APISERVICES}/v1.example.dev"))[0] == 404:
-            break
-        await asyncio.sleep(0.02)
-    assert (await call(http, "GET", f"{APISERVICES}/v1.example.dev"))[0] == 404
+
+    async def gone() -> bool:
+        return (await call(http, "GET", f"{APISERVICES}/v1.example.dev"))[0] == 404
+
+    await eventually(gone, "the CRD's APIService to go")
     remote = {
         "metadata": {"name": "v1beta1.metrics.k8s.io"},
         "spec": {

@@ -4,7 +4,6 @@ watch cache window is bounded by count and by age, and expiry floors are right."
 from __future__ import annotations
 
 import gc
-import time
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -72,10 +71,11 @@ def test_history_is_bounded_by_count_and_sets_the_floor() -> None:
 
 
 def test_history_is_bounded_by_age() -> None:
-    mvcc = Mvcc(history_size=100, history_max_age=0.05)
+    now = [1000.0]
+    mvcc = Mvcc(history_size=100, history_max_age=0.05, clock=lambda: now[0])
     ts = mvcc.type_store("things")
     ts.commit("n/a", stored(mvcc, "n/a", mvcc.next_rv()))
-    time.sleep(0.1)
+    now[0] += 0.1  # older than the window
     ts.commit("n/b", stored(mvcc, "n/b", mvcc.next_rv()))
     assert [e.key for e in ts.history] == ["n/b"]
     assert ts.evicted

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 import pytest_asyncio
 
-from aioinformer.testing import KubeSim
+from aioinformer.testing import KubeSim, eventually
 from kubesim.encoding.protobuf import MAGIC, decode_object
 from tests.kubesim.differential.protobuf import watch_frames
 from tests.kubesim.replay import recorded_podset_crd
@@ -309,11 +309,7 @@ async def test_kubectl_creates_with_protobuf_and_reads_and_watches(
         assert first.decode().strip() == f"configmap/cm{tag}"
         # kubectl GETs, prints, then watches from RV 0: change the object only once the
         # watch is open (an earlier change would only be in the watch's initial state)
-        for _ in range(200):
-            if tls_sim.open_watches:
-                break
-            await asyncio.sleep(0.05)
-        assert tls_sim.open_watches, "kubectl get -w never opened its watch"
+        await eventually(lambda: tls_sim.open_watches > 0, "kubectl get -w to open its watch")
         tls_sim.patch("configmaps", f"cm{tag}", {"data": {"a": "c"}}, namespace="pb")
         second = await asyncio.wait_for(watch.stdout.readline(), 20)
         assert second.decode().strip() == f"configmap/cm{tag}"

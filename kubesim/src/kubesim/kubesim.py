@@ -71,8 +71,9 @@ class KubeSim:
         nodes: create that many Node objects at start.
         header_timeout: seconds a connection may take to send its first request head
             (kube-apiserver: 32); then it is closed.
-        max_connections: open connections at most (default: the open-files limit minus a
-            reserve); beyond it the oldest connection still sending its head is dropped.
+        max_connections: open connections at most (default: the open-files limit minus
+            room for an accept burst and a reserve); beyond it the oldest connection still
+            sending its head is dropped.
         controllers: run the kube-controller-manager controllers a cluster always has (the
             namespace controller and the garbage collector); ``False`` serves the API
             alone, as the recorded apiserver was.
@@ -174,7 +175,11 @@ class KubeSim:
         # lingering_time=0: a request answered before its body was read (413) closes its
         # connection at once instead of draining the rest of the body
         self._runner = web.AppRunner(
-            app, handler_cancellation=True, access_log=None, lingering_time=0
+            app,
+            handler_cancellation=True,
+            access_log=None,
+            lingering_time=0,
+            shutdown_timeout=0.5,  # a stop waits at most this long for open requests
         )
         await self._runner.setup()
         ssl_ctx = None
@@ -189,7 +194,6 @@ class KubeSim:
             self._runner,
             sock,
             ssl_context=ssl_ctx,
-            shutdown_timeout=0.5,
             header_timeout=self._header_timeout,
             max_connections=self._max_connections,
         )

@@ -4,7 +4,6 @@ apply, delete and watch, each read back from the server."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -100,27 +99,24 @@ def test_delete(kube: Client, cli_sim: SimProcess) -> None:
 
 
 def test_watch(kube: Client) -> None:
-    """watch() from a list's resourceVersion sees the ADDED and MODIFIED of a new object."""
-    rv = kube.list(ConfigMap, namespace=NS, chunk_size=1000)
-    start = list(rv)  # consumes the list; lightkube keeps its resourceVersion
-    assert start
+    """watch() from a list's resourceVersion sees the ADDED and MODIFIED of an object
+    written after the list, in order: the server replays them from its watch history
+    however late lightkube's (lazy) watch request arrives."""
+    kube.create(ConfigMap(metadata=ObjectMeta(name="w-before")), namespace=NS)
+    listed = kube.list(ConfigMap, namespace=NS, chunk_size=1000)
+    assert "w-before" in [c.metadata.name for c in listed]  # consumed: its RV is known
+    kube.create(ConfigMap(metadata=ObjectMeta(name="w")), namespace=NS)
+    kube.patch(ConfigMap, "w", {"data": {"a": "1"}}, namespace=NS, patch_type=PatchType.MERGE)
     seen: list[tuple[str, str]] = []
-    ready = threading.Event()
-
-    def write() -> None:
-        ready.wait(10)
-        kube.create(ConfigMap(metadata=ObjectMeta(name="w")), namespace=NS)
-        kube.patch(ConfigMap, "w", {"data": {"a": "1"}}, namespace=NS, patch_type=PatchType.MERGE)
-
-    writer = threading.Thread(target=write)
-    writer.start()
-    try:
-        stream = kube.watch(ConfigMap, namespace=NS, fields={"metadata.name": "w"})
-        ready.set()
-        for op, obj in stream:
-            seen.append((op, obj.metadata.name))
-            if op == "MODIFIED":
-                break
-    finally:
-        writer.join(10)
+    stream = kube.watch(
+        ConfigMap,
+        namespace=NS,
+        fields={"metadata.name": "w"},
+        resource_version=listed.resourceVersion,
+        server_timeout=30,
+    )
+    for op, obj in stream:
+        seen.append((op, obj.metadata.name))
+        if op == "MODIFIED":
+            break
     assert seen == [("ADDED", "w"), ("MODIFIED", "w")]

@@ -13,6 +13,12 @@ wraps the server's protocol factory:
   for its first request head, or is refused when every open connection is serving a
   request (a watch, a list) - so well-behaved clients keep being served.
 
+The default cap leaves room for an accept burst: the event loop accepts up to ``backlog``
+connections (a descriptor each) in one go before the guard sees any of them, as it does
+when the server was busy while clients queued up. A cap of the limit minus a small reserve
+alone ran the process out of descriptors then (``accept()`` failing with EMFILE, logged at
+every retry); the default is the limit minus the backlog minus the reserve.
+
 For https the TLS handshake is bounded by the same timeout (``ssl_handshake_timeout``);
 connections are counted once the handshake is done. :class:`GuardedSite` is aiohttp's
 socket site with the guard in place.
@@ -33,18 +39,20 @@ __all__ = ["ConnectionGuard", "GuardedSite", "default_max_connections"]
 _RESERVE = 64
 
 
-def default_max_connections() -> int:
-    """The open-files soft limit minus a reserve (at least 16)."""
+def default_max_connections(backlog: int = 128) -> int:
+    """The open-files soft limit minus an accept burst of ``backlog`` connections and a
+    reserve for everything else (at least 16)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 10_000
-    return max(16, int(soft) - _RESERVE)
+    return max(16, int(soft) - backlog - _RESERVE)
 
 
 class ConnectionGuard:
     """Counts connections and enforces the header timeout and the cap (module docstring).
 
-    ``factory`` is the protocol factory to wrap (aiohttp's ``web.Server``)."""
+    ``factory`` is the protocol factory to wrap (aiohttp's ``web.Server``); ``backlog`` the
+    most connections the server accepts at once (what the default cap leaves room for)."""
 
     def __init__(
         self,
@@ -52,10 +60,11 @@ class ConnectionGuard:
         *,
         header_timeout: float = 32.0,
         max_connections: int | None = None,
+        backlog: int = 128,
     ) -> None:
         self.factory = factory
         self.header_timeout = header_timeout
-        self.max_connections = max_connections or default_max_connections()
+        self.max_connections = max_connections or default_max_connections(backlog)
         self.open: dict[_Guarded, None] = {}  # in arrival order
         self.waiting: dict[_Guarded, None] = {}  # no complete request head yet
         self.evicted = 0
@@ -156,7 +165,8 @@ def _abort(transport: asyncio.BaseTransport) -> None:
 
 
 class GuardedSite(web.SockSite):
-    """``web.SockSite`` whose connections go through a :class:`ConnectionGuard`."""
+    """``web.SockSite`` whose connections go through a :class:`ConnectionGuard` (the
+    runner's ``shutdown_timeout`` bounds how long a shutdown waits for its connections)."""
 
     def __init__(
         self,
@@ -164,11 +174,10 @@ class GuardedSite(web.SockSite):
         sock: Any,
         *,
         ssl_context: ssl.SSLContext | None = None,
-        shutdown_timeout: float = 60.0,
         header_timeout: float = 32.0,
         max_connections: int | None = None,
     ) -> None:
-        super().__init__(runner, sock, ssl_context=ssl_context, shutdown_timeout=shutdown_timeout)
+        super().__init__(runner, sock, ssl_context=ssl_context)
         self.header_timeout = header_timeout
         self.max_connections = max_connections
         self.guard: ConnectionGuard | None = None
@@ -178,7 +187,10 @@ class GuardedSite(web.SockSite):
         server = self._runner.server
         assert server is not None
         self.guard = ConnectionGuard(
-            server, header_timeout=self.header_timeout, max_connections=self.max_connections
+            server,
+            header_timeout=self.header_timeout,
+            max_connections=self.max_connections,
+            backlog=self._backlog,
         )
         loop = asyncio.get_running_loop()
         extra: dict[str, Any] = {}

@@ -2,7 +2,9 @@
 
 Each fault is a method call on the running sim (``sim.faults``), usable from tests and from
 the command line. Request faults are consumed in order by matching requests; watch faults
-act on the watch streams open right now (or, for delays and stalls, until lifted).
+act on the watch streams open right now (or, for delays and stalls, until lifted): a watch
+is open once its response headers are sent, so a client that has them may inject a fault
+and count on it reaching that watch (``sim.open_watches`` counts them).
 
 The faults and what a client sees:
 

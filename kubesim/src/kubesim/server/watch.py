@@ -288,7 +288,9 @@ async def serve_watch(
     *,
     bookmark_interval: float = 60.0,
 ) -> web.StreamResponse:
-    """Serve one watch request until its timeout, a fault, or the client going away."""
+    """Serve one watch request until its timeout, a fault, or the client going away. The
+    faults requested once the response headers are sent (drops, stalls, injected lines)
+    apply to it."""
     resp = web.StreamResponse(
         status=200,
         headers={
@@ -297,8 +299,10 @@ async def serve_watch(
         },
     )
     resp.enable_chunked_encoding()
-    await resp.prepare(request)
+    # the watch takes the faults in force now, before its headers go out: a client that has
+    # the headers knows that a drop or an injected line from now on reaches this watch
     stream = _Stream(request, resp, spec, mvcc, faults, bookmark_interval)
+    await resp.prepare(request)
     initial: list[Stored] | None = None
     if spec.mode == "from_rv":
         seq = ts.seq_after_rv(spec.start_rv)

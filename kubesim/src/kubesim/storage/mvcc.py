@@ -248,7 +248,7 @@ class TypeStore:
         """Apply one change; ``new`` None deletes. The caller has stamped ``new.rv``
         (from :meth:`Mvcc.next_rv`); a deletion gets a fresh revision here."""
         prev = self.objects.get(key)
-        now = time.monotonic()
+        now = self._mvcc.clock()
         if new is None:
             assert prev is not None
             del self.objects[key]
@@ -307,9 +307,21 @@ class TypeStore:
 
 
 class Mvcc:
-    """The global revision, the compaction point and the per-type stores."""
+    """The global revision, the compaction point and the per-type stores.
 
-    def __init__(self, history_size: int = 10_000, history_max_age: float | None = None) -> None:
+    Args:
+        history_size: events each type's history keeps at most.
+        history_max_age: seconds an event stays in a history (None: no age limit).
+        clock: the time events are stamped with and aged by (``time.monotonic``).
+    """
+
+    def __init__(
+        self,
+        history_size: int = 10_000,
+        history_max_age: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.clock = clock
         self.rv = 1
         self.compacted_rv = 0
         self.history_size = history_size
