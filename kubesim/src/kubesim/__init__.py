@@ -17,8 +17,8 @@ from __future__ import annotations
 from kubesim.errors import KubeSimApiError as KubeSimApiError
 from kubesim.errors import KubeSimError as KubeSimError
 from kubesim.errors import TlsUnavailable as TlsUnavailable
+from kubesim.fieldmanager.patching import STRATEGIC_PATCH as STRATEGIC_PATCH
 from kubesim.kubesim import KubeSim as KubeSim
-from kubesim.registry.store import STRATEGIC_PATCH as STRATEGIC_PATCH
 from kubesim.server.auth import User as User
 from kubesim.server.faults import Faults as Faults
 from kubesim.storage.mvcc import TypeStore as TypeStore

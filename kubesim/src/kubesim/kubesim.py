@@ -23,11 +23,12 @@ from kubesim.controllers.cluster import ClusterEmulator
 from kubesim.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
 from kubesim.controllers.manager import Controllers
 from kubesim.encoding.timefmt import now_rfc3339
-from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.machinery.fields import FieldSelector
+from kubesim.machinery.labels import LabelSelector
 from kubesim.registry.resource import ResourceType
-from kubesim.registry.store import Api, random_token
+from kubesim.registry.store import Api
 from kubesim.server.app import SimOptions, SimServer
-from kubesim.server.auth import User, make_tokens
+from kubesim.server.auth import User, make_tokens, random_token
 from kubesim.server.connguard import GuardedSite
 from kubesim.server.faults import Faults
 from kubesim.server.tls import self_signed, write_private

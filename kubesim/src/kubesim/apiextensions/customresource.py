@@ -16,8 +16,8 @@ from typing import Any
 
 from kubesim.apiextensions.printer import crd_printer
 from kubesim.apiextensions.schema import custom_causes
+from kubesim.machinery.fields import field_label_not_supported
 from kubesim.machinery.printing import Printer
-from kubesim.machinery.selectors import field_label_not_supported
 from kubesim.machinery.validation import Cause
 from kubesim.registry.resource import ResourceType, Strategy
 

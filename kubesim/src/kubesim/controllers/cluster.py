@@ -26,21 +26,19 @@ evicted (e.g. after a bulk load). Pods that vanish or change between two steps a
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import heapq
 import logging
 import math
-import random
 import time
-import uuid
 from collections import OrderedDict
-from typing import Any
 
 from kubesim.apis.core.pod.binding import bind
+from kubesim.controllers.kubelet import PodStatuses, node_body
+from kubesim.controllers.pacing import TICK, Timers, TokenBucket
 from kubesim.controllers.pod_events import PodEvents
-from kubesim.encoding.timefmt import now_micro, now_rfc3339
+from kubesim.encoding.timefmt import now_micro
 from kubesim.errors import KubeSimApiError
-from kubesim.registry.store import STRATEGIC_PATCH, Api
+from kubesim.fieldmanager.patching import STRATEGIC_PATCH
+from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Stored
 
 HEARTBEAT_INTERVAL = 10.0
@@ -49,51 +47,7 @@ __all__ = ["ClusterEmulator"]
 
 log = logging.getLogger("kubesim.cluster")
 
-_TICK = 0.02  # shortest time between two steps of the loop: events are handled in batches
-_BURST = 0.1  # token bucket capacity, in seconds of the rate
 _MAX_DELETES = 1000  # graceful deletions finished per step (the rest on the next step)
-_POD_CONDITIONS = ("Initialized", "Ready", "ContainersReady", "PodScheduled")
-
-
-class _Bucket:
-    """A token bucket: ``rate`` tokens a second, holding at most ``_BURST`` s of them."""
-
-    def __init__(self, rate: float) -> None:
-        self.rate, self.tokens, self.last = rate, max(1.0, rate * _BURST), time.monotonic()
-
-    def refill(self, now: float) -> None:
-        cap = max(1.0, self.rate * _BURST)
-        self.tokens = min(cap, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-
-    def wait(self) -> float:
-        """Seconds until the bucket holds a small batch (at least one token)."""
-        target = min(max(1.0, self.rate * _TICK), max(1.0, self.rate * _BURST))
-        return max(0.0, (target - self.tokens) / self.rate)
-
-
-class _Timers:
-    """Keys due at a time: ``due`` is the truth, ``heap`` the order (with stale entries)."""
-
-    def __init__(self) -> None:
-        self.due: dict[str, float] = {}
-        self.heap: list[tuple[float, str]] = []
-
-    def add(self, key: str, delay: float) -> None:
-        at = self.due[key] = time.monotonic() + delay
-        heapq.heappush(self.heap, (at, key))
-
-    def head(self) -> float | None:
-        """When the first live entry is due (None if there is none)."""
-        heap = self.heap
-        while heap and self.due.get(heap[0][1]) != heap[0][0]:
-            heapq.heappop(heap)
-        return heap[0][0] if heap else None
-
-    def pop(self) -> str:
-        key = heapq.heappop(self.heap)[1]
-        del self.due[key]
-        return key
 
 
 class ClusterEmulator:
@@ -118,13 +72,12 @@ class ClusterEmulator:
         self._pod_seq = self._node_seq = 0
         self._node_ip: dict[str, str] = {}  # every known node -> its InternalIP
         self._ready: list[str] = []  # the Ready, schedulable nodes, in round-robin order
-        self._rr = self._next_node = self._next_ip = 0
+        self._rr = self._next_node = 0
         # pending work, keys "namespace/name": pods to bind, to start, to finish deleting
         self._unbound: OrderedDict[str, None] = OrderedDict()
-        self._starting, self._deleting = _Timers(), _Timers()
+        self._starting, self._deleting = Timers(), Timers()
         self._bound = self._started = self._deleted = 0
-        self._images: dict[str, dict[str, str]] = {}
-        self._now_sec, self._now_str = 0, ""
+        self._statuses = PodStatuses()
         self._next_heartbeat = 0.0
         self.heartbeats = 0
 
@@ -144,7 +97,10 @@ class ClusterEmulator:
         for rate in (schedule_rate, start_rate):
             if not (rate > 0 and math.isfinite(rate)):
                 raise ValueError(f"rates must be positive and finite, not {rate!r}")
-        self._binds, self._starts = _Bucket(float(schedule_rate)), _Bucket(float(start_rate))
+        self._binds, self._starts = (
+            TokenBucket(float(schedule_rate)),
+            TokenBucket(float(start_rate)),
+        )
         self.start_delay = max(0.0, float(start_delay))
         self.node_prefix = node_prefix
         self.delete_grace_cap = max(0.0, float(delete_grace_cap))
@@ -159,7 +115,7 @@ class ClusterEmulator:
         while len(names) < n:
             i, self._next_node = self._next_node, self._next_node + 1
             name, ip = f"{self.node_prefix}{i}", f"10.0.{i // 250 % 256}.{i % 250 + 2}"
-            body = _node_body(name, ip)
+            body = node_body(name, ip)
             try:
                 self._api.create(self._nodes_rt, None, body, manager="kubelet", keep_status=True)
             except KubeSimApiError as exc:
@@ -277,7 +233,7 @@ class ClusterEmulator:
             self._stepped.set()
             delay = self._next_delay(time.monotonic())
             await asyncio.wait(self._futs, timeout=delay, return_when=asyncio.FIRST_COMPLETED)
-            if (rest := began + _TICK - time.monotonic()) > 0:
+            if (rest := began + TICK - time.monotonic()) > 0:
                 await asyncio.sleep(rest)
 
     def _catch_up(self) -> None:
@@ -432,7 +388,7 @@ class ClusterEmulator:
                 return False
             if phase != "Pending":
                 return False
-            patch = self._running_patch(obj, self._node_ip[node])
+            patch = self._statuses.running(obj, self._node_ip[node])
             rt = self._pods_rt
             self._api.patch(
                 rt, ns, name, STRATEGIC_PATCH, patch, subresource="status", manager="kubelet"
@@ -445,60 +401,6 @@ class ClusterEmulator:
         self._started += 1
         return True
 
-    def _running_patch(self, obj: dict[str, Any], host_ip: str) -> dict[str, Any]:
-        now = self._now()
-        block, host = divmod(self._next_ip, 254)
-        self._next_ip += 1
-        pod_ip = f"10.{244 + block // 256 % 12}.{block % 256}.{host + 1}"
-        have = {c.get("type") for c in (obj.get("status") or {}).get("conditions") or ()}
-        conditions = [
-            {"type": t, "status": "True", "lastProbeTime": None, "lastTransitionTime": now}
-            for t in _POD_CONDITIONS
-            if t != "PodScheduled" or t not in have
-        ]
-        statuses = [
-            {
-                "name": c.get("name", ""),
-                "state": {"running": {"startedAt": now}},
-                "lastState": {},
-                "ready": True,
-                "restartCount": 0,
-                **self._image(c.get("image", "")),
-                "containerID": f"containerd://{random.getrandbits(256):064x}",
-                "started": True,
-            }
-            for c in (obj.get("spec") or {}).get("containers") or ()
-        ]
-        status = {
-            "$setElementOrder/conditions": [{"type": t} for t in _POD_CONDITIONS],
-            "phase": "Running",
-            "conditions": conditions,
-            "hostIP": host_ip,
-            "podIP": pod_ip,
-            "podIPs": [{"ip": pod_ip}],
-            "startTime": now,
-            "containerStatuses": statuses,
-        }
-        return {"metadata": {"uid": obj["metadata"].get("uid")}, "status": status}
-
-    def _image(self, image: str) -> dict[str, str]:
-        """``image`` and ``imageID`` as the container runtime reports them."""
-        if (known := self._images.get(image)) is not None:
-            return known
-        name = image.split("@", 1)[0]
-        name = name if "/" in name else f"docker.io/library/{name}"
-        name = name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
-        digest = hashlib.sha256(name.encode()).hexdigest()
-        known = {"image": name, "imageID": f"{name.rsplit(':', 1)[0]}@sha256:{digest}"}
-        self._images[image] = known
-        return known
-
-    def _now(self) -> str:
-        """now_rfc3339(), computed once a second (formatting costs more than a write's share)."""
-        if (sec := int(time.time())) != self._now_sec:
-            self._now_sec, self._now_str = sec, now_rfc3339()
-        return self._now_str
-
 
 def _skip(exc: KubeSimApiError, key: str) -> None:
     """A pod that went away or changed under us is skipped; anything else is logged."""
@@ -506,68 +408,3 @@ def _skip(exc: KubeSimApiError, key: str) -> None:
         log.debug("skipping pod %s: %s", key, exc)
     else:
         log.warning("cluster emulation: a write to pod %s failed: %s", key, exc)
-
-
-_NODE_RESOURCES = {
-    "cpu": "8",
-    "ephemeral-storage": "102626232Ki",
-    "hugepages-1Gi": "0",
-    "hugepages-2Mi": "0",
-    "memory": "32863064Ki",
-    "pods": "110",
-}
-_NODE_CONDITIONS = (
-    ("MemoryPressure", "False", "KubeletHasSufficientMemory", "has sufficient memory available"),
-    ("DiskPressure", "False", "KubeletHasNoDiskPressure", "has no disk pressure"),
-    ("PIDPressure", "False", "KubeletHasSufficientPID", "has sufficient PID available"),
-    ("Ready", "True", "KubeletReady", "is posting ready status"),
-)
-_NODE_INFO = {
-    "kernelVersion": "6.1.0-21-amd64",
-    "osImage": "Debian GNU/Linux 12 (bookworm)",
-    "containerRuntimeVersion": "containerd://1.7.1",
-    "kubeletVersion": "v1.28.0",
-    "kubeProxyVersion": "v1.28.0",
-    "operatingSystem": "linux",
-    "architecture": "amd64",
-}
-
-
-def _node_body(name: str, ip: str) -> dict[str, Any]:
-    """A Node as a kubelet registers it (kubeadm-like content, Ready)."""
-    now = now_rfc3339()
-    ident = hashlib.sha256(name.encode()).digest()
-    conditions = [
-        {"type": t, "status": s, "lastHeartbeatTime": now, "lastTransitionTime": now}
-        | {"reason": reason, "message": f"kubelet {message}"}
-        for t, s, reason, message in _NODE_CONDITIONS
-    ]
-    arch = {"kubernetes.io/arch": "amd64", "kubernetes.io/os": "linux"}
-    labels = {f"beta.{k}": v for k, v in arch.items()} | arch | {"kubernetes.io/hostname": name}
-    return {
-        "metadata": {
-            "name": name,
-            "labels": dict(sorted(labels.items())),
-            "annotations": {
-                "node.alpha.kubernetes.io/ttl": "0",
-                "volumes.kubernetes.io/controller-managed-attach-detach": "true",
-            },
-        },
-        "spec": {"providerID": f"kubesim://{name}"},
-        "status": {
-            "capacity": dict(_NODE_RESOURCES),
-            "allocatable": dict(_NODE_RESOURCES),
-            "conditions": conditions,
-            "addresses": [
-                {"type": "InternalIP", "address": ip},
-                {"type": "Hostname", "address": name},
-            ],
-            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "machineID": ident[:16].hex(),
-                "systemUUID": str(uuid.UUID(bytes=ident[:16])),
-                "bootID": str(uuid.UUID(bytes=ident[16:32])),
-                **_NODE_INFO,
-            },
-        },
-    }

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import orjson
 
 from kubesim.errors import KubeSimApiError, RvTooLarge
-from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.machinery.fields import FieldSelector
+from kubesim.machinery.labels import LabelSelector
 from kubesim.registry.objects import parse_rv
 from kubesim.registry.resource import ResourceType
 from kubesim.storage.mvcc import Mvcc, Stored, TypeStore

@@ -8,6 +8,7 @@
 * :func:`view_json` is a stored object as a type serves it, as JSON (the stored bytes
   themselves when the kind's strategy converts nothing);
 * :func:`type_for` is the structural type of a type's objects, for the field manager;
+* :func:`invalid_object` is the 422 of an object's validation causes;
 * :func:`parse_rv` reads a resourceVersion parameter as the apiserver does.
 """
 
@@ -21,12 +22,14 @@ import orjson
 from kubesim.encoding import deepjson
 from kubesim.errors import KubeSimApiError
 from kubesim.fieldmanager.schemas import Type, builtin_type, crd_type
+from kubesim.machinery.validation import Cause, invalid_message
 from kubesim.registry.resource import ResourceType
 from kubesim.storage.mvcc import Mvcc, Stored
 
 __all__ = [
     "STATUS_SUBRESOURCES",
     "clone",
+    "invalid_object",
     "managed_fields_subresource",
     "parse_rv",
     "put_managed",
@@ -182,3 +185,14 @@ def type_for(rt: ResourceType, mvcc: Mvcc) -> Type:
             _crd_types.clear()
         t = _crd_types[key] = crd_type(schema if isinstance(schema, Mapping) else None)
     return t
+
+
+def invalid_object(rt: ResourceType, name: str, causes: list[Cause]) -> KubeSimApiError:
+    """The 422 of ``causes`` for the object ``name`` of ``rt``."""
+    return KubeSimApiError.invalid(
+        rt.kind,
+        rt.stored_group,  # qualified by the storage's resource, as the registry does
+        name,
+        invalid_message(rt.kind, name, causes, rt.stored_group),
+        [c.to_dict() for c in causes],
+    )

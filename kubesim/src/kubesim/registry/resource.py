@@ -21,8 +21,8 @@ from typing import Any
 from kubesim.errors import SelectorError
 from kubesim.fieldmanager.fieldpath import Path
 from kubesim.machinery.documents import order_keys
+from kubesim.machinery.fields import FieldSelector, known_field_selectors
 from kubesim.machinery.printing import Printer
-from kubesim.machinery.selectors import FieldSelector, known_field_selectors
 from kubesim.machinery.validation import (
     Cause,
     NameRule,

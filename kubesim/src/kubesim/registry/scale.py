@@ -23,11 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kubesim.errors import KubeSimApiError, PatchError
-from kubesim.fieldmanager.patch import json_merge_patch, json_patch, strategic_merge_patch
+from kubesim.errors import KubeSimApiError
+from kubesim.fieldmanager.patching import apply_patch, patch_type
 from kubesim.machinery.validation import Cause, invalid, invalid_message
 from kubesim.registry.resource import ResourceType
-from kubesim.registry.store import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Api
+from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Stored
 
 __all__ = ["ScalePaths", "get_scale", "patch_scale", "update_scale"]
@@ -211,24 +211,10 @@ def patch_scale(
     manager: str,
 ) -> dict[str, Any]:
     """PATCH ``<parent>/scale``: the patch applies to the Scale, then as :func:`update_scale`."""
-    ctype = content_type.split(";", 1)[0].strip().lower()
-    if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or (
-        ctype == STRATEGIC_PATCH and rt.custom
-    ):
-        raise KubeSimApiError.unsupported_patch(rt.custom)
+    ctype = patch_type(content_type, rt.custom)
     cur = api.get(rt, namespace, name)
     scale = _scale(rt, cur.decode(), _paths(api, rt))
-    try:
-        if ctype == MERGE_PATCH:
-            if not isinstance(patch, dict):
-                raise PatchError("json: cannot unmarshal array into Go value", 400)
-            new = json_merge_patch(scale, patch)
-        elif ctype == JSON_PATCH:
-            new = json_patch(scale, patch)
-        else:
-            new = strategic_merge_patch(scale, patch, "Scale")
-    except PatchError as exc:
-        raise KubeSimApiError(exc.code, exc.status()) from None
+    new = apply_patch(ctype, scale, patch, "Scale")
     if not isinstance(new, dict):
         raise KubeSimApiError.bad_request("the patch produced something other than a Scale")
     return _write(api, rt, cur, new, manager=manager)

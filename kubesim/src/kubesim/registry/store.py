@@ -13,7 +13,8 @@ the spec changes (for the kinds that keep one); the status subresource and the m
 each ignore the other's part; writes that change nothing commit nothing; managedFields kept
 by the field manager. What one kind does differently, its strategy does
 (``rt.strategy``, a :class:`~kubesim.registry.resource.Strategy`), at the points its
-docstring lists. DELETE is
+docstring lists. What an update keeps and checks is
+:mod:`kubesim.registry.update`; the stored form :mod:`kubesim.registry.stored`; DELETE
 :mod:`kubesim.registry.deletion`; lists :mod:`kubesim.registry.listing`.
 
 A kind whose objects define types (a CRD) gets them served a moment after its create
@@ -23,49 +24,40 @@ once it is deleted; the listeners of :attr:`Api.on_served_changed` hear of both.
 
 from __future__ import annotations
 
-import base64
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from sys import intern
 from typing import Any
 
-from kubesim.encoding import deepjson
 from kubesim.encoding.timefmt import now_rfc3339
-from kubesim.errors import KubeSimApiError, PatchError
+from kubesim.errors import KubeSimApiError
 from kubesim.fieldmanager.managed import track_update
-from kubesim.fieldmanager.patch import json_merge_patch, json_patch, strategic_merge_patch
-from kubesim.machinery.selectors import FieldSelector, LabelSelector
-from kubesim.machinery.validation import Cause, invalid_message
+from kubesim.fieldmanager.patching import apply_patch, patch_type
+from kubesim.machinery.fields import FieldSelector
+from kubesim.machinery.labels import LabelSelector
+from kubesim.machinery.validation import Cause
 from kubesim.registry.admission import check_creatable
 from kubesim.registry.context import current_write
 from kubesim.registry.deletion import DeleteOptions, DeleteOutcome, delete_object
 from kubesim.registry.dryrun import dry_run, is_dry_run
 from kubesim.registry.listing import ListResult, list_page
 from kubesim.registry.objects import (
-    STATUS_SUBRESOURCES,
     clone,
+    invalid_object,
     managed_fields_subresource,
     put_managed,
     reorder,
     same,
-    spec_changed,
     type_for,
 )
 from kubesim.registry.resource import ResourceType
+from kubesim.registry.stored import encode, storage_key, to_stored
 from kubesim.registry.types import ResourceRegistry
-from kubesim.storage.mvcc import Mvcc, Stored, TypeStore, exact_bytes
-from kubesim.storage.request_size import check_stored_size
+from kubesim.registry.update import deleted_by_update, updated_object
+from kubesim.storage.mvcc import Mvcc, Stored, TypeStore
 
-__all__ = ["JSON_PATCH", "MERGE_PATCH", "STRATEGIC_PATCH", "Api", "random_token"]
+__all__ = ["Api"]
 
-MERGE_PATCH = "application/merge-patch+json"
-"""The Content-Type of a JSON merge patch (RFC 7386)."""
-JSON_PATCH = "application/json-patch+json"
-"""The Content-Type of a JSON patch (RFC 6902)."""
-STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-"""The Content-Type of a strategic merge patch (built-in kinds only): what
-``Api.patch(rt, ns, name, STRATEGIC_PATCH, patch)`` and a PATCH request take."""
 _NAME_SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 #: ``metadata.managedFields`` in wire form.
 ManagedFields = list[dict[str, Any]]
@@ -106,48 +98,19 @@ class Api:
     @staticmethod
     def key(rt: ResourceType, namespace: str | None, name: str) -> str:
         """The storage key of an object: ``namespace/name``, or ``name`` (cluster-scoped)."""
-        return f"{namespace}/{name}" if rt.namespaced else name
-
-    def _encode(self, rt: ResourceType, obj: dict[str, Any]) -> bytes:
-        """The stored form: compact JSON (built-in kinds without kind/apiVersion, which
-        typed lists omit; custom resources with sorted keys, as unstructured encodes)."""
-        if rt.custom:
-            raw = deepjson.dumps(obj, sort_keys=True)
-        else:
-            obj.pop("kind", None)
-            obj.pop("apiVersion", None)
-            raw = deepjson.dumps(obj)
-        return exact_bytes(raw)
+        return storage_key(rt, namespace, name)
 
     def view(self, rt: ResourceType, stored: Stored) -> dict[str, Any]:
         """``stored`` decoded, in the form ``rt`` serves it (``rt.strategy.to_view``)."""
         return rt.strategy.to_view(rt, stored.decode())
-
-    def stored(self, rt: ResourceType, obj: dict[str, Any], rv: int) -> Stored:
-        """``obj`` (in ``rt``'s form or already in the stored form) encoded at revision ``rv``
-        (0: without a resourceVersion, a dry-run create); nothing is committed."""
-        obj = rt.strategy.to_storage(rt, obj)
-        meta = obj["metadata"]
-        if rv:
-            meta["resourceVersion"] = str(rv)
-        else:
-            meta.pop("resourceVersion", None)
-        ns = meta.get("namespace", "") if rt.namespaced else ""
-        labels = {intern(k): intern(v) for k, v in (meta.get("labels") or {}).items()}
-        # interned, and "" left out (a missing field reads as ""): ~1 KB less per pod
-        fields = {k: intern(v) for k, v in rt.strategy.selectable_fields(rt, obj).items() if v}
-        raw = self._encode(rt, obj)
-        key = self.key(rt, ns, meta["name"])
-        check_stored_size(raw, key)
-        return Stored(key, ns, rv, raw, meta.get("uid", ""), labels, fields)
 
     def put(self, rt: ResourceType, obj: dict[str, Any], cur: Stored) -> Stored:
         """Store ``obj`` as the new state of ``cur``'s object, as it is (no validation,
         defaulting or field tracking) at the next revision; a dry run answers what it would
         store, at ``cur``'s revision, and commits nothing."""
         if is_dry_run():
-            return self.stored(rt, obj, cur.rv)
-        stored = self.stored(rt, obj, self.mvcc.next_rv())
+            return to_stored(rt, obj, cur.rv)
+        stored = to_stored(rt, obj, self.mvcc.next_rv())
         self.store(rt).commit(stored.key, stored)
         return stored
 
@@ -167,16 +130,6 @@ class Api:
         if cur is None:
             raise KubeSimApiError.not_found(rt.plural, rt.stored_group, name)
         return cur
-
-    def invalid(self, rt: ResourceType, name: str, causes: list[Cause]) -> KubeSimApiError:
-        """The 422 of ``causes`` for the object ``name`` of ``rt``."""
-        return KubeSimApiError.invalid(
-            rt.kind,
-            rt.stored_group,  # qualified by the storage's resource, as the registry does
-            name,
-            invalid_message(rt.kind, name, causes, rt.stored_group),
-            [c.to_dict() for c in causes],
-        )
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -247,7 +200,7 @@ class Api:
         if rt.has_status and not keep_status and not strategy.keeps_status_on_create:
             obj.pop("status", None)
         if causes := strategy.validate(rt, obj):
-            raise self.invalid(rt, str(meta.get("name", "")), causes)
+            raise invalid_object(rt, str(meta.get("name", "")), causes)
         ts = self.store(rt)
         name = meta["name"]
         check_creatable(self.mvcc, rt, namespace, name)
@@ -262,7 +215,7 @@ class Api:
         if causes := strategy.prepare_for_create(
             rt, obj, lambda: (o.decode() for o in ts.objects.values())
         ):
-            raise self.invalid(rt, name, causes)
+            raise invalid_object(rt, name, causes)
         if status is not None:
             obj["status"] = status
         else:
@@ -279,8 +232,8 @@ class Api:
             )
         put_managed(obj["metadata"], managed_fields)
         if is_dry_run():
-            return self.stored(rt, obj, 0)
-        stored = self.stored(rt, obj, self.mvcc.next_rv())
+            return to_stored(rt, obj, 0)
+        stored = to_stored(rt, obj, self.mvcc.next_rv())
         ts.commit(stored.key, stored)
         if strategy.serves_types:
             self.call_soon(self.establish_delay, lambda: self._establish(rt, name))
@@ -319,7 +272,7 @@ class Api:
                 "Invalid value: 0x0: must be specified for an update",
                 "metadata.resourceVersion",
             )
-            raise self.invalid(rt, name, [cause])
+            raise invalid_object(rt, name, [cause])
         return self.write(rt, cur, new, subresource, manager)
 
     def patch(
@@ -338,26 +291,12 @@ class Api:
         the patch is a precondition (409 when stale). Inside an HTTP write the patched
         object is decoded as the patch handler decodes it
         (:class:`~kubesim.registry.context.WriteContext`)."""
-        ctype = content_type.split(";", 1)[0].strip().lower()
-        if ctype not in (MERGE_PATCH, JSON_PATCH, STRATEGIC_PATCH) or (
-            ctype == STRATEGIC_PATCH and rt.custom
-        ):
-            raise KubeSimApiError.unsupported_patch(rt.custom)
+        ctype = patch_type(content_type, rt.custom)
         cur = self._require(rt, namespace, name)
         obj = self.view(rt, cur)
         obj.setdefault("apiVersion", rt.api_version)
         obj.setdefault("kind", rt.kind)
-        try:
-            if ctype == MERGE_PATCH:
-                if not isinstance(patch, dict):
-                    raise PatchError("json: cannot unmarshal array into Go value", 400)
-                new = json_merge_patch(obj, patch)
-            elif ctype == JSON_PATCH:
-                new = json_patch(obj, patch)
-            else:
-                new = strategic_merge_patch(obj, patch, rt.kind)
-        except PatchError as exc:
-            raise KubeSimApiError(exc.code, exc.status()) from None
+        new = apply_patch(ctype, obj, patch, rt.kind)
         if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
             raise KubeSimApiError.bad_request("the patch produced an object without metadata")
         patch_rv = (
@@ -392,68 +331,8 @@ class Api:
         strategy = rt.strategy
         if old is None:
             old = self.view(rt, cur)
-        old_meta = old["metadata"]
-        name = old_meta["name"]
-        requested: Any = None
-        if subresource in STATUS_SUBRESOURCES:
-            # everything but the status from the stored state: only the top level and the
-            # metadata are changed below (``reorder`` makes both anew), so they are shared
-            merged = dict(old)
-            merged["metadata"] = dict(old_meta)
-            if "status" in new:
-                merged["status"] = new["status"]
-            else:
-                merged.pop("status", None)
-            new = merged
-            strategy.default_status(rt, new)
-            if causes := strategy.prepare_for_status_update(rt, old, new, subresource):
-                raise self.invalid(rt, name, causes)
-        else:
-            new_meta = new["metadata"]
-            if rt.has_status:
-                if "status" in old:
-                    new["status"] = old["status"]
-                else:
-                    new.pop("status", None)
-            # metadata the client cannot change through an update (managedFields it may
-            # replace: the field manager starts from them)
-            requested = new_meta.get("managedFields")
-            new_meta["name"] = name
-            if rt.namespaced:
-                new_meta["namespace"] = old_meta.get("namespace")
-            for k in (
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-                "managedFields",
-            ):
-                if k in old_meta:
-                    new_meta[k] = old_meta[k]
-                else:
-                    new_meta.pop(k, None)
-            new["apiVersion"] = rt.api_version
-            new["kind"] = rt.kind
-            causes = strategy.prepare_for_update(rt, old, new, subresource)
-            strategy.default(rt, new, creating=False)
-            causes += strategy.validate_update(rt, old, new)
-            if causes:
-                raise self.invalid(rt, name, causes)
-        if causes := strategy.schema_causes(rt, new):
-            raise self.invalid(rt, name, causes)
-        old.setdefault("apiVersion", rt.api_version)
-        old.setdefault("kind", rt.kind)
-        new_meta = new["metadata"]
-        new_meta["resourceVersion"] = old_meta.get("resourceVersion")
-        if (
-            subresource not in STATUS_SUBRESOURCES
-            and strategy.uses_generation
-            and spec_changed(rt, old, new)
-        ):
-            new_meta["generation"] = int(old_meta.get("generation", 1)) + 1
-        # as the Go types marshal it
-        new = reorder(strategy.to_view(rt, strategy.to_storage(rt, new)), rt)
+        new, requested = updated_object(rt, old, new, subresource)
+        old_meta, new_meta = old["metadata"], new["metadata"]
         if managed_fields is None:
             if same(old, new) and requested in (None, [], old_meta.get("managedFields")):
                 return cur
@@ -469,30 +348,14 @@ class Api:
         elif same(old, new) and managed_fields == (old_meta.get("managedFields") or []):
             return cur
         put_managed(new["metadata"], managed_fields)
-        if self._deleted_by_update(rt, old, new):
+        if deleted_by_update(rt, old, new):
             # the last finalizer went: the object goes, and DELETED shows its last stored state
             if not is_dry_run():
                 self.store(rt).commit(cur.key, None)
             new_meta["resourceVersion"] = str(cur.rv)
-            raw = self._encode(rt, strategy.to_storage(rt, new))
+            raw = encode(rt, strategy.to_storage(rt, new))
             return Stored(cur.key, cur.namespace, cur.rv, raw, cur.uid, cur.labels, cur.fields)
         return self.put(rt, new, cur)
-
-    @staticmethod
-    def _deleted_by_update(
-        rt: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]
-    ) -> bool:
-        """The generic store's ``ShouldDeleteDuringUpdate``: writing ``new`` over ``old``
-        deletes the object when it is being deleted (a deletionTimestamp with no grace
-        period running) and ``new`` has no finalizer left (the kind's own included). So
-        releasing the last finalizer deletes the object, while a pod in its grace period, or
-        a Terminating namespace the controller has not finalized, stays."""
-        old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
-        if new_meta.get("finalizers") or not old_meta.get("deletionTimestamp"):
-            return False
-        if old_meta.get("deletionGracePeriodSeconds"):
-            return False
-        return not rt.strategy.pending_finalizers(new)
 
     def delete(
         self,
@@ -544,7 +407,7 @@ class Api:
             self.registry.add(new_rt)
             self.store(new_rt)
         obj["status"] = rt.strategy.served_status(obj, now_rfc3339())
-        stored = self.stored(rt, obj, self.mvcc.next_rv())
+        stored = to_stored(rt, obj, self.mvcc.next_rv())
         ts.commit(stored.key, stored)
         self._served_changed()
 
@@ -573,8 +436,3 @@ class Api:
         """The type's store and the sequence number a watch starting now begins at."""
         ts = self.store(rt)
         return ts, ts.next_seq
-
-
-def random_token() -> str:
-    """A fresh bearer token (URL-safe, 43 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes + uuid.uuid4().bytes).decode().rstrip("=")

@@ -12,11 +12,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from kubesim.apis.authorization import rbac
@@ -26,15 +24,11 @@ from kubesim.apis.core.pod.binding import bind
 from kubesim.discovery.discovery import Discovery, version_info
 from kubesim.discovery.openapi import OpenApiDocs
 from kubesim.encoding.prototypes import kind_message
-from kubesim.errors import KubeSimApiError, RvTooLarge, SelectorError
+from kubesim.errors import KubeSimApiError
 from kubesim.fieldmanager.apply import check_patch_options, is_apply
-from kubesim.machinery.selectors import FieldSelector, LabelSelector
 from kubesim.registry.apply import server_side_apply
 from kubesim.registry.context import Requester, as_requester
 from kubesim.registry.dryrun import OPTIONS_KIND, dry_run, parse_dry_run
-from kubesim.registry.listing import ListResult
-from kubesim.registry.objects import parse_rv, view_json
-from kubesim.registry.resource import ResourceType
 from kubesim.registry.scale import get_scale, patch_scale, update_scale
 from kubesim.registry.store import Api
 from kubesim.registry.types import ResourceRegistry
@@ -48,8 +42,9 @@ from kubesim.server.decoding import (
 )
 from kubesim.server.faults import Faults, fault_error
 from kubesim.server.health import health_response, is_health_path
-from kubesim.server.limits import watch_timeout
+from kubesim.server.lists import list_response, read_page, selectors
 from kubesim.server.negotiation import Media, errors_as_protobuf, negotiate
+from kubesim.server.objects import object_response
 from kubesim.server.requests import (
     Route,
     check_kind,
@@ -61,17 +56,16 @@ from kubesim.server.requests import (
     request_body,
     verb_of,
 )
-from kubesim.server.responses import abort, error_response, json_response, response, yaml_response
-from kubesim.server.tables import TableMaker, include_object
-from kubesim.server.watch import WatchSpec, serve_watch
-from kubesim.storage.mvcc import Mvcc, Stored
+from kubesim.server.responses import error_response, json_response, response
+from kubesim.server.watch import serve_watch
+from kubesim.server.watch_request import watch_spec
+from kubesim.storage.mvcc import Mvcc
 
 __all__ = ["SimOptions", "SimServer", "User"]
 
 log = logging.getLogger("kubesim")
 
 _PUBLIC_PATHS = frozenset({"/version", "/healthz", "/livez", "/readyz"})
-_LIST_CHUNK = 1 << 20
 
 
 @dataclass
@@ -164,8 +158,6 @@ class SimServer:
         except Exception as exc:  # a bug in the sim must still answer like a server
             log.exception("KubeSim internal error on %s %s", request.method, path)
             return error_response(KubeSimApiError.internal(f"KubeSim internal error: {exc!r}"))
-
-    # -- authentication ----------------------------------------------------------------------
 
     # -- non-resource paths and discovery ------------------------------------------------------
 
@@ -271,14 +263,14 @@ class SimServer:
             body = await json_body(request)
             check_kind(rt, body)
             obj = finalize(self.api, rt, route.name or "", body, manager=manager)
-            return self._object_response(rt, obj, media)
+            return object_response(self.api, rt, obj, media)
         if verb == "watch":
             return await self._watch(request, route, media)
         if verb == "list":
             return await self._list(request, route, media)
         if verb == "get":
             obj = self.api.get(rt, route.namespace, route.name or "")
-            return self._object_response(rt, obj, media, query=q)
+            return object_response(self.api, rt, obj, media, query=q)
         if verb == "create":
             if route.subresource == "binding":
                 body = await json_body(request)
@@ -304,7 +296,7 @@ class SimServer:
             check_kind(rt, decoded.obj)
             with writing(directive, decoded.depth):
                 obj = self.api.create(rt, route.namespace, decoded.obj, manager=manager)
-            resp = self._object_response(rt, obj, media, 201, query=q)
+            resp = object_response(self.api, rt, obj, media, 201, query=q)
             return add_warnings(resp, decoded.warnings)
         if verb == "update":
             directive = field_validation(q, "UpdateOptions")
@@ -319,7 +311,8 @@ class SimServer:
                     subresource=route.subresource,
                     manager=manager,
                 )
-            return add_warnings(self._object_response(rt, obj, media, query=q), decoded.warnings)
+            resp = object_response(self.api, rt, obj, media, query=q)
+            return add_warnings(resp, decoded.warnings)
         if verb == "patch":
             ctype = request.headers.get("Content-Type", "")
             check_patch_options(ctype, q)
@@ -333,7 +326,7 @@ class SimServer:
                     q,
                     subresource=route.subresource,
                 )
-                return self._object_response(rt, obj, media, 201 if created else 200)
+                return object_response(self.api, rt, obj, media, 201 if created else 200)
             patch = await json_body(request, allow_list=True)
             directive = field_validation(q, "PatchOptions")
             with writing(directive, MAX_DEPTH) as ctx:
@@ -346,20 +339,20 @@ class SimServer:
                     subresource=route.subresource,
                     manager=manager,
                 )
-            return add_warnings(self._object_response(rt, obj, media, query=q), ctx.warnings)
+            return add_warnings(object_response(self.api, rt, obj, media, query=q), ctx.warnings)
         if verb == "delete":
             opts = await delete_options(request)
             outcome = self.api.delete(rt, route.namespace, route.name or "", opts)
             if outcome.obj is not None:
-                return self._object_response(rt, outcome.obj, media, outcome.code)
+                return object_response(self.api, rt, outcome.obj, media, outcome.code)
             return response(outcome.status, outcome.code, media)
         if verb == "deletecollection":
             opts = await delete_options(request)
-            lsel, fsel = self._selectors(rt, q)
+            lsel, fsel = selectors(rt, q)
             page = self.api.delete_collection(
                 rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
             )
-            return await self._list_response(request, rt, page, media)
+            return await list_response(request, self.api, rt, page, media, self.faults)
         raise KubeSimApiError.method_not_allowed()
 
     async def _scale(
@@ -377,234 +370,24 @@ class SimServer:
         scale = patch_scale(self.api, rt, ns, name, ctype, patch, manager=manager)
         return response(scale, media=media)
 
-    def _selectors(
-        self, rt: ResourceType, q: Mapping[str, str]
-    ) -> tuple[LabelSelector | None, FieldSelector | None]:
-        try:
-            lsel = LabelSelector.parse(q["labelSelector"]) if q.get("labelSelector") else None
-            fsel = FieldSelector.parse(q["fieldSelector"]) if q.get("fieldSelector") else None
-            if fsel is not None:
-                fsel = rt.strategy.field_selector(rt, fsel)
-        except SelectorError as exc:
-            raise KubeSimApiError.bad_request(str(exc)) from None
-        return lsel, fsel
-
-    # -- encoding ------------------------------------------------------------------------------
-
-    def _object_bytes(self, rt: ResourceType, obj: Stored, media: Media) -> bytes:
-        if media.partial:
-            meta = orjson.loads(obj.raw)["metadata"]
-            return orjson.dumps(
-                {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": meta}
-            )
-        return view_json(rt, obj, typed=True)
-
-    def _object_response(
-        self,
-        rt: ResourceType,
-        obj: Stored,
-        media: Media,
-        status: int = 200,
-        query: Mapping[str, str] | None = None,
-    ) -> web.Response:
-        if media.table:
-            maker = TableMaker(rt, media.table, include_object(query or {}))
-            meta = {"resourceVersion": str(obj.rv)}
-            return json_response(maker.table([self.api.view(rt, obj)], meta), status)
-        data = self._object_bytes(rt, obj, media)
-        if media.encoding == "yaml":
-            return yaml_response(orjson.loads(data), status)
-        return response(data, status, media)
+    # -- collections --------------------------------------------------------------------------
 
     async def _list(self, request: web.Request, route: Route, media: Media) -> web.StreamResponse:
-        rt = route.rt
-        q = request.query
-        rv = q.get("resourceVersion", "")
-        match = q.get("resourceVersionMatch", "")
-        if match and not rv:
-            raise KubeSimApiError.invalid_list_options(
-                "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-            )
-        if rv:
-            parse_rv(rv)
-        if match and match not in ("Exact", "NotOlderThan"):
-            raise KubeSimApiError.invalid_list_options(
-                "resourceVersionMatch",
-                f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan"',
-            )
-        lsel, fsel = self._selectors(rt, q)
-        try:
-            limit = int(q.get("limit", "0") or 0)
-        except ValueError:
-            raise KubeSimApiError.bad_request(f"invalid limit: {q.get('limit')}") from None
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.options.too_large_rv_wait
-        while True:
-            try:
-                page = self.api.list(
-                    rt,
-                    route.namespace,
-                    label_selector=lsel,
-                    field_selector=fsel,
-                    resource_version=rv,
-                    match=match,
-                    limit=limit,
-                    continue_token=q.get("continue", ""),
-                )
-                break
-            except RvTooLarge as exc:
-                if loop.time() >= deadline:
-                    raise KubeSimApiError.too_large_rv(exc.requested, self.mvcc.rv) from None
-                await asyncio.sleep(0.05)
-        return await self._list_response(request, rt, page, media)
-
-    async def _list_response(
-        self, request: web.Request, rt: ResourceType, page: ListResult, media: Media
-    ) -> web.StreamResponse:
-        meta: dict[str, Any] = {"resourceVersion": str(page.resource_version)}
-        if page.continue_token is not None:
-            meta["continue"] = page.continue_token
-        if page.remaining is not None:
-            meta["remainingItemCount"] = page.remaining
-        if media.partial:
-            head = b'{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":'
-            head += orjson.dumps(meta) + b',"items":['
-            tail = b"]}\n"
-        elif media.table:
-            maker = TableMaker(rt, media.table, include_object(request.query))
-            return json_response(maker.table([self.api.view(rt, o) for o in page.items], meta))
-        elif rt.custom:
-            meta.setdefault("continue", "")
-            head = b'{"apiVersion":"' + rt.api_version.encode() + b'","items":['
-            tail = (
-                b'],"kind":"'
-                + rt.list_kind.encode()
-                + b'","metadata":'
-                + orjson.dumps(
-                    {
-                        "continue": meta["continue"],
-                        **{k: v for k, v in meta.items() if k != "continue"},
-                    },
-                    option=orjson.OPT_SORT_KEYS,
-                )
-                + b"}\n"
-            )
-        else:
-            head = (
-                b'{"kind":"'
-                + rt.list_kind.encode()
-                + b'","apiVersion":"'
-                + rt.api_version.encode()
-                + b'","metadata":'
-                + orjson.dumps(meta)
-                + b',"items":['
-            )
-            tail = b"]}\n"
-        if media.encoding != "json":
-            items = [self._object_bytes(rt, o, media) for o in page.items]
-            doc = orjson.loads(head + b",".join(items) + tail)
-            return (
-                yaml_response(doc, 200) if media.encoding == "yaml" else response(doc, 200, media)
-            )
-        if media.partial:
-            raws = [self._object_bytes(rt, o, media) for o in page.items]
-        else:
-            raws = [view_json(rt, o, typed=False) for o in page.items]
-        resp = web.StreamResponse(
-            status=200,
-            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+        wait = self.options.too_large_rv_wait
+        page = await read_page(
+            self.api, route.rt, route.namespace, request.query, too_large_rv_wait=wait
         )
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
-        cut = self.faults.take_cut(request.path)
-        buf = bytearray(head)
-        for i, raw in enumerate(raws):
-            if i:
-                buf += b","
-            buf += raw
-            if len(buf) >= _LIST_CHUNK:
-                if cut:
-                    await resp.write(bytes(buf[: len(buf) // 2]))
-                    return abort(request, resp)
-                await resp.write(bytes(buf))
-                buf.clear()
-        buf += tail
-        if cut:
-            await resp.write(bytes(buf[: max(1, len(buf) // 2)]))
-            return abort(request, resp)
-        await resp.write(bytes(buf))
-        await resp.write_eof()
-        return resp
-
-    # -- watch -------------------------------------------------------------------------------
+        return await list_response(request, self.api, route.rt, page, media, self.faults)
 
     async def _watch(self, request: web.Request, route: Route, media: Media) -> web.StreamResponse:
-        rt = route.rt
-        q = request.query
-        rv = q.get("resourceVersion", "")
-        match = q.get("resourceVersionMatch", "")
-        send_initial = q.get("sendInitialEvents")
-        if rv:
-            start_rv = parse_rv(rv)
-        else:
-            start_rv = 0
-        if send_initial is not None and not self.options.watch_list:
-            raise KubeSimApiError.invalid_list_options(
-                "sendInitialEvents",
-                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList "
-                "feature gate is enabled",
-            )
-        if match and send_initial is None:
-            raise KubeSimApiError.invalid_list_options(
-                "resourceVersionMatch",
-                "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents "
-                "is provided",
-            )
-        initial = send_initial in ("true", "1", "True")
-        if send_initial is not None and initial and match != "NotOlderThan":
-            raise KubeSimApiError.invalid_list_options(
-                "resourceVersionMatch",
-                "Forbidden: sendInitialEvents requires setting resourceVersionMatch to "
-                "NotOlderThan",
-            )
-        lsel, fsel = self._selectors(rt, q)
-        timeout: float | None = None
-        if q.get("timeoutSeconds"):
-            timeout = watch_timeout(q["timeoutSeconds"])
-        if initial or (self.options.watch_list and rv in ("", "0") and send_initial is None):
-            mode = "initial"
-        elif rv == "":
-            mode = "etcd"
-        elif rv == "0":
-            mode = "rv0"
-        else:
-            mode = "from_rv"
-        ts, _ = self.api.watch_start(rt)
-        if mode == "initial" and rv not in ("", "0"):
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + self.options.too_large_rv_wait
-            while self.mvcc.rv < start_rv:
-                if loop.time() >= deadline:
-                    raise KubeSimApiError.too_large_rv(start_rv, self.mvcc.rv)
-                await asyncio.sleep(0.05)
-        spec = WatchSpec(
-            rt=rt,
-            namespace=route.namespace,
-            label_selector=lsel if lsel is not None and not lsel.empty else None,
-            field_selector=fsel if fsel is not None and not fsel.empty else None,
-            mode=mode,
-            start_rv=start_rv if mode == "from_rv" else self.mvcc.rv if mode == "initial" else 0,
-            bookmarks=q.get("allowWatchBookmarks") in ("true", "1", "True"),
-            timeout=timeout,
-            metadata_only=media.partial,
-            list_media_type=media.view == "partial-list",
-            protobuf=media.protobuf,
-            encode=(
-                TableMaker(rt, media.table, include_object(q)).watch_encoder()
-                if media.table
-                else None
-            ),
+        spec, ts = await watch_spec(
+            self.api,
+            route.rt,
+            route.namespace,
+            request.query,
+            media,
+            watch_list=self.options.watch_list,
+            too_large_rv_wait=self.options.too_large_rv_wait,
         )
         self.open_watches += 1
         try:

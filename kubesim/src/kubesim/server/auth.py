@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import secrets
+import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -11,7 +13,7 @@ from aiohttp import web
 from kubesim.apis.authorization import rbac
 from kubesim.errors import KubeSimApiError, status_body
 
-__all__ = ["User", "authenticate", "deny_anonymous", "make_tokens"]
+__all__ = ["User", "authenticate", "deny_anonymous", "make_tokens", "random_token"]
 
 
 @dataclass
@@ -31,6 +33,11 @@ class User:
     def allows(self, verb: str, group: str, resource: str) -> bool:
         """Whether a rule grants ``verb`` on ``resource`` (``plural[/subresource]``)."""
         return rbac.allows(self.rules, verb, group, resource)
+
+
+def random_token() -> str:
+    """A fresh bearer token (URL-safe, 43 characters)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes + uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def make_tokens(admin_token: str, users: Iterable[tuple[str, User]] = ()) -> dict[str, User]:

@@ -27,7 +27,8 @@ from aiohttp import web
 
 from kubesim.encoding.protobuf import PROTOBUF_WATCH
 from kubesim.encoding.protoencode import encode_object, watch_frame
-from kubesim.machinery.selectors import FieldSelector, LabelSelector
+from kubesim.machinery.fields import FieldSelector
+from kubesim.machinery.labels import LabelSelector
 from kubesim.registry.objects import view_json
 from kubesim.registry.resource import ResourceType
 from kubesim.server.faults import Faults

@@ -8,6 +8,7 @@ from typing import Any
 
 from kubesim.apis.apps.workload import WorkloadStrategy
 from kubesim.apis.core.podspec import ZERO_TEMPLATE
+from kubesim.machinery.fields import field_label_not_supported, int_field
 from kubesim.machinery.printing import (
     APPS,
     CONTAINERS_DOC,
@@ -28,7 +29,6 @@ from kubesim.machinery.printing import (
     spec_of,
     status_of,
 )
-from kubesim.machinery.selectors import field_label_not_supported, int_field
 
 __all__ = ["ReplicaSetStrategy"]
 

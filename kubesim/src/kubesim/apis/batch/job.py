@@ -19,8 +19,9 @@ from typing import Any
 
 from kubesim.apis.batch.jobspec import JOB_SPEC_ORDER, default_job_spec
 from kubesim.apis.core.podspec import ZERO_TEMPLATE
+from kubesim.encoding.gofmt import go_quote
 from kubesim.machinery.documents import order_keys, sub
-from kubesim.machinery.selectors import int_field, quote
+from kubesim.machinery.fields import int_field
 from kubesim.machinery.validation import Cause
 from kubesim.registry.resource import ResourceType, Strategy
 
@@ -75,4 +76,4 @@ class JobStrategy(Strategy):
         return {"status.successful": int_field(obj, "status", "succeeded")}
 
     def unsupported_field_label(self, label: str) -> str:
-        return f"field label {quote(label)} not supported for batchv1.Job"
+        return f"field label {go_quote(label)} not supported for batchv1.Job"

@@ -23,9 +23,10 @@ from typing import Any
 from kubesim.errors import KubeSimApiError
 from kubesim.fieldmanager.fieldpath import Path
 from kubesim.machinery.documents import sub
+from kubesim.machinery.fields import field_label_not_supported, str_field
 from kubesim.machinery.printing import Column, simple_printer, status_of, str_of
-from kubesim.machinery.selectors import field_label_not_supported, str_field
 from kubesim.machinery.validation import Cause, NameRule, invalid, is_qualified_name
+from kubesim.registry.objects import invalid_object
 from kubesim.registry.resource import ResourceType, Strategy
 from kubesim.registry.store import Api
 from kubesim.storage.mvcc import Stored
@@ -136,7 +137,7 @@ def finalize(
             raise _undecodable(f, "NamespaceSpec.spec.finalizers", "v1.FinalizerName")
     errs = _validate_finalizers(finalizers)
     if errs:
-        raise api.invalid(rt, name, errs)
+        raise invalid_object(rt, name, errs)
     new = dict(body)
     new["spec"] = {k: v for k, v in _dict(spec).items() if k != "finalizers" or v}
     old = cur.decode()

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesim.machinery.documents import order_keys, sub
+from kubesim.machinery.fields import bool_field, field_label_not_supported
 from kubesim.machinery.printing import (
     CORE,
     Cells,
@@ -33,7 +34,6 @@ from kubesim.machinery.printing import (
     status_of,
     str_of,
 )
-from kubesim.machinery.selectors import bool_field, field_label_not_supported
 from kubesim.registry.resource import ResourceType, Strategy
 
 __all__ = ["NodeStrategy"]

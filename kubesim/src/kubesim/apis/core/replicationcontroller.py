@@ -10,7 +10,7 @@ from typing import Any
 
 from kubesim.apis.core.podspec import default_template
 from kubesim.machinery.documents import order_keys, sub
-from kubesim.machinery.selectors import field_label_not_supported, int_field
+from kubesim.machinery.fields import field_label_not_supported, int_field
 from kubesim.registry.resource import ResourceType, Strategy
 
 __all__ = ["ReplicationControllerStrategy"]

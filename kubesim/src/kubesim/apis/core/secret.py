@@ -10,8 +10,8 @@ from typing import Any
 
 from kubesim.apis.core.data import data_size_causes
 from kubesim.machinery.documents import sub
+from kubesim.machinery.fields import field_label_not_supported, str_field
 from kubesim.machinery.printing import CORE, Column, doc, mapping_of, simple_printer, str_of
-from kubesim.machinery.selectors import field_label_not_supported, str_field
 from kubesim.machinery.validation import Cause
 from kubesim.registry.resource import ResourceType, Strategy
 

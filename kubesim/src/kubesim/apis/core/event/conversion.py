@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kubesim.errors import SelectorError
-from kubesim.machinery.selectors import FieldSelector
+from kubesim.machinery.fields import FieldSelector
 from kubesim.registry.resource import ResourceType
 
 __all__ = [

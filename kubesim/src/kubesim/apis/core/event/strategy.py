@@ -22,6 +22,7 @@ from kubesim.apis.core.event.conversion import (
 )
 from kubesim.apis.core.event.validation import validate_event_create, validate_event_update
 from kubesim.encoding.gotime import age
+from kubesim.machinery.fields import FieldSelector, field_label_not_supported, str_field
 from kubesim.machinery.printing import (
     CORE,
     Cells,
@@ -34,7 +35,6 @@ from kubesim.machinery.printing import (
     name_of,
     str_of,
 )
-from kubesim.machinery.selectors import FieldSelector, field_label_not_supported, str_field
 from kubesim.machinery.validation import Cause, NameRule
 from kubesim.registry.resource import ResourceType, Strategy
 

@@ -29,7 +29,7 @@ from kubesim.apis.core.podspec import (
 )
 from kubesim.fieldmanager.fieldpath import Path
 from kubesim.machinery.documents import order_keys, sub
-from kubesim.machinery.selectors import bool_field, field_label_not_supported, str_field
+from kubesim.machinery.fields import bool_field, field_label_not_supported, str_field
 from kubesim.machinery.validation import Cause, validate_object_meta
 from kubesim.registry.resource import ResourceType, Strategy
 

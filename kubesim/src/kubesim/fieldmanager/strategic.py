@@ -1,13 +1,10 @@
-"""The three PATCH flavours of kube-apiserver v1.28, on decoded JSON values.
+"""Strategic merge patch as kube-apiserver v1.28 applies it, on decoded JSON values.
 
-Pure Python (no I/O, no asyncio). ``json_merge_patch`` is RFC 7386, ``json_patch`` is
-RFC 6902 and ``strategic_merge_patch`` ports the apply half of
-``k8s.io/apimachinery/pkg/util/strategicpatch`` driven by a table of the built-in kinds'
-``patchStrategy``/``patchMergeKey`` struct tags (including its list-ordering rules).
-
-Contracts shared by all three: inputs are never mutated and the result shares no mutable
-container with them (it is safe to modify); failures raise :class:`PatchError`, which
-carries the Status the real apiserver answers with.
+A port of the apply half of ``k8s.io/apimachinery/pkg/util/strategicpatch``, driven by a table
+of the built-in kinds' ``patchStrategy``/``patchMergeKey`` struct tags (including its
+list-ordering rules). Pure Python (no I/O, no asyncio). Inputs are never mutated and the result
+shares no mutable container with them; failures raise :class:`~kubesim.errors.PatchError`,
+which carries the Status the real apiserver answers with.
 """
 
 from __future__ import annotations
@@ -15,235 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import orjson
-
+from kubesim.encoding.gofmt import go_value, json_kind
 from kubesim.errors import PatchError
+from kubesim.fieldmanager.jsonpatch import copy_json
 
-__all__ = [
-    "STRATEGIC_MERGE_KINDS",
-    "json_merge_patch",
-    "json_patch",
-    "strategic_merge_patch",
-]
-
-
-def _copy(v: Any) -> Any:
-    """Deep copy of a JSON value (mappings become dicts, sequences lists)."""
-    if isinstance(v, dict | list):
-        try:
-            return orjson.loads(orjson.dumps(v))  # ~10x faster than the recursion below
-        except TypeError:
-            pass
-    if isinstance(v, dict):
-        return {k: _copy(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_copy(x) for x in v]
-    return v
-
-
-def _go_type(v: Any) -> str:
-    """The JSON type name Go's ``encoding/json`` uses in unmarshal errors."""
-    if isinstance(v, bool):
-        return "bool"
-    if isinstance(v, int | float):
-        return "number"
-    if isinstance(v, str):
-        return "string"
-    return "array" if isinstance(v, list | tuple) else "object"
-
-
-def _go_fmt(v: Any) -> str:
-    """Roughly Go's ``%v`` of a decoded JSON value (for error messages)."""
-    if v is None:
-        return "<nil>"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, dict):
-        return "map[" + " ".join(f"{k}:{_go_fmt(v[k])}" for k in sorted(v)) + "]"
-    if isinstance(v, list | tuple):
-        return "[" + " ".join(_go_fmt(x) for x in v) + "]"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
-
-
-# ------------------------------------------------------------------ RFC 7386 merge patch
-
-
-def json_merge_patch(target: Any, patch: Any) -> Any:
-    """Apply an RFC 7386 JSON merge patch to ``target`` and return the new value.
-
-    A non-object ``patch`` replaces the target; ``null`` members delete keys; objects
-    merge recursively; arrays are replaced. Never raises. (The apiserver additionally
-    rejects a top-level non-object merge patch: that check belongs to the caller.)
-    """
-    if not isinstance(patch, dict):
-        return _copy(patch)
-    out = _copy(target) if isinstance(target, dict) else {}
-    _merge_into(out, patch)
-    return out
-
-
-def _merge_into(out: dict[str, Any], patch: Mapping[str, Any]) -> None:
-    for k, v in patch.items():
-        if v is None:
-            out.pop(k, None)
-        elif isinstance(v, dict):
-            cur = out.get(k)
-            if not isinstance(cur, dict):
-                cur = out[k] = {}
-            _merge_into(cur, v)
-        else:
-            out[k] = _copy(v)
-
-
-# ------------------------------------------------------------------ RFC 6902 JSON patch
-
-
-def _json_equal(a: Any, b: Any) -> bool:
-    """JSON value equality (``1 == 1.0``, but ``true != 1``)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(map(_json_equal, a, b))
-    return type(a) is type(b) and a == b
-
-
-def _pointer(op: Mapping[str, Any], field: str) -> list[str]:
-    """The decoded reference tokens of the JSON pointer in ``op[field]``."""
-    path = op.get(field)
-    if not isinstance(path, str):
-        raise PatchError(f"{op.get('op')} operation missing or invalid {field!r}: {path!r}")
-    if path and not path.startswith("/"):
-        raise PatchError(f"invalid JSON pointer {path!r}: it must be empty or start with '/'")
-    tokens = path.split("/")[1:]
-    for t in tokens:
-        if t.replace("~0", "").replace("~1", "").count("~"):
-            raise PatchError(f"invalid JSON pointer {path!r}: '~' must be followed by 0 or 1")
-    return [t.replace("~1", "/").replace("~0", "~") for t in tokens]
-
-
-def _index(token: str, size: int, *, end_ok: bool) -> int:
-    if token == "-" and end_ok:
-        return size
-    if not (token.isascii() and token.isdigit()) or (token != "0" and token.startswith("0")):
-        raise PatchError(f"invalid array index {token!r}")
-    i = int(token)
-    if i > size or (i == size and not end_ok):
-        raise PatchError(f"array index {i} out of bounds (length {size})")
-    return i
-
-
-def _walk(doc: Any, tokens: list[str], path: str) -> Any:
-    """The container holding the location ``tokens`` designates (which must exist)."""
-    for t in tokens:
-        if isinstance(doc, dict) and t in doc:
-            doc = doc[t]
-        elif isinstance(doc, list):
-            doc = doc[_index(t, len(doc), end_ok=False)]
-        else:
-            raise PatchError(f"doc is missing path: {path!r}")
-    return doc
-
-
-def _get(doc: Any, tokens: list[str], path: str) -> Any:
-    if not tokens:
-        return doc
-    parent, last = _walk(doc, tokens[:-1], path), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent[last]
-    if isinstance(parent, list):
-        return parent[_index(last, len(parent), end_ok=False)]
-    raise PatchError(f"doc is missing path: {path!r}")
-
-
-def _add(doc: Any, tokens: list[str], value: Any, path: str, *, replace: bool = False) -> Any:
-    if not tokens:
-        return value
-    parent, last = _walk(doc, tokens[:-1], path), tokens[-1]
-    if isinstance(parent, dict):
-        if replace and last not in parent:
-            raise PatchError(f"doc is missing key: {path!r}")
-        parent[last] = value
-    elif isinstance(parent, list):
-        i = _index(last, len(parent), end_ok=not replace)
-        if replace:
-            parent[i] = value
-        else:
-            parent.insert(i, value)
-    else:
-        raise PatchError(f"doc is missing path: {path!r}")
-    return doc
-
-
-def _remove(doc: Any, tokens: list[str], path: str) -> Any:
-    if not tokens:
-        raise PatchError("cannot remove the whole document")
-    parent, last = _walk(doc, tokens[:-1], path), tokens[-1]
-    if isinstance(parent, dict) and last in parent:
-        return parent.pop(last)
-    if isinstance(parent, list):
-        return parent.pop(_index(last, len(parent), end_ok=False))
-    raise PatchError(f"doc is missing path: {path!r}")
-
-
-def json_patch(target: Any, operations: Any) -> Any:
-    """Apply an RFC 6902 JSON patch (a list of operations) and return the new document.
-
-    Supports ``add``, ``remove``, ``replace``, ``move``, ``copy`` and ``test`` with JSON
-    pointers (``~0``/``~1`` escapes, ``-`` appends). A non-list patch or a non-object
-    operation raises ``PatchError`` with code 400 and Go's decode message; an operation
-    that does not apply raises code 422. Operations apply in order, all or nothing.
-    """
-    if operations is None:
-        return _copy(target)
-    if not isinstance(operations, list | tuple):
-        raise PatchError(
-            f"json: cannot unmarshal {_go_type(operations)} into Go value of type jsonpatch.Patch",
-            400,
-        )
-    for op in operations:
-        if op is not None and not isinstance(op, dict):
-            raise PatchError(
-                f"json: cannot unmarshal {_go_type(op)} into Go value of type jsonpatch.Operation",
-                400,
-            )
-    doc = _copy(target)
-    for op in operations:
-        op = op or {}
-        kind, path, src_path = op.get("op"), str(op.get("path")), str(op.get("from"))
-        if kind in ("add", "replace", "test") and "value" not in op:
-            raise PatchError(f"{kind} operation missing value")
-        if kind == "add":
-            doc = _add(doc, _pointer(op, "path"), _copy(op["value"]), path)
-        elif kind == "remove":
-            _remove(doc, _pointer(op, "path"), path)
-        elif kind == "replace":
-            doc = _add(doc, _pointer(op, "path"), _copy(op["value"]), path, replace=True)
-        elif kind in ("move", "copy"):
-            src, dst = _pointer(op, "from"), _pointer(op, "path")
-            if kind == "move" and dst[: len(src)] == src and len(dst) > len(src):
-                raise PatchError(f"cannot move {op['from']!r} into its own child {path!r}")
-            if kind == "move" and src == dst:
-                _get(doc, src, src_path)
-                continue
-            if kind == "move":
-                doc = _add(doc, dst, _remove(doc, src, src_path), path)
-            else:
-                doc = _add(doc, dst, _copy(_get(doc, src, src_path)), path)
-        elif kind == "test":
-            if not _json_equal(_get(doc, _pointer(op, "path"), path), op["value"]):
-                raise PatchError(f"testing value {path} failed: test failed")
-        else:
-            raise PatchError(f"Unexpected kind: {kind if isinstance(kind, str) else 'unknown'}")
-    return doc
-
-
-# --------------------------------------------------------------- strategic merge patch
+__all__ = ["STRATEGIC_MERGE_KINDS", "strategic_merge_patch"]
 
 _Meta = tuple[str, str]  # (patch strategy, patch merge key); "" key = list of primitives
 
@@ -330,7 +103,7 @@ def _find(items: list[Any], value: Any, key: str) -> int:
 
 
 def _no_key(e: Any, key: str) -> PatchError:
-    return PatchError(f"map: {_go_fmt(e)} does not contain declared merge key: {key}", 500)
+    return PatchError(f"map: {go_value(e)} does not contain declared merge key: {key}", 500)
 
 
 def _keyed(e: Any, key: str) -> Any:
@@ -380,12 +153,12 @@ def _category(v: Any) -> str:
 def _elem_kind(*lists: list[Any]) -> str:
     kinds = []
     for e in (e for lst in lists for e in lst):
-        k = "map" if isinstance(e, dict) else "list" if isinstance(e, list) else _go_type(e)
+        k = "map" if isinstance(e, dict) else "list" if isinstance(e, list) else json_kind(e)
         kinds.append("null" if e is None else k)
     if kinds and kinds[0] == "list":
         raise PatchError("lists of lists are not supported", 422)
     if len(set(kinds)) > 1:
-        raise PatchError(f"list element types are not identical: {_go_fmt(list(lists))}", 500)
+        raise PatchError(f"list element types are not identical: {go_value(list(lists))}", 500)
     return kinds[0] if kinds else ""
 
 
@@ -416,7 +189,7 @@ class _SMP:
             if directive == "delete":
                 return {}
             if directive != "merge":  # upstream rejects even "merge" here; we accept it
-                raise PatchError(f"unknown patch type: {directive} in map: {_go_fmt(patch)}", 500)
+                raise PatchError(f"unknown patch type: {directive} in map: {go_value(patch)}", 500)
         if "$retainKeys" in patch:
             keep = patch.pop("$retainKeys")
             if not isinstance(keep, list) or any(
@@ -477,7 +250,7 @@ class _SMP:
             elif directive == "merge":
                 raise PatchError("merging lists cannot yet be specified in the patch", 500)
             else:
-                raise PatchError(f"unknown patch type: {directive} in map: {_go_fmt(e)}", 500)
+                raise PatchError(f"unknown patch type: {directive} in map: {go_value(e)}", 500)
         if replace:
             orig, plain = [self.merge_map({}, e, path) for e in plain], []
         merged = list(orig)
@@ -508,8 +281,8 @@ class _SMP:
             )
             if found < 0:
                 raise PatchError(
-                    f"The order in patch list:\n{_go_fmt(plist)}\n doesn't match "
-                    f"$setElementOrder list:\n{_go_fmt(order)}\n",
+                    f"The order in patch list:\n{go_value(plist)}\n doesn't match "
+                    f"$setElementOrder list:\n{go_value(order)}\n",
                     500,
                 )
             at = found + 1
@@ -534,12 +307,12 @@ def strategic_merge_patch(target: Any, patch: Any, kind: str) -> Any:
     items in server order. A non-object patch raises ``PatchError`` (400).
     """
     if patch is None:
-        return _copy(target)
+        return copy_json(target)
     if not isinstance(patch, dict):
         raise PatchError(
-            f"json: cannot unmarshal {_go_type(patch)} into Go value of type "
+            f"json: cannot unmarshal {json_kind(patch)} into Go value of type "
             "map[string]interface {}",
             400,
         )
-    original = _copy(target) if isinstance(target, dict) else {}
+    original = copy_json(target) if isinstance(target, dict) else {}
     return _SMP(_SCHEMAS.get(kind, _META)).merge_map(original, patch, "")
