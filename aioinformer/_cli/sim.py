@@ -165,7 +165,7 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
 
 def run_sim(args: argparse.Namespace) -> int:
     """Serve until interrupted: exit status 0; 1 when it cannot start (in one line)."""
-    from kubesim.tls import TlsUnavailable
+    from kubesim import TlsUnavailable
 
     try:
         token = _token(args)

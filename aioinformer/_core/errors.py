@@ -114,8 +114,8 @@ class ApiError(AioinformerError):
 
     The client layer raises it (as one of its subclasses) for every request the library
     sends: informers' lists and watches, and writes through :class:`~aioinformer.Client`.
-    Not to be confused with :class:`aioinformer.testing.ApiError`, the error KubeSim's
-    in-process API raises (a Status to answer with, not a failed request).
+    Not to be confused with :class:`aioinformer.testing.KubeSimApiError`, the error
+    KubeSim's in-process API raises (a Status to answer with, not a failed request).
 
     Args:
         message: the whole message, naming the request (secrets removed).

@@ -43,9 +43,7 @@ import orjson
 
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
 from aioinformer._harness.workload import realistic_pod
-from kubesim import KubeSim
-from kubesim.mvcc import TypeStore
-from kubesim.rest import STRATEGIC_PATCH
+from kubesim import STRATEGIC_PATCH, KubeSim, TypeStore
 
 __all__: list[str] = []
 

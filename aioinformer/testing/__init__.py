@@ -21,19 +21,21 @@ from aioinformer.testing._faultmix import Operator as Operator
 from aioinformer.testing._faultmix import example_operators as example_operators
 from aioinformer.testing._helpers import eventually as eventually
 from aioinformer.testing._helpers import install_crd as install_crd
-from kubesim import ApiError as ApiError
 from kubesim import Faults as Faults
 from kubesim import KubeSim as KubeSim
+from kubesim import KubeSimApiError as KubeSimApiError
+from kubesim import KubeSimError as KubeSimError
 from kubesim import User as User
 
 __all__ = [
-    "ApiError",
     "Example",
     "FaultMix",
     "FaultMixResult",
     "FaultStep",
     "Faults",
     "KubeSim",
+    "KubeSimApiError",
+    "KubeSimError",
     "Operator",
     "User",
     "eventually",

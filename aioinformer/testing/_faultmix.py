@@ -69,7 +69,7 @@ from aioinformer import (
 )
 from aioinformer._runtime.target import build_manager, module_from_file
 from aioinformer.testing._example import Example
-from kubesim import ApiError, KubeSim
+from kubesim import KubeSim, KubeSimApiError
 
 __all__ = [
     "FAULT_KINDS",
@@ -412,7 +412,7 @@ class _Run:
             try:
                 if self._write(step):
                     self.writes[step.op] += 1
-            except ApiError as exc:  # random targets: missing (404) or taken (409)
+            except KubeSimApiError as exc:  # random targets: missing (404) or taken (409)
                 if exc.code not in (404, 409):
                     raise
             if step.fault is not None:

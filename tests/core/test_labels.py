@@ -7,7 +7,7 @@ import pytest
 
 from aioinformer import ConfigError
 from aioinformer._core.labels import label_matcher
-from kubesim.selectors import LabelSelector
+from kubesim.machinery.labels import LabelSelector
 
 LABELS = [
     {},

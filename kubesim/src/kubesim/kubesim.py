@@ -16,21 +16,23 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from kubesim.apiservices import sync_apiservices
-from kubesim.cluster import ClusterEmulator
-from kubesim.connguard import GuardedSite
-from kubesim.controllers import Controllers
-from kubesim.conversion import to_view
-from kubesim.event_ttl import DEFAULT_EVENT_TTL, EventExpiry
-from kubesim.faults import Faults
-from kubesim.flowcontrol import bootstrap_objects
-from kubesim.mvcc import Mvcc, Stored
-from kubesim.resources import ResourceRegistry, ResourceType
-from kubesim.rest import Api, random_token
-from kubesim.selectors import FieldSelector, LabelSelector
-from kubesim.server import SimOptions, SimServer, User, make_tokens
-from kubesim.timefmt import now_rfc3339
-from kubesim.tls import self_signed, write_private
+from kubesim.apis.builtin import builtin_registry
+from kubesim.apis.flowcontrol.bootstrap import bootstrap_objects
+from kubesim.controllers.apiservices import sync_apiservices
+from kubesim.controllers.cluster import ClusterEmulator
+from kubesim.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
+from kubesim.controllers.manager import Controllers
+from kubesim.encoding.timefmt import now_rfc3339
+from kubesim.machinery.fields import FieldSelector
+from kubesim.machinery.labels import LabelSelector
+from kubesim.registry.resource import ResourceType
+from kubesim.registry.store import Api
+from kubesim.server.app import SimOptions, SimServer
+from kubesim.server.auth import User, make_tokens, random_token
+from kubesim.server.connguard import GuardedSite
+from kubesim.server.faults import Faults
+from kubesim.server.tls import self_signed, write_private
+from kubesim.storage.mvcc import Mvcc, Stored
 
 __all__ = ["KubeSim"]
 
@@ -70,8 +72,9 @@ class KubeSim:
         nodes: create that many Node objects at start.
         header_timeout: seconds a connection may take to send its first request head
             (kube-apiserver: 32); then it is closed.
-        max_connections: open connections at most (default: the open-files limit minus a
-            reserve); beyond it the oldest connection still sending its head is dropped.
+        max_connections: open connections at most (default: the open-files limit minus
+            room for an accept burst and a reserve); beyond it the oldest connection still
+            sending its head is dropped.
         controllers: run the kube-controller-manager controllers a cluster always has (the
             namespace controller and the garbage collector); ``False`` serves the API
             alone, as the recorded apiserver was.
@@ -104,8 +107,10 @@ class KubeSim:
         self.tls = tls
         self.token = token or random_token()
         self.mvcc = Mvcc(history_size=history_size, history_max_age=history_max_age)
-        self.registry = ResourceRegistry.builtin()
+        self.registry = builtin_registry()
         self.api = Api(self.mvcc, self.registry)
+        # the aggregator's local APIServices follow the served types (CRDs come and go)
+        self.api.on_served_changed.append(lambda: sync_apiservices(self.api))
         self.event_expiry = EventExpiry(self.mvcc, event_ttl)
         self.faults = Faults()
         self.options = SimOptions(
@@ -171,7 +176,11 @@ class KubeSim:
         # lingering_time=0: a request answered before its body was read (413) closes its
         # connection at once instead of draining the rest of the body
         self._runner = web.AppRunner(
-            app, handler_cancellation=True, access_log=None, lingering_time=0
+            app,
+            handler_cancellation=True,
+            access_log=None,
+            lingering_time=0,
+            shutdown_timeout=0.5,  # a stop waits at most this long for open requests
         )
         await self._runner.setup()
         ssl_ctx = None
@@ -186,7 +195,6 @@ class KubeSim:
             self._runner,
             sock,
             ssl_context=ssl_ctx,
-            shutdown_timeout=0.5,
             header_timeout=self._header_timeout,
             max_connections=self._max_connections,
         )
@@ -292,26 +300,11 @@ class KubeSim:
 
     def resource(self, resource: str) -> ResourceType:
         """Resolve ``pods``, ``v1/pods``, ``apps/v1/statefulsets`` or ``GROUP/VERSION/PLURAL``."""
-        parts = resource.strip("/").split("/")
-        if len(parts) == 1:
-            matches = [rt for rt in self.registry.all() if rt.plural == parts[0]]
-            if not matches:
-                raise KeyError(f"unknown resource {resource!r}")
-            return matches[0]
-        if len(parts) == 2:
-            group, version, plural = "", parts[0], parts[1]
-        elif len(parts) == 3:
-            group, version, plural = parts
-        else:
-            raise KeyError(f"unknown resource {resource!r}")
-        rt = self.registry.lookup(group, version, plural)
-        if rt is None:
-            raise KeyError(f"unknown resource {resource!r}")
-        return rt
+        return self.registry.resolve(resource)
 
     @staticmethod
     def _out(rt: ResourceType, obj: Stored) -> dict[str, Any]:
-        d = to_view(rt, obj.decode())
+        d = rt.strategy.to_view(rt, obj.decode())
         if rt.custom:
             return d
         return {"kind": rt.kind, "apiVersion": rt.api_version, **d}
@@ -352,7 +345,8 @@ class KubeSim:
         return n
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
-        """One object as a dict (raises :class:`ApiError` 404 when missing)."""
+        """One object as a dict (raises :class:`~kubesim.errors.KubeSimApiError` 404 when
+        missing)."""
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kubesim.protobuf import MAGIC, decode_object
-from kubesim.protoencode import encode_object
-from kubesim.protowire import fields
+from kubesim.encoding.protobuf import MAGIC, decode_object
+from kubesim.encoding.protoencode import encode_object
+from kubesim.encoding.protowire import fields
 from tests.kubesim.replay import Replayer
 
 

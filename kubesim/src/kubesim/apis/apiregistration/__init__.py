@@ -1,0 +1,1 @@
+"""The apiregistration.k8s.io kinds: APIServices."""

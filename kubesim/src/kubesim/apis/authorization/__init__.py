@@ -1,0 +1,1 @@
+"""The review APIs (authentication.k8s.io, authorization.k8s.io) and RBAC rule matching."""

@@ -1,0 +1,1 @@
+"""The autoscaling kinds: HorizontalPodAutoscalers (v2 and v1)."""

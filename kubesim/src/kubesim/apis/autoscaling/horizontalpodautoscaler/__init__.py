@@ -1,0 +1,1 @@
+"""HorizontalPodAutoscalers: one storage (autoscaling/v2), served as v2 and v1."""

@@ -1,0 +1,1 @@
+"""The batch/v1 kinds: Jobs and CronJobs."""

@@ -1,0 +1,1 @@
+"""The certificates.k8s.io kinds: CertificateSigningRequests."""

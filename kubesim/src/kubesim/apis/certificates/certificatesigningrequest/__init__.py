@@ -1,0 +1,1 @@
+"""CertificateSigningRequests: the registry strategy's rules, validation, the printer."""

@@ -1,0 +1,1 @@
+"""The core (``v1``) kinds."""

@@ -1,0 +1,1 @@
+"""Pods: defaults, validation, the table printer and graceful deletion."""

@@ -1,0 +1,1 @@
+"""Services: defaults, address and node port allocation, the table printer."""

@@ -1,0 +1,1 @@
+"""flowcontrol.apiserver.k8s.io: FlowSchemas and PriorityLevelConfigurations."""

@@ -1,0 +1,3 @@
+"""KubeSim's storage: etcd-like MVCC with one global revision, each resource type's
+objects and its watch history (the watch cache).
+"""
