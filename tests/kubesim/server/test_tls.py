@@ -165,7 +165,7 @@ def test_without_cryptography_the_error_names_the_extra(
     with pytest.raises(TlsUnavailable) as info:
         self_signed(tmp_path, "127.0.0.1")
     assert str(info.value) == INSTALL_HINT
-    assert "pip install 'aioinformer[kubesim]'" in str(info.value)
+    assert "pip install 'kubesim[https]'" in str(info.value)
     assert "\n" not in str(info.value)
 
 

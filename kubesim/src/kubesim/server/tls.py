@@ -19,7 +19,7 @@ from kubesim.errors import TlsUnavailable
 __all__ = ["self_signed"]
 
 INSTALL_HINT = (
-    "KubeSim's https needs the 'cryptography' package: pip install 'aioinformer[kubesim]' "
+    "KubeSim's https needs the 'cryptography' package: pip install 'kubesim[https]' "
     "(or serve plain http)"
 )
 
