@@ -508,7 +508,14 @@ def manager_section(
         "",
         f"Threads at {top} informers, first run (digits dropped from the names; `asyncio_`: "
         "event loops' default-executor workers, where aiohttp's default resolver looks the "
-        "host up): " + "; ".join(named) + ".",
+        "host up; `aioinformer-resolver-*`: the pipeline loop's two such workers): "
+        + "; ".join(named)
+        + ".",
+        "",
+        "TCP to sim: one HTTP session per factory holds one connection per open watch (an "
+        "HTTP/1.1 response streams on a connection of its own), plus one for lists and "
+        "Leases, so N informers keep N + 1 connections whatever the number of sessions; the "
+        "threads, event loops and sessions are what one pipeline per factory makes one.",
     ]
     spread = [
         f"{column} {100 * data['spread'][key]:.0f} %"
