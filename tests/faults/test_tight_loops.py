@@ -169,7 +169,16 @@ async def test_the_request_ceiling_and_memory_hold_under_every_misbehaviour(case
     async with hostile_server(make()) as server, server.api_client() as api:
         async with RssSampler() as rss, InformerFactory(api, watch_options=options()) as factory:
             inf = factory.informer("v1", "pods")
-            await eventually(lambda: len(server.seen) >= want, f"{want} requests", timeout=30)
+
+            def failed() -> int:  # (counted on the pipeline thread, after its answer)
+                stats = inf.statistics()
+                return stats.stream_errors + sum(stats.errors_by_code.values())
+
+            await eventually(
+                lambda: len(server.seen) >= want and failed() >= 1,
+                f"{want} requests and a failure counted",
+                timeout=30,
+            )
             seen = list(server.seen)
             stats = inf.statistics()
     elapsed = seen[-1].at - seen[0].at
