@@ -17,11 +17,14 @@ wraps the server's protocol factory:
   ``IdleTimeout``; aiohttp's default keeps one for an hour): the runner's
   ``keepalive_timeout``, which KubeSim sets (its ``idle_timeout``).
 
-The default cap leaves room for an accept burst: the event loop accepts up to ``backlog``
-connections (a descriptor each) in one go before the guard sees any of them, as it does
-when the server was busy while clients queued up. A cap of the limit minus a small reserve
-alone ran the process out of descriptors then (``accept()`` failing with EMFILE, logged at
-every retry); the default is the limit minus the backlog minus the reserve.
+The default cap leaves room for two accept bursts: the event loop accepts up to
+``backlog`` connections (a descriptor each) in one go before the guard sees any of them, as
+it does when the server was busy while clients queued up; and a connection the guard drops
+frees its descriptor only on the loop's next iteration, by when the next burst may have
+been accepted. A cap of the limit minus a small reserve alone ran the process out of
+descriptors (``accept()`` failing with EMFILE, logged at every retry), and so, now and
+then, did the limit minus one burst; the default is the limit minus twice the backlog
+minus the reserve (1024 descriptors: 704 connections).
 
 For https a connection is counted from its accept, as for http, not once its TLS
 handshake is done: 1,100 connections that never started TLS used every descriptor while
@@ -69,12 +72,13 @@ def _read_buffer() -> memoryview:
 
 
 def default_max_connections(backlog: int = 128) -> int:
-    """The open-files soft limit minus an accept burst of ``backlog`` connections and a
-    reserve for everything else (at least 16)."""
+    """The open-files soft limit minus two accept bursts of ``backlog`` connections (one
+    accepted, one dropped and not closed yet) and a reserve for everything else (at least
+    16)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 10_000
-    return max(16, int(soft) - backlog - _RESERVE)
+    return max(16, int(soft) - 2 * backlog - _RESERVE)
 
 
 class ConnectionGuard:
