@@ -5,6 +5,7 @@ the connection cap the oldest of them make room, so real clients keep being serv
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import resource
@@ -225,6 +226,8 @@ async def test_a_trickled_request_head_is_closed_at_the_header_timeout() -> None
             assert await closed_by_server(reader)
             assert sim.site.guard.timed_out == 1
             task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         finally:
             writer.close()
 
@@ -242,7 +245,10 @@ async def test_idle_keep_alive_connections_make_room_and_time_out() -> None:
             for s in sessions[:3]:  # three keep-alive connections, idle after one request
                 async with s.get(f"{sim.url}/version") as r:
                     assert r.status == 200
-            await eventually(lambda: len(guard.open) == 3, "3 keep-alive connections open")
+            await eventually(
+                lambda: len(guard.open) == 3 and all(c.idle() for c in guard.open),
+                "3 keep-alive connections open and idle",
+            )
             async with sessions[3].get(f"{sim.url}/version") as r:
                 assert r.status == 200
             assert guard.evicted == 1 and guard.refused == 0
