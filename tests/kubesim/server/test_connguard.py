@@ -209,6 +209,21 @@ async def test_tls_connections_are_counted_from_accept_and_bounded_by_the_header
             close_all(conns)
 
 
+async def test_a_stop_closes_connections_still_in_their_tls_handshake() -> None:
+    """aiohttp's shutdown closes the connections it serves; the guard closes those it has
+    not handed over yet (no TLS handshake done), so none outlives the sim."""
+    async with KubeSim(tls=True) as sim:
+        assert sim.site is not None and sim.site.guard is not None
+        guard = sim.site.guard
+        conns = await silent(sim.port, 3)
+        await eventually(lambda: len(guard.open) == 3, "the 3 connections counted")
+    try:
+        assert all([await closed_by_server(r) for r, _ in conns])
+        assert not guard.open
+    finally:
+        close_all(conns)
+
+
 async def test_a_trickled_request_head_is_closed_at_the_header_timeout() -> None:
     """A byte at a time keeps no connection open past the header timeout (counted from
     accept, not from the last byte)."""

@@ -311,3 +311,12 @@ class GuardedSite(web.SockSite):
         loop = asyncio.get_running_loop()
         # no ssl= here: the guard's protocol does the TLS, so it sees the accept
         self._server = await loop.create_server(self.guard, sock=self._sock, backlog=self._backlog)
+
+    async def stop(self) -> None:
+        """Stop accepting, and close the connections aiohttp does not know of yet (still in
+        their TLS handshake): the runner's shutdown closes the others."""
+        await super().stop()
+        if self.guard is not None:
+            for conn in list(self.guard.open):
+                if not conn.connected:
+                    conn.drop()
