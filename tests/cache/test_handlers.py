@@ -16,6 +16,7 @@ from aioinformer import InformerFactory
 from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
+    STOP_GRACE,
     Dispatcher,
     HandlerFailure,
     Subscription,
@@ -873,3 +874,54 @@ async def test_statistics_and_default_names() -> None:
         False,
     )
     await d.aclose()
+
+
+@pytest.mark.looptime
+async def test_aclose_abandons_a_handler_whose_cleanup_outlasts_the_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler whose cancellation cleanup takes 12 s: the dispatcher's close (an
+    informer's stop, so a factory's and a manager's) returns STOP_GRACE (1 s) after it
+    began, naming the handler it abandoned; the cleanup still runs to its end."""
+    loop = asyncio.get_running_loop()
+    d = Dispatcher("pods")
+    started = asyncio.Event()
+    cleaned: list[float] = []
+
+    async def slow_cleanup(o: KubeObject) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(12)
+            cleaned.append(loop.time())
+
+    d.add_handler(slow_cleanup, name="slow")
+    d.dispatch([added(A1)])
+    await started.wait()
+    closing = loop.time()
+    await d.aclose()
+    assert loop.time() - closing == pytest.approx(STOP_GRACE)
+    assert "pods: abandoned 1 handler tasks still running 1 s after their cancellation" in (
+        caplog.text
+    )
+    assert "(pods/slow)" in caplog.text
+    await asyncio.sleep(12)
+    assert cleaned == [pytest.approx(closing + 12)]
+
+
+async def test_a_subscription_starts_its_task_with_its_first_change() -> None:
+    """A handler added to an informer that never runs (a manager that failed to start)
+    leaves no task behind; the first change starts it."""
+    before = asyncio.all_tasks()
+    d = Dispatcher()
+    seen: list[str] = []
+    sub = d.add_handler(lambda o: seen.append(o.key))
+    d.mark_synced()
+    assert sub.has_synced and asyncio.all_tasks() == before
+    d.dispatch([added(A1)])
+    assert len(asyncio.all_tasks() - before) == 1
+    await sub.join()
+    assert seen == ["n/a"]
+    await d.aclose()
+    assert asyncio.all_tasks() == before
