@@ -360,6 +360,7 @@ async def test_coalescing_queue_is_bounded_by_the_number_of_objects() -> None:
     await sub.join()
     assert replay(rec.notes) == model.final()
     assert sub.handled_total <= 101  # the first one plus one merged change per key
+    await d.aclose()
 
 
 async def test_max_queue_overflow_switches_to_coalescing_until_idle(
