@@ -32,9 +32,12 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   The backlog is visible as ``depth``/``peak_depth``/``overflows`` in
   :meth:`Subscription.statistics`, in ``InformerStatistics.handlers`` and as the Prometheus
   series ``aioinformer_handler_queue_depth`` and ``aioinformer_handler_overflows_total``.
-* **Errors.** A handler's exception is logged at ERROR with its traceback, the subscriber
-  and the object key, counted in ``errors_total`` and kept as ``last_error`` (a
-  :class:`HandlerFailure`); the subscription goes on. ``CancelledError`` is never swallowed.
+* **Errors.** A handler's exception is counted in ``errors_total`` and kept as
+  ``last_error`` (a :class:`HandlerFailure`), and logged at ERROR with the subscriber and
+  the object key: the first of each exception type with its traceback, later ones
+  summarized at most every 10 s (:mod:`~aioinformer._core.failurelog`: a handler raising on
+  every change writes one traceback, not one per change); the subscription goes on.
+  ``CancelledError`` is never swallowed.
 * **Slow warning.** While a synced subscription holds ``slow_warning_depth`` changes
   or more, a WARNING names the dispatcher, the subscriber and the depth, at most once per
   ``slow_warning_interval`` (client-go's "DeltaFIFO Pop Process ... slow event handlers
@@ -74,6 +77,7 @@ from typing import Self, TypeAlias
 from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
 
 __all__ = [
@@ -204,6 +208,7 @@ class Subscription:
         self.peak_depth = self.handled_total = self.errors_total = self.overflows = 0
         self.last_error: HandlerFailure | None = None
         self._dispatcher = dispatcher
+        self._failures = FailureLog(dispatcher._logger, clock=dispatcher._clock)
         self._coalesce = coalesce  # as configured; _coalescing is the current mode
         self._coalescing = coalesce
         self._max_queue = None if coalesce else max_queue
@@ -426,14 +431,14 @@ class Subscription:
             except Exception as exc:
                 self.errors_total += 1
                 self.last_error = HandlerFailure(obj.key, change.type, exc)
-                self._dispatcher._logger.error(
+                self._failures.failed(
+                    exc,
                     "%s: handler %r failed on %s %s: %r",
                     self._dispatcher.name,
                     self.name,
                     change.type,
                     obj.key,
                     exc,
-                    exc_info=exc,
                 )
 
 

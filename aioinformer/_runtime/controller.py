@@ -19,7 +19,9 @@ Contracts:
   informer has seen the writes recorded for it, and is requeued with backoff if one has not;
   while its expectations are pending it is not reconciled (checked again each second).
   Both are counted in ``stale_reads_avoided``.
-* Errors are logged with the key and retried with per-key exponential backoff; a reconcile
+* Errors are logged with the key (the first of each exception type with its traceback,
+  then a summary at most every 10 s: :mod:`~aioinformer._core.failurelog`), counted in
+  ``errors`` and retried with per-key exponential backoff; a reconcile
   taking longer than ``reconcile_timeout`` is cancelled and counts as an error, and one
   still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation is abandoned
   (logged; its writes through the manager's client are refused; its key waits for it to
@@ -48,6 +50,7 @@ from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
 from aioinformer._core.service import Service, wait_ended
 from aioinformer._runtime import context
@@ -242,6 +245,7 @@ class Controller(Service):
         self._abandoned: set[str] = set()  # their reconcile ids: fenced
         self.reconciles = 0
         self.errors = 0
+        self._failures = FailureLog(log, clock=self._clock)
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
@@ -654,8 +658,10 @@ class Controller(Service):
 
     def _failed(self, key: str, what: str, exc: Exception | None) -> None:
         self.errors += 1
-        log.error("%s: reconcile of %s %s; retrying with backoff", self.name, key, what,
-                  exc_info=exc)  # fmt: skip
+        if exc is not None:
+            what = f"{what}: {exc!r}"
+        self._failures.failed(exc, "%s: reconcile of %s %s; retrying with backoff", self.name,
+                              key, what)  # fmt: skip
         self.metrics.reconciles.labels(self.name, "error").inc()
         self.queue.add_rate_limited(key)
 

@@ -458,5 +458,4 @@ async def test_a_wait_for_sync_cancelled_as_an_informer_stops_stays_cancelled(
             await asyncio.wait([waiting])
             assert waiting.cancelled(), waiting
             assert waits_left() == []
-            del waiting
     assert reports == []

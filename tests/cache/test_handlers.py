@@ -254,6 +254,37 @@ async def test_handler_exceptions_are_logged_with_key_and_do_not_stop_it(
     await d.aclose()
 
 
+async def test_a_handler_raising_on_every_change_logs_one_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """3,000 changes, a handler raising on each: all counted, one ERROR with the
+    traceback; 10 s later the next failure is one summary line (no traceback) counting
+    them; another exception type gets its own traceback."""
+    clock = FakeClock()
+    d = Dispatcher("pods", clock=clock)
+
+    def on_add(o: KubeObject) -> None:
+        raise (KeyError if o.key == "n/other" else RuntimeError)("boom")
+
+    sub = d.add_handler(on_add, name="broken")
+    with caplog.at_level(logging.ERROR, logger="aioinformer.handlers"):
+        d.dispatch([added(obj(f"p{i}", i + 1)) for i in range(3000)])
+        await sub.join()
+        assert sub.errors_total == 3000
+        (first,) = caplog.records
+        assert "'broken' failed on Added n/p0" in first.getMessage()
+        assert "[1 so far]" in first.getMessage() and first.exc_info is not None
+        clock.advance(10.0)
+        d.dispatch([added(obj("late", 9000)), added(obj("other", 9001))])
+        await sub.join()
+    summary, other = caplog.records[1:]
+    assert "n/late" in summary.getMessage() and summary.exc_info is None
+    assert "[3001 so far; 3000 of this kind since its last line 10 s ago]" in (summary.getMessage())
+    assert other.exc_info is not None and isinstance(other.exc_info[1], KeyError)
+    assert sub.errors_total == 3002
+    await d.aclose()
+
+
 # -- coalescing ---------------------------------------------------------------------------------
 
 A1, A2, A3, B1 = obj("a", 1), obj("a", 2), obj("a", 3), obj("b", 1)

@@ -240,6 +240,23 @@ async def test_a_failing_reconcile_is_retried_with_per_key_backoff(sim: KubeSim,
         assert c.statistics().errors == 3
 
 
+async def test_a_reconcile_failing_every_time_logs_one_traceback_then_summaries(
+    sim: KubeSim, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """10 keys whose reconcile raises every time, retried every 0.1 s for 21 s (2,100
+    failures): one ERROR with the traceback, then one summary line (the latest
+    failure, its key, the count) at most every 10 s; all counted in ``errors``."""
+    for i in range(10):
+        sim.create("configmaps", configmap(f"k{i}"), "default")
+    rec = Reconciles(lambda k, n: RuntimeError(f"broken {k}"))
+    async with running(api, rec, rate_limiter=FixedLimiter(0.1)) as c:
+        await eventually(lambda: c.statistics().errors >= 2100, "2,100 failures", timeout=60)
+    logged = [r for r in caplog.records if "reconcile of" in r.getMessage()]
+    assert logged[0].exc_info is not None and "RuntimeError('broken" in logged[0].getMessage()
+    assert [r.exc_info for r in logged[1:]] == [None, None]  # at 10 s and 20 s
+    assert "of this kind since its last line 10 s ago" in logged[1].getMessage()
+
+
 async def test_requeue_true_is_a_rate_limited_retry(sim: KubeSim, api: Any) -> None:
     sim.create("configmaps", configmap("again"), "default")
     limiter = FixedLimiter(0.25)
