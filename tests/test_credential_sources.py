@@ -103,9 +103,8 @@ async def test_an_exec_plugin_failing_with_a_token_in_its_output(
 async def echo_everything(request: web.Request) -> web.StreamResponse:
     """A server (or a proxy) that refuses every credential, echoing it in each form it can
     recover: the header, a bearer token, a basic ``user:password`` and its password."""
-    said = request.headers.get("Authorization", "") or request.headers.get(
-        "Proxy-Authorization", ""
-    )
+    proxied = request.headers.get("Proxy-Authorization", "")
+    said = proxied or request.headers.get("Authorization", "")
     value = said.split(" ", 1)[-1]
     try:
         plain = base64.b64decode(value).decode()
@@ -113,7 +112,7 @@ async def echo_everything(request: web.Request) -> web.StreamResponse:
         plain = ""
     password = plain.partition(":")[2]
     message = f"credentials {value} ({plain}, password {password}) refused"
-    if request.headers.get("Proxy-Authorization"):
+    if proxied:
         page = f"<html><h1>407</h1><pre>{value}\n{plain}\n{password}</pre></html>"
         headers = {"Proxy-Authenticate": f'Basic realm="{password}"'}
         return web.Response(text=page, status=407, headers=headers, content_type="text/html")
@@ -179,18 +178,25 @@ async def test_a_basic_auth_password_echoed_in_every_form(
             await echoed(api, secrets, caplog)
 
 
+@pytest.mark.parametrize("source", ["kubeconfig", "environment"])
 async def test_proxy_credentials_echoed_by_the_proxy(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
-    """The proxy URL's credentials (sent as Proxy-Authorization) echoed by a proxy that
-    refuses them (407), bare, decoded and as its password."""
+    """The credentials of the proxy URL (the kubeconfig's ``proxy-url``, or
+    ``HTTP_PROXY`` from the environment, which aiohttp follows) sent as
+    Proxy-Authorization, echoed by a proxy that refuses them (407): bare, decoded and as
+    its password."""
     caplog.set_level(logging.DEBUG)
     plain = f"someone:{PROXY_PASSWORD}"
     secrets = [PROXY_PASSWORD, plain, base64.b64encode(plain.encode()).decode()]
+    for name in ("NO_PROXY", "no_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"):
+        monkeypatch.delenv(name, raising=False)
     async with hostile_server(echo_everything) as proxy:
         proxy_url = proxy.url.replace("http://", f"http://someone:{PROXY_PASSWORD}@")
-        user = {"token": "t" * 40}
-        config = kubeconfig(tmp_path, "http://127.0.0.1:9", user, **{"proxy-url": proxy_url})
+        cluster = {"proxy-url": proxy_url} if source == "kubeconfig" else {}
+        if source == "environment":
+            monkeypatch.setenv("HTTP_PROXY", proxy_url)
+        config = kubeconfig(tmp_path, "http://127.0.0.1:9", {"token": "t" * 40}, **cluster)
         async with await load_api_client(config) as api:
             errors = await each_path(api, "default")
     assert len(errors) == 7, errors

@@ -14,7 +14,9 @@ replaces each known secret with ``<redacted>``:
 * the basic-auth password, and the base64 ``user:password`` an Authorization header carries;
 * the client key (the PEM file's contents, their base64 as a kubeconfig's
   ``client-key-data`` holds them, and each line, so a partial echo is caught too);
-* the proxy's credentials (the password in the ``proxy`` URL, the ``proxy_headers`` values);
+* the proxies' credentials (of the ``proxy`` URL and of the environment's ``HTTP_PROXY``
+  and the like, which the session follows: the password, ``user:password`` and its base64;
+  the ``proxy_headers`` values);
 * anything passed as ``extra``;
 * and, whatever the secret and whatever its characters, the value of an echoed
   ``Authorization`` / ``Proxy-Authorization`` header (in any notation: ``Name: value``, a
@@ -52,6 +54,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
+from urllib.request import getproxies
 
 __all__ = [
     "HISTORY",
@@ -264,15 +267,16 @@ def _forms(value: str) -> tuple[str, ...]:
 
 
 def _proxy_secrets(cfg: Any) -> list[str]:
+    """The credentials of the proxies the client may use: the configuration's ``proxy``
+    URL and ``proxy_headers``, and the proxies of the environment (``HTTP_PROXY``,
+    ``HTTPS_PROXY``...: kubernetes_asyncio's session trusts the environment), each in the
+    forms a proxy may echo them (the password, ``user:password`` and its base64, which
+    Proxy-Authorization carries)."""
+    urls = [getattr(cfg, "proxy", None), *getproxies().values()]
     found: list[str] = []
-    proxy = getattr(cfg, "proxy", None)
-    if isinstance(proxy, str) and "@" in proxy:
-        try:
-            password = urlsplit(proxy).password
-        except ValueError:
-            password = None
-        if password:
-            found += [password, unquote(password)]
+    for url in urls:
+        if isinstance(url, str) and "@" in url:
+            found += _url_credentials(url)
     headers = getattr(cfg, "proxy_headers", None)
     if isinstance(headers, dict):
         for value in headers.values():
@@ -280,6 +284,18 @@ def _proxy_secrets(cfg: Any) -> list[str]:
                 found.append(value)
                 found.append(value.split(" ", 1)[-1])
     return found
+
+
+def _url_credentials(url: str) -> list[str]:
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    if not password:
+        return []
+    plain = f"{unquote(user or '')}:{unquote(password)}"
+    return [password, unquote(password), plain, base64.b64encode(plain.encode()).decode()]
 
 
 _REGISTRY: weakref.WeakSet[Redactor] = weakref.WeakSet()
