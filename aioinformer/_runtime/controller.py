@@ -546,7 +546,8 @@ class Controller(Service):
         if held is None or held[1] is not queue:  # (an abandoned reconcile holds its key)
             queue.done(key)
         if not task.cancelled() and task.exception() is not None:  # a bug outside the reconcile
-            log.error("%s: processing %s failed", self.name, key, exc_info=task.exception())
+            exc = task.exception()
+            self._failures.failed(exc, "%s: processing %s failed: %r", self.name, key, exc)
             queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
