@@ -188,6 +188,9 @@ class Subscription:
         namespace: only changes of objects in this namespace are queued (None: all).
         after: the number (seq) of the store state its initial changes came from:
             changes of that state or older are skipped, the initial ones hold them.
+        handlers: ``(on_add, on_update, on_delete)`` for a handler subscription, whose
+            task starts with its first change; None for a change stream (its consumer
+            reads the changes).
     """
 
     def __init__(
