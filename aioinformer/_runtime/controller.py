@@ -15,10 +15,12 @@ Contracts:
   replicas: right before each reconcile starts (after its freshness and expectations
   waits) the controller asks ``may_act(key)`` (the manager's leader or shard Lease, valid by
   the local clock), and the manager cancels in-flight reconciles the moment it loses a key.
-* Before a key is reconciled it waits (bounded by ``freshness_timeout``) until every
-  informer has seen the writes recorded for it, and is requeued with backoff if one has not;
-  while its expectations are pending it is not reconciled (checked again each second).
-  Both are counted in ``stale_reads_avoided``.
+* Before a key is reconciled, what its writes whose outcome is unknown did is learned
+  first (:meth:`Controller.settle_first`; requeued with backoff while the server does not
+  tell), then it waits (bounded by ``freshness_timeout``) until every informer has seen the
+  writes recorded for it, and is requeued with backoff if one has not; while its
+  expectations are pending it is not reconciled (checked again each second). All three
+  are counted in ``stale_reads_avoided``.
 * Errors are logged with the key and retried with per-key exponential backoff; a reconcile
   taking longer than ``reconcile_timeout`` is cancelled and counts as an error;
   ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
@@ -230,6 +232,7 @@ class Controller(Service):
         self.queue: WorkQueue[str] = self._new_queue()
         self._may_act = may_act
         self._writes: dict[str, dict[Informer, int]] = {}
+        self._unsettled: dict[str, list[tuple[float, Callable[[], Awaitable[bool]]]]] = {}
         self._predicates = list(predicates)
         self._owns = list(owns)
         self._inflight: dict[str, asyncio.Task[None]] = {}
@@ -327,6 +330,7 @@ class Controller(Service):
 
     def _on_primary_delete(self, obj: KubeObject) -> None:
         self.expectations.forget(obj.key)
+        self._unsettled.pop(obj.key, None)
         self.queue.add(obj.key)
 
     def _enqueue(self, keys: Iterable[str]) -> None:
@@ -401,6 +405,36 @@ class Controller(Service):
         rv = int(resource_version)
         per = self._writes.setdefault(key, {})
         per[informer] = max(rv, per.get(informer, 0))
+
+    def settle_first(self, key: str, settle: Callable[[], Awaitable[bool]]) -> None:
+        """A write of ``key``'s reconcile has an unknown outcome: before ``key`` is
+        reconciled again, ``await settle()`` must return True (it learns what the write
+        did; False, or an exception: the key is requeued with backoff and asks again), for
+        at most ``expectations_ttl`` seconds (then it is given up, with a WARNING, as a
+        lost expectation is: a server that never tells stalls the key, not the controller)."""
+        self._unsettled.setdefault(key, []).append((self._clock(), settle))
+
+    async def _writes_settled(self, key: str) -> bool:
+        pending = self._unsettled.get(key, [])
+        while pending:
+            since, settle = pending[0]
+            try:
+                done = await settle()
+            except Exception:
+                log.exception("%s: %s: settling a write failed", self.name, key)
+                done = False
+            if not done and self._clock() - since >= self.options.expectations_ttl:
+                log.warning("%s: %s: what a write did is still not known after %gs "
+                            "(expectations_ttl): reconciling anyway", self.name, key,
+                            self.options.expectations_ttl)  # fmt: skip
+                done = True
+            if not done:
+                self._avoided("unsettled")
+                self.queue.add_rate_limited(key)
+                return False
+            pending.pop(0)
+        self._unsettled.pop(key, None)
+        return True
 
     # -- running --------------------------------------------------------------------------------
 
@@ -533,6 +567,8 @@ class Controller(Service):
             queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
+        if key in self._unsettled and not await self._writes_settled(key):
+            return
         if self.options.freshness and not await self._fresh_enough(key):
             return
         if self.options.expectations and not self.expectations.satisfied(key):

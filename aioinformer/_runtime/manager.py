@@ -187,7 +187,7 @@ class Manager(Service):
             self.factory.rest,
             field_manager=field_manager,
             discovery=self.discovery,
-            hooks=[ControllerWrites(lambda: self.factory.informers)],
+            hooks=[ControllerWrites(lambda: self.factory.informers, self.factory.rest)],
         )
         """The write client: inside a reconcile, every write is fenced and keeps the
         controller's expectations and read-your-writes (see
