@@ -411,8 +411,10 @@ class Controller(Service):
         reconciled again, ``await settle()`` must return True (it learns what the write
         did; False, or an exception: the key is requeued with backoff and asks again), for
         at most ``expectations_ttl`` seconds (then it is given up, with a WARNING, as a
-        lost expectation is: a server that never tells stalls the key, not the controller)."""
+        lost expectation is: a server that never tells stalls the key, not the controller).
+        ``key`` is queued, so this happens even when its reconcile then succeeds."""
         self._unsettled.setdefault(key, []).append((self._clock(), settle))
+        self.queue.add(key)
 
     async def _writes_settled(self, key: str) -> bool:
         pending = self._unsettled.get(key, [])

@@ -16,6 +16,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 from aioinformer import (
@@ -40,6 +41,7 @@ from tests.support import REPO, configmap, pod
 pytestmark = pytest.mark.looptime
 
 NS = "default"
+JSON = "application/json"
 STALLED = 30.0
 """Virtual seconds the watches stay stalled after the lost answer: many backoffs long."""
 podset = module_from_file(REPO / "examples" / "podset.py")
@@ -333,6 +335,71 @@ async def test_a_create_cancelled_in_flight_is_maybe_done(sim: KubeSim) -> None:
         children = server_children(sim, "secrets", created["metadata"]["uid"])
     print(f"create cancelled in flight: {len(children)} secrets for one owner")
     assert len(children) == 1, children
+
+
+BOGUS = orjson.dumps(
+    {"apiVersion": "v1", "kind": "ConfigMap",
+     "metadata": {"name": "other", "namespace": NS, "resourceVersion": "999999", "uid": "u"}}
+)  # fmt: skip
+"""A 200 that is not the object written (a proxy, a misrouted request), the write not
+applied."""
+
+
+async def test_a_create_answered_with_another_object_is_not_taken_as_done(
+    sim: KubeSim,
+) -> None:
+    """A named child's create is answered 200 with another ConfigMap (not applied): its
+    expectation is not kept until the ttl (300 s) for a child that was never made; what
+    the server holds is read, and the child is created within seconds, once."""
+    async with through(sim) as (_, m):
+        owners, secrets = owners_and(m, "secrets")
+
+        async def reconcile(key: str) -> Result | None:
+            owner = owners.snapshot().get(key)
+            if owner is not None and not owned(secrets, owner):
+                body = {"apiVersion": "v1", "kind": "Secret",
+                        "metadata": {"name": f"{owner.name}-child"}}  # fmt: skip
+                await m.client.create(body, owner=owner)
+            return None
+
+        m.controller("named", reconcile, primary=owners, owns=[secrets])
+        sim.faults.respond_next(1, BOGUS, content_type=JSON, path_contains="/secrets",
+                                verbs=["create"])  # fmt: skip
+        created = sim.create("configmaps", configmap("o"), NS)
+        uid = created["metadata"]["uid"]
+        async with m:
+            await eventually(lambda: bool(server_children(sim, "secrets", uid)), "created")
+            await asyncio.sleep(5)
+        children = server_children(sim, "secrets", uid)
+    assert children == ["o-child"]
+
+
+async def test_a_patch_answered_with_another_object_is_not_taken_as_done(
+    sim: KubeSim,
+) -> None:
+    """A patch is answered 200 with another ConfigMap at a resourceVersion the server
+    never reaches (not applied): the key does not wait for the informers to reach it (it
+    would stall for good); the object is read, and the count goes on."""
+    written: list[int] = []
+    async with through(sim) as (_, m):
+        cms = m.informer("v1", "configmaps", namespace=NS)
+
+        async def reconcile(key: str) -> Result | None:
+            obj = cms.snapshot().get(key)
+            n = int(obj.annotations.get("n", "0")) if obj is not None else 3
+            if n >= 3:
+                return None
+            written.append(n + 1)
+            await m.client.patch(obj, {"metadata": {"annotations": {"n": str(n + 1)}}})
+            return Result(requeue_after=0.1)
+
+        m.controller("count", reconcile, primary=cms)
+        sim.faults.respond_next(1, BOGUS, content_type=JSON, path_contains="/configmaps/c",
+                                verbs=["patch"])  # fmt: skip
+        sim.create("configmaps", configmap("c"), NS)
+        async with m:
+            await eventually(lambda: written[-1:] == [3], "counted to 3", timeout=60)
+    assert written == [1, 1, 2, 3]  # the bogus answer's count was not applied
 
 
 async def test_a_write_the_server_never_tells_about_is_given_up_after_the_ttl(
