@@ -15,12 +15,10 @@ Contracts:
   replicas: right before each reconcile starts (after its freshness and expectations
   waits) the controller asks ``may_act(key)`` (the manager's leader or shard Lease, valid by
   the local clock), and the manager cancels in-flight reconciles the moment it loses a key.
-* Before a key is reconciled, what its writes whose outcome is unknown did is learned
-  first (:meth:`Controller.settle_first`; requeued with backoff while the server does not
-  tell), then it waits (bounded by ``freshness_timeout``) until every informer has seen the
-  writes recorded for it, and is requeued with backoff if one has not; while its
-  expectations are pending it is not reconciled (checked again each second). All three
-  are counted in ``stale_reads_avoided``.
+* Before a key is reconciled it waits (bounded by ``freshness_timeout``) until every
+  informer has seen the writes recorded for it, and is requeued with backoff if one has not;
+  while its expectations are pending it is not reconciled (checked again each second).
+  Both are counted in ``stale_reads_avoided``.
 * Errors are logged with the key and retried with per-key exponential backoff; a reconcile
   taking longer than ``reconcile_timeout`` is cancelled and counts as an error;
   ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
@@ -28,6 +26,10 @@ Contracts:
   API group are the primary's (the kind discovered from the server unless given), in the
   dependent's namespace. With a namespaced primary informer, keys of other namespaces are
   ignored (controllers of one kind can split the namespaces and share owned informers).
+* A write of a reconcile whose outcome is unknown (its answer lost: "maybe done") is
+  settled before its key is reconciled again: what it did is learned and the caches have
+  seen it (:meth:`Controller.settle_first`; requeued with backoff until then, at most
+  ``expectations_ttl``; counted in ``stale_reads_avoided`` as ``unsettled``).
 * Stopping (cancelling :meth:`Controller.run`) ends within ``shutdown_timeout`` whatever
   the reconciles do: they may finish until shortly before it, then they are cancelled, and
   one that ignores its cancellation is abandoned (its writes through the manager's client
@@ -569,9 +571,9 @@ class Controller(Service):
             queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
-        if key in self._unsettled and not await self._writes_settled(key):
-            return
         if self.options.freshness and not await self._fresh_enough(key):
+            return
+        if key in self._unsettled and not await self._writes_settled(key):
             return
         if self.options.expectations and not self.expectations.satisfied(key):
             self._avoided("expectations")

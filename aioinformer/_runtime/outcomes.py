@@ -17,11 +17,11 @@ observe the creation"):
 * what the server holds under the write's name is then learned (:class:`Settlement`: a GET
   of that name) before the key is reconciled again: a create found missing (or held by an
   object the owner does not control) was not done and its expectation is lowered; a
-  delete that finds the same object still there and not being deleted was not done; an
-  object found is recorded as a write the next reconcile's caches must have seen (its
-  resourceVersion), and an object found gone must be gone from them, so the next reconcile
-  never reads a cache older than what the lost write may have done (an update, a status
-  write, a finalizer removal that let the object go).
+  delete that finds the same object still there and not being deleted was not done; then
+  the informers that follow the object must have seen it as found (its resourceVersion),
+  or gone from them if it was not found (bounded by ``freshness_timeout`` per try), so the
+  next reconcile never reads a cache older than what the lost write may have done (an
+  update, a status write, a finalizer removal that let the object go).
 
 A create by ``generateName`` has no name to look up: its expectation stays until an owned
 informer shows a new object of that owner, or the ttl. A write whose request was never sent
@@ -104,6 +104,7 @@ class Settlement:
     """The write raised an expected deletion of that dependent of ``key``."""
     _learned: bool = field(default=False, init=False)
     _gone: list[Informer] = field(default_factory=list, init=False)
+    _fresh: list[tuple[Informer, int]] = field(default_factory=list, init=False)
 
     @property
     def written(self) -> str:
@@ -123,14 +124,16 @@ class Settlement:
                 return False
             self._learn(found)
             self._learned = True
-        for inf in list(self._gone):
-            try:
-                await inf.wait_gone(
-                    self.written, None, timeout=self.controller.options.freshness_timeout
-                )
-            except FreshnessTimeout:
-                return False
-            self._gone.remove(inf)
+        timeout = self.controller.options.freshness_timeout
+        try:
+            for inf in list(self._gone):
+                await inf.wait_gone(self.written, None, timeout=timeout)
+                self._gone.remove(inf)
+            for inf, rv in list(self._fresh):
+                await inf.wait_fresh(rv, timeout=timeout)
+                self._fresh.remove((inf, rv))
+        except FreshnessTimeout:
+            return False
         return True
 
     def _learn(self, found: KubeObject | None) -> None:
@@ -144,10 +147,9 @@ class Settlement:
             return
         watching = [i for i in self.informers() if self.sees(i, self.request, found, self.written)]
         if found is None:
-            self._gone = watching  # the next reconcile must not see it any more
+            self._gone = watching  # they must not show it any more
         else:
-            for inf in watching:  # the next reconcile waits until they saw this state
-                ctl.record_write(key, inf, found.rv)
+            self._fresh = [(inf, found.rv) for inf in watching]  # they must see this state
 
     async def _read(self) -> KubeObject | None:
         """The object under the write's name on the server (None: not there)."""
