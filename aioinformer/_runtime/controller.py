@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -165,7 +166,8 @@ class ControllerStatistics:
     """Reconciles that raised or timed out."""
     stale_reads_avoided: int
     """Reconciles held back because the cache had not seen the controller's own writes
-    (freshness) or its expected creations and deletions (expectations)."""
+    (freshness) or its expected creations and deletions (expectations), or because what
+    a write whose answer was lost did is not known yet (unsettled)."""
     in_flight: int
     """Reconciles running now (abandoned ones included, until they end)."""
     queue: WorkQueueStatistics
@@ -251,6 +253,7 @@ class Controller(Service):
         self.reconciles = 0
         self.errors = 0
         self._failures = FailureLog(log, clock=self._clock)
+        self._settle_failures = FailureLog(log, logging.WARNING, clock=self._clock)
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
@@ -439,8 +442,10 @@ class Controller(Service):
             since, settle = pending[0]
             try:
                 done = await settle()
-            except Exception:
-                log.exception("%s: %s: settling a write failed", self.name, key)
+            except Exception as exc:
+                self._settle_failures.failed(
+                    exc, "%s: %s: reading what a write did failed: %r", self.name, key, exc
+                )
                 done = False
             if not done and self._clock() - since >= self.options.expectations_ttl:
                 log.warning("%s: %s: what a write did is still not known after %gs "
