@@ -45,11 +45,24 @@ from urllib.parse import quote
 
 import aiohttp
 
+from aioinformer._client.discovery import Discovery
+from aioinformer._client.kinds import Expected
 from aioinformer._client.rest import JSON, NETWORK_ERRORS, ApiClientLike, Request, RestClient
-from aioinformer._core.errors import DecodeError, StatusError, TransportError, in_namespace
-from aioinformer._core.objects import ItemList, decode_list
+from aioinformer._core import logs
+from aioinformer._core.errors import (
+    AioinformerError,
+    ConfigError,
+    DecodeError,
+    StatusError,
+    TransportError,
+    in_namespace,
+)
+from aioinformer._core.labels import label_matcher
+from aioinformer._core.objects import BadItem, ItemList, KubeObject, decode_event, decode_list
 
 __all__ = ["IdleStreamError", "ListWatch", "WatchDeadlineError"]
+
+log = logs.logger("aioinformer.watch")
 
 _PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -106,6 +119,7 @@ class ListWatch:
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         list_timeout: float = DEFAULT_LIST_TIMEOUT,
         watch_deadline_margin: float = WATCH_DEADLINE_MARGIN,
+        kind: str | None = None,
     ) -> None:
         group, _, version = group_version.rpartition("/")
         self.rest = client if isinstance(client, RestClient) else RestClient(client)
@@ -133,6 +147,20 @@ class ListWatch:
         ns = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
         self.path = f"{base}{ns}/{plural}"
         """The collection's URL path."""
+        try:
+            labels = label_matcher(label_selector) if label_selector else None
+        except ConfigError:  # (the server judges a selector this client cannot read)
+            labels = None
+        self.expected = Expected(
+            group,
+            version,
+            plural,
+            kind=kind,
+            namespace=namespace,
+            labels=labels,
+            metadata_only=metadata_only,
+        )
+        """What the resource's objects are: anything else in a list or watch is refused."""
 
     def __repr__(self) -> str:
         return f"<ListWatch {self.path}>"
@@ -216,6 +244,8 @@ class ListWatch:
             query.append(("limit", str(limit)))
         accept = _PARTIAL_LIST if self.metadata_only else JSON
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
+        if not continue_:
+            await self._learn_kind()
         try:
             async with asyncio.timeout(self.list_timeout):
                 resp = await self._get("list", query, accept, timeout)
@@ -232,7 +262,62 @@ class ListWatch:
         except DecodeError as exc:
             raise DecodeError(self.rest.redact(f"{self._where('list')}: {exc}")) from None
         items.nbytes = len(body)
-        return items, rv, cont or None
+        return self._own(items), rv, cont or None
+
+    def _own(self, items: ItemList) -> ItemList:
+        """The items that are the resource's objects; the others moved to ``items.bad``. A
+        list of another kind or apiVersion is refused whole (a :class:`DecodeError`): a
+        misrouted answer must not empty the cache."""
+        expected = self.expected
+        if not (expected.list_kind_ok(items.kind) and expected.api_version_ok(items.api_version)):
+            raise DecodeError(
+                self.rest.redact(
+                    f"{self._where('list')}: the answer is a {items.kind[:64]!r} of "
+                    f"{items.api_version[:64]!r}, not a list of {self.resource}"
+                )
+            )
+        foreign = expected.foreign
+        if not any(map(foreign, items)):
+            return items
+        kept = ItemList(bad=items.bad)
+        kept.nbytes, kept.kind, kept.api_version = items.nbytes, items.kind, items.api_version
+        for obj in items:
+            why = foreign(obj)
+            if why:
+                kept.bad.append(BadItem(obj.key, f"not one of {self.resource}: {why}"))
+            else:
+                kept.append(obj)
+        return kept
+
+    def decode_event(self, line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
+        """:func:`~aioinformer._core.objects.decode_event`, and a :class:`DecodeError` for
+        an object that is not one of the resource's (another kind, apiVersion or
+        namespace; labels the selector does not match, but on a DELETED event: an object
+        that leaves the selector is deleted with its new labels)."""
+        etype, obj, status = decode_event(line)
+        if obj is not None and etype != "BOOKMARK":
+            why = self.expected.foreign(obj)
+            if why and not (etype == "DELETED" and why.startswith("its labels")):
+                raise DecodeError(f"not one of {self.resource}: {why}")
+        return etype, obj, status
+
+    async def _learn_kind(self) -> None:
+        """Ask discovery for the resource's kind, once it answers (a custom resource's:
+        built-in kinds are known, and a given one is used)."""
+        expected = self.expected
+        if expected.kind is not None:
+            return
+        gv = expected.api_version
+        try:
+            served = await Discovery(self.rest, wait=0).resources(gv)
+            kind = next((r.kind for r in served if r.plural == self.plural), "")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # (any answer: the plural rule applies until it works)
+            log.debug("%s: discovery of %s did not answer its kind: %s", self.resource, gv, exc)
+            return
+        if kind:
+            expected.kind = kind
 
     async def watch(
         self,
@@ -264,6 +349,8 @@ class ListWatch:
             query.append(("allowWatchBookmarks", "true"))
         if send_initial_events:
             query += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
+        if send_initial_events:
+            await self._learn_kind()
         loop = asyncio.get_running_loop()
         margin = self.watch_deadline_margin
         deadline = loop.time() + timeout_seconds + margin
