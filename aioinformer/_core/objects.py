@@ -432,6 +432,8 @@ def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, 
     except msgspec.ValidationError:  # an unusual item (or list): item by item
         return _raw_list(body, skip_bad)
     except msgspec.DecodeError as exc:
+        if skip_bad and "UTF-8" in str(exc):  # (in one item, perhaps: each on its own)
+            return _split_list(body, skip_bad, DecodeError(f"list is not valid JSON: {exc}"))
         raise DecodeError(f"list is not valid JSON: {exc}") from None
     except MemoryError:
         raise
@@ -547,6 +549,8 @@ def _decode_item(
 
 
 def _undecodable(what: str, exc: BaseException) -> DecodeError:
+    if isinstance(exc, DecodeError):
+        return exc
     if isinstance(exc, RecursionError):
         return DecodeError(f"{what} nested too deeply to decode ({exc})")
     return DecodeError(f"{what} could not be decoded: {type(exc).__name__}: {exc}")

@@ -407,9 +407,16 @@ class ScriptedServer:
             raw = orjson.dumps(obj).replace(b"@@BAD@@", b"b\xffd")
         return obj, raw
 
-    def _alien_relevant(self, what: Foreign, scope: str | None, selector: bool) -> bool:
+    def _alien_relevant(
+        self, what: Foreign, scope: str | None, selector: bool, watch: bool = False
+    ) -> bool:
         """Whether an alien of this kind is foreign to this informer (an object of another
-        namespace is one of its own when it watches all namespaces)."""
+        namespace is one of its own when it watches all namespaces; a list kind is only a
+        list's, and a huge object is refused only as a watch line over the line limit)."""
+        if what == "list_kind":
+            return not watch
+        if what == "huge":
+            return watch
         if what == "other_namespace":
             return scope is not None
         if what == "other_labels":
@@ -428,12 +435,14 @@ class ScriptedServer:
         for op, pick in step.changes:
             self.truth.mutate(op, pick)
         fault = step.fault
+        selector = bool(query.get("labelSelector"))
+        if isinstance(fault, Alien) and not self._alien_relevant(
+            fault.what, self.scope, selector, watch
+        ):
+            fault = None  # (recorded as served: not a fault for this request)
         self.served.append(Served(kind, query, self.loop.time(), fault))
         if isinstance(fault, Reset):
             self.truth.start(fault.n, 10)
-            fault = None
-        selector = bool(query.get("labelSelector"))
-        if isinstance(fault, Alien) and not self._alien_relevant(fault.what, self.scope, selector):
             fault = None
         if isinstance(fault, Hang):
             await asyncio.Event().wait()
