@@ -50,7 +50,6 @@ from aioinformer._client.kinds import Expected
 from aioinformer._client.rest import JSON, NETWORK_ERRORS, ApiClientLike, Request, RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import (
-    AioinformerError,
     ConfigError,
     DecodeError,
     StatusError,
