@@ -566,7 +566,10 @@ class ScriptedServer:
             return resp  # (ended: the client resumes)
         if isinstance(fault, IgnoreInitialEvents) and fault.close:
             return resp
-        # the watch goes on: new events as they happen, a bookmark now and then
+        # the watch goes on: new events as they happen, a bookmark now and then (while the
+        # script lasts, only until the next bookmark: the next step needs a request)
+        if self.script:
+            deadline = min(deadline, self.loop.time() + self.bookmark_every * 1.5)
         while (left := deadline - self.loop.time()) > 0:
             changed = truth.changed
             if truth.rv > position and truth.base <= position:
@@ -584,6 +587,12 @@ class ScriptedServer:
         return resp
 
     async def _endless(self, request: web.Request, fault: Endless) -> web.StreamResponse:
+        try:
+            return await self._endless_body(request, fault)
+        except ConnectionResetError:  # (the client gave up: what it should do)
+            return web.Response()
+
+    async def _endless_body(self, request: web.Request, fault: Endless) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "application/json"})
         await resp.prepare(request)
         await resp.write(b'{"kind":"PodList","apiVersion":"v1","metadata":{},"items":[')
@@ -649,8 +658,9 @@ def _error(fault: ErrorStatus) -> web.Response:
 async def _send(request: web.Request, body: bytes, fault: Fault) -> web.StreamResponse:
     """A list body, as ``fault`` says (cut, trickled, compressed, with garbage)."""
     headers = {"Content-Type": "application/json"}
-    if isinstance(fault, BadJson):
-        at = int(len(body) * fault.at)
+    if isinstance(fault, BadJson):  # (after a comma: inside a string it would be valid)
+        at = body.find(b",", int(len(body) * fault.at))
+        at = at + 1 if at >= 0 else len(body) // 2
         body = body[:at] + b"}{]garbage" + body[at:]
     if isinstance(fault, Gzip):
         body = gzip.compress(body)

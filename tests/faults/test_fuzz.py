@@ -24,9 +24,12 @@ huge lines, error statuses with and without a Status). The server
    request is counted in the informer's statistics, a WARNING says so, no record carries an
    exception outside the error tree, and asyncio reports nothing.
 
-Runs ``AIOINFORMER_FUZZ_EXAMPLES`` examples (12 by default: about 20 s); see
-docs/testing.md for long runs and replaying a failure (``@reproduce_failure``, printed on
-failure, or ``--hypothesis-seed``).
+CI runs the profile ``fuzz-ci``: ``AIOINFORMER_FUZZ_EXAMPLES`` examples (12 by default),
+derandomized (the same examples every run) and without an example database, so a run is
+deterministic. ``AIOINFORMER_FUZZ_PROFILE=fuzz-long`` draws new examples (replay a run with
+``--hypothesis-seed=N``) and keeps failures in ``.hypothesis/``. A failure prints its
+example and a blob: ``AIOINFORMER_FUZZ_REPLAY=<blob>`` runs exactly that example again
+(docs/testing.md).
 """
 
 from __future__ import annotations
@@ -38,7 +41,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from hypothesis import HealthCheck, given, settings
+import hypothesis
+from hypothesis import HealthCheck, given, reproduce_failure, settings
 from hypothesis import strategies as st
 
 from aioinformer import AioinformerError, Informer, InformerFactory, WatchOptions
@@ -76,7 +80,7 @@ from tests.faults.scripted import (
 EXAMPLES = int(os.environ.get("AIOINFORMER_FUZZ_EXAMPLES", "12"))
 RATE, BURST = 50.0, 20
 MAX_LINE = 256 * 1024
-MAX_LIST = 64 << 20
+MAX_LIST = 16 << 20
 MAX_GROWTH = 48 << 20
 """The resident memory an example may add (its caches hold a few KB; the endless bodies
 and the gzip bomb would cost up to ``MAX_LIST`` each)."""
@@ -309,12 +313,34 @@ async def run_case(case: Case) -> dict[str, Any]:
     return {"requests_per_s": rate, "rss_growth": rss.growth, "requests": len(server.served)}
 
 
-@settings(
+settings.register_profile(
+    "fuzz-ci",
     max_examples=EXAMPLES,
+    derandomize=True,
+    database=None,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+settings.register_profile(
+    "fuzz-long",
+    settings.get_profile("fuzz-ci"),
+    derandomize=False,
+    database=settings.default.database,
+)
+PROFILE = settings.get_profile(os.environ.get("AIOINFORMER_FUZZ_PROFILE", "fuzz-ci"))
+REPLAY = os.environ.get("AIOINFORMER_FUZZ_REPLAY", "")
+
+
+def replaying(test: Any) -> Any:
+    """``test`` replaying the failure whose blob is ``AIOINFORMER_FUZZ_REPLAY``, if set."""
+    if not REPLAY:
+        return test
+    return reproduce_failure(hypothesis.__version__, REPLAY.encode())(test)
+
+
+@replaying
+@settings(PROFILE)
 @given(case=cases)
 def test_a_hostile_server_never_breaks_the_invariants(case: Case) -> None:
     asyncio.run(run_case(case))
