@@ -23,7 +23,8 @@ Contract:
   request, until the server closes the stream cleanly. Lines may be arbitrarily long up to
   ``max_line_bytes`` (16 MiB by default; aiohttp's ``readline`` limit does not apply, the
   stream is split here). A longer line is skipped up to its newline and reported through
-  ``on_oversized``; blank lines (keep-alives) are dropped.
+  ``on_oversized`` (a line over 4 times the limit and 64 MiB ends the watch: a
+  :class:`TransportError`); blank lines (keep-alives) are dropped.
 * **No wait is unbounded.** From the request's start, the response headers must come within
   ``header_timeout`` (a watch's within its ``idle_timeout`` if shorter: a watch answers
   its headers at once, so a silent connection is as dead as a silent stream); then the
@@ -93,6 +94,9 @@ PAGE_ITEM_BYTES = 64 << 10
 (4-20 KiB with its managedFields). A page of 500 may be 32 MiB."""
 UNPAGED_LIST_BYTES = 256 << 20
 """The least an unpaged list may be: 256 MiB (or twice the largest whole list read)."""
+ENDLESS_LINE_BYTES = 64 << 20
+"""A line longer than this and 4 times ``max_line_bytes`` ends the watch (skipping it
+would take until the watch's deadline, however long the server kept sending)."""
 WATCH_DEADLINE_MARGIN = 30.0
 """Seconds past its ``timeoutSeconds`` after which the client ends a watch itself."""
 
@@ -477,6 +481,12 @@ class ListWatch:
                 nl = chunk.find(b"\n")
                 if nl < 0:
                     skipping += len(chunk)
+                    if skipping > max(4 * limit, ENDLESS_LINE_BYTES):
+                        raise self._transport(
+                            "watch",
+                            f"a line of more than {skipping} bytes without its end: not an "
+                            "event stream",
+                        )
                     continue
                 if on_oversized is not None:
                     on_oversized(skipping + nl)

@@ -288,8 +288,10 @@ async def run_case(case: Case) -> dict[str, Any]:
                 await eventually(lambda: server.done, "the script to be spent", timeout=30)
                 want = server.truth.versions
 
-                def converged() -> bool:
-                    return {o.key: o.rv for o in inf.snapshot().list()} == want()
+                def converged() -> bool:  # the server's objects, at no RV it has not reached
+                    snap = inf.snapshot()
+                    at_most = snap.resource_version <= server.truth.rv
+                    return at_most and {o.key: o.rv for o in snap.list()} == want()
 
                 await eventually(converged, "the cache to converge", timeout=15)
                 rv, key = server.truth.mutate("add", 0)  # a write once the server behaves

@@ -1,5 +1,6 @@
 """A list costs memory in proportion to the objects it may keep, not to what a server sends;
-a silent connection is found within the informer's own idle timeout.
+a silent connection is found within the informer's own idle timeout, an endless line within a
+few line limits.
 
 With the default settings (pages of 500, ``max_list_bytes`` left at its 2 GiB cap), a list
 body that never ends and a gzip bomb are refused at the page's limit
@@ -111,3 +112,23 @@ async def test_a_watch_without_headers_fails_within_the_idle_timeout() -> None:
                 timeout=10,
             )
     assert "no response headers within 0.5 s" in inf.statistics().last_error
+
+
+async def test_a_watch_line_that_never_ends_ends_the_watch() -> None:
+    """A watch answered with bytes that never make a line: once it is 64 MiB (4 times
+    ``max_line_bytes`` if more) the watch fails (counted), instead of skipping the line
+    until the watch's deadline, ``timeoutSeconds`` + 30 s later."""
+    served = list_body([pod("a", 5)], 5)
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch"):
+            return await endless(request)
+        return web.Response(body=served, content_type="application/json")
+
+    opts = WatchOptions(max_line_bytes=64 << 10, backoff_initial=0.05, backoff_jitter=0.0)
+    async with hostile_server(handle) as http, http.api_client() as api:
+        async with InformerFactory(api, watch_options=opts) as factory:
+            inf = factory.informer("v1", "pods")
+            await inf.wait_for_sync(timeout=10)
+            await eventually(lambda: inf.statistics().stream_errors >= 1, "the watch ended")
+    assert "without its end" in inf.statistics().last_error
