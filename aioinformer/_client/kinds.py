@@ -118,6 +118,13 @@ class Expected:
 
     def foreign(self, obj: KubeObject) -> str:
         """Why ``obj`` is not one of the resource's objects ("" when it may be)."""
+        if (
+            obj.kind == self.kind
+            and obj.api_version == self.api_version
+            and self.labels is None
+            and (not self.namespace or obj.namespace == self.namespace)
+        ):
+            return ""  # (the usual case, on the hot path of every event)
         if not self.api_version_ok(obj.api_version):
             return f"of apiVersion {obj.api_version[:64]!r}, not {self.api_version!r}"
         if obj.kind and not self.kind_ok(obj.kind):

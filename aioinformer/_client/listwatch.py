@@ -356,12 +356,13 @@ class ListWatch:
         an object that is not one of the resource's (another kind, apiVersion or
         namespace; labels the selector does not match, but on a DELETED event: an object
         that leaves the selector is deleted with its new labels)."""
-        etype, obj, status = decode_event(line)
-        if obj is not None and etype != "BOOKMARK":
+        decoded = decode_event(line)
+        obj = decoded[1]
+        if obj is not None and decoded[0] != "BOOKMARK":
             why = self.expected.foreign(obj)
-            if why and not (etype == "DELETED" and why.startswith("its labels")):
+            if why and not (decoded[0] == "DELETED" and why.startswith("its labels")):
                 raise DecodeError(f"not one of {self.resource}: {why}")
-        return etype, obj, status
+        return decoded
 
     async def _learn_kind(self) -> None:
         """Ask discovery for the resource's kind, once it answers (a custom resource's:

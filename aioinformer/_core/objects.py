@@ -657,12 +657,14 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         raise _bad_resource_version(rv_text)
     if not name and not bookmark:
         raise DecodeError("object without metadata.name")
-    if name and not _valid_segment(name):
+    # kube-apiserver stores no name ".", ".." or with "/" (a path segment), and a "/" would
+    # make two keys collide ("a/b" in "ns" and "b" in "ns/a"); inline: once per event
+    if "/" in name or name == "." or name == "..":
         raise DecodeError(f"metadata.name {_shown_name(name)} is not a valid name")
-    if namespace and not _valid_segment(namespace):
+    if "/" in namespace or namespace == "." or namespace == "..":
         raise DecodeError(f"metadata.namespace {_shown_name(namespace)} is not a valid name")
     managed = _join((managed,)) if managed else b""  # a copy: the line is not kept alive
-    if not (_utf8(body) and _utf8(managed)):
+    if not (body.isascii() or _utf8(body)) or not (managed.isascii() or _utf8(managed)):
         raise DecodeError("object with invalid UTF-8 in its body (the JSON is not text)")
     if namespace:
         namespace = _NAMES.get(namespace) or _name(namespace)  # one per namespace
@@ -700,21 +702,12 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
     )
 
 
-def _valid_segment(name: str) -> bool:
-    """Whether ``name`` can be an object's name or namespace in a cache key: kube-apiserver
-    refuses ".", ".." and any name with "/" (a path segment), and a "/" would make two
-    objects' keys collide ("a/b" in "ns" and "b" in "ns/a")."""
-    return "/" not in name and name != "." and name != ".."
-
-
 def _shown_name(name: str) -> str:
     return repr(redact_known(name)[:64])
 
 
 def _utf8(data: bytes) -> bool:
-    """Whether ``data`` is valid UTF-8 (only non-ASCII bodies pay for the check)."""
-    if data.isascii():
-        return True
+    """Whether ``data`` is valid UTF-8 (called only for bodies that are not ASCII)."""
     try:
         data.decode()
     except UnicodeDecodeError:
