@@ -698,7 +698,7 @@ class Watcher:
         # the per-line path is hot (it runs once per event): everything it uses is local,
         # and what it produces goes to the FIFO once per read (see _queue)
         stats, transform = self._stats, self._transform
-        delta_types, decode = _DELTA_TYPES, decode_event
+        delta_types, decode = _DELTA_TYPES, getattr(self._lw, "decode_event", decode_event)
         limit = asyncio.timeout(self.options.initial_events_timeout if initial else None)
         try:
             async with limit, contextlib.aclosing(reads):

@@ -129,6 +129,20 @@ class WriteHook(Protocol):
         ...
 
 
+def _not_the_object(obj: KubeObject, res: ApiResource | None, about: Request) -> str:
+    """What makes ``obj`` another object than the one ``about`` asked for ("" if none)."""
+    if res is not None and (
+        (obj.api_version and obj.api_version != res.api_version)
+        or (obj.kind and obj.kind != res.kind)
+    ):
+        return f"a {obj.kind or '(no kind)'} of {obj.api_version or '(no apiVersion)'}"
+    if about.name and obj.name != about.name:
+        return f"an object named {obj.name[:64]!r}"
+    if about.namespace and obj.namespace and obj.namespace != about.namespace:
+        return f"an object in namespace {obj.namespace[:64]!r}"
+    return ""
+
+
 def _identity(obj: ObjectLike) -> tuple[str, str, str, str, str, str]:
     """(apiVersion, kind, namespace, name, uid, resourceVersion) of ``obj``."""
     if isinstance(obj, KubeObject):
@@ -300,7 +314,14 @@ class Client:
                 if not sending.done():
                     sending.cancel()
                 raise
-            result = self._decode(answer.body, about, dry_run=dry_run)
+            own = request.subresource in (None, "status")  # (a scale answers a Scale)
+            result = self._decode(
+                answer.body,
+                about,
+                res if own else None,
+                dry_run=dry_run,
+                status_ok=request.verb == "delete",
+            )
         except BaseException as exc:
             for hook, token in tokens:
                 hook.failed(request, exc, token)
@@ -312,22 +333,43 @@ class Client:
         return result
 
     @staticmethod
-    def _decode(body: bytes, about: Request, *, dry_run: bool = False) -> KubeObject | None:
-        """The object a write answered, or None for a ``Status`` (a delete that is done)."""
+    def _decode(
+        body: bytes,
+        about: Request,
+        res: ApiResource | None,
+        *,
+        dry_run: bool = False,
+        status_ok: bool = False,
+    ) -> KubeObject | None:
+        """The object a request was answered with, checked to be the one asked about (of
+        ``res``'s apiVersion and kind unless None, with the request's namespace and name when
+        it named them); a ``Status`` is None when ``status_ok`` (a delete that is done), else a
+        :class:`~aioinformer.DecodeError`, as is any other object: a proxy's or a
+        misrouted answer with a 2xx status is not the object."""
         try:
             data = orjson.loads(body)
-        except orjson.JSONDecodeError as exc:
-            raise DecodeError(f"{about.where()}: the answer is not JSON") from exc
+        except orjson.JSONDecodeError:
+            raise DecodeError(f"{about.where()}: the answer is not JSON") from None
         if isinstance(data, dict) and data.get("kind") == "Status":
-            return None
+            if status_ok:
+                return None
+            reason = str(data.get("reason") or data.get("message") or "")[:80]
+            raise DecodeError(
+                f"{about.where()}: the server answered a 2xx with a Status ({reason!r}), "
+                "not the object"
+            )
         meta = data.get("metadata") if isinstance(data, dict) else None
         if dry_run and isinstance(meta, dict) and not meta.get("resourceVersion"):
             meta["resourceVersion"] = "0"  # a dry-run create stored nothing: no version
             body = orjson.dumps(data)
         try:
-            return decode_object(body)
+            obj = decode_object(body)
         except DecodeError as exc:
-            raise DecodeError(f"{about.where()}: {exc}") from exc
+            raise DecodeError(f"{about.where()}: {exc}") from None
+        wrong = _not_the_object(obj, res, about)
+        if wrong:
+            raise DecodeError(f"{about.where()}: the server answered {wrong}, not the object")
+        return obj
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -340,9 +382,8 @@ class Client:
         ns = self._namespace(res, namespace or "")
         about = Request("get", res.qualified, ns, name)
         answer = await self.rest.request("GET", res.path(ns, name), about)
-        got = self._decode(answer.body, about)
-        if got is None:
-            raise DecodeError(f"{about.where()}: the server answered a Status, not an object")
+        got = self._decode(answer.body, about, res)
+        assert got is not None  # (a Status is refused)
         return got
 
     async def refresh(self, obj: ObjectLike) -> KubeObject:
@@ -371,6 +412,7 @@ class Client:
             namespace=namespace if res.namespaced else None,
             label_selector=label_selector,
             field_selector=field_selector,
+            kind=res.kind,
         )
         items: builtins.list[KubeObject] = []
         token: str | None = None

@@ -9,22 +9,30 @@ Contract:
 
 * :meth:`ListWatch.list_page` returns one page of a list as decoded objects, the list's
   resourceVersion and the continue token (None on the last page). An item that cannot be
-  decoded is left out and reported in the page's ``bad`` (the other items are kept); the
-  page's ``nbytes`` is its body's size. A page body longer than ``max_list_bytes`` (after
-  decompression: a compressed bomb is stopped there too) is a :class:`TransportError`
-  (reading stops at the limit), and so is a list whose answer does not finish within
-  ``list_timeout``.
+  decoded is left out and reported in the page's ``bad`` (the other items are kept), and so
+  is an object that is not one of the resource's (another kind, apiVersion or namespace,
+  labels outside the selector: :class:`~aioinformer._client.kinds.Expected`); a list of
+  another kind is a :class:`DecodeError`. The page's ``nbytes`` is its body's size. A
+  body longer than :meth:`ListWatch.body_limit` (what the items asked for can take: 32 MiB
+  for a page of 500, counted after decompression, so a compressed bomb stops there too) is
+  a :class:`TransportError` (reading stops at the limit; the next pages ask for fewer
+  items), and so is a list whose answer does not finish within ``list_timeout``.
+* :meth:`ListWatch.decode_event` decodes a watch line and refuses an object that is not
+  one of the resource's (a :class:`DecodeError`, as for a malformed line).
 * :meth:`ListWatch.watch` yields the raw event lines (without the newline) of one watch
   request, until the server closes the stream cleanly. Lines may be arbitrarily long up to
   ``max_line_bytes`` (16 MiB by default; aiohttp's ``readline`` limit does not apply, the
   stream is split here). A longer line is skipped up to its newline and reported through
-  ``on_oversized``; blank lines (keep-alives) are dropped.
+  ``on_oversized`` (a line over 4 times the limit and 64 MiB ends the watch: a
+  :class:`TransportError`); blank lines (keep-alives) are dropped.
 * **No wait is unbounded.** From the request's start, the response headers must come within
-  ``header_timeout``; then the stream may stay silent no longer than ``idle_timeout``
-  (:class:`IdleStreamError`); and a watch that outlives its own ``timeoutSeconds`` by
-  ``watch_deadline_margin`` (:data:`WATCH_DEADLINE_MARGIN` by default) is ended by the
-  client (:class:`WatchDeadlineError`), so a server or proxy that trickles bytes cannot
-  hold a watch open for ever.
+  ``header_timeout`` (a watch's within its ``idle_timeout`` if shorter: a watch answers
+  its headers at once, so a silent connection is as dead as a silent stream); then the
+  stream may stay silent no longer than ``idle_timeout`` (:class:`IdleStreamError`); and
+  a watch that outlives its own ``timeoutSeconds`` by ``watch_deadline_margin``
+  (:data:`WATCH_DEADLINE_MARGIN` by default) is ended by the client
+  (:class:`WatchDeadlineError`), so a server or proxy that trickles bytes cannot hold a
+  watch open for ever.
 * Errors name verb, resource and namespace: an HTTP error status is the most specific
   :class:`~aioinformer.StatusError` (410 is :class:`~aioinformer.Expired`), a 200 whose
   Content-Type is not JSON is :class:`DecodeError`; a connection failure, a stream cut
@@ -40,16 +48,36 @@ import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncGenerator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import aiohttp
 
-from aioinformer._client.rest import JSON, NETWORK_ERRORS, ApiClientLike, Request, RestClient
-from aioinformer._core.errors import DecodeError, StatusError, TransportError, in_namespace
-from aioinformer._core.objects import ItemList, decode_list
+from aioinformer._client.discovery import Discovery
+from aioinformer._client.kinds import Expected
+from aioinformer._client.rest import (
+    JSON,
+    NETWORK_ERRORS,
+    ApiClientLike,
+    BodyTooLarge,
+    Request,
+    RestClient,
+)
+from aioinformer._core import logs
+from aioinformer._core.errors import (
+    ConfigError,
+    DecodeError,
+    StatusError,
+    TransportError,
+    in_namespace,
+)
+from aioinformer._core.labels import label_matcher
+from aioinformer._core.objects import BadItem, ItemList, KubeObject, decode_event, decode_list
 
 __all__ = ["IdleStreamError", "ListWatch", "WatchDeadlineError"]
+
+log = logs.logger("aioinformer.watch")
 
 _PARTIAL_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
 _PARTIAL = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -59,7 +87,16 @@ DEFAULT_HEADER_TIMEOUT = 30.0
 DEFAULT_LIST_TIMEOUT = 600.0
 """Seconds one list page may take in all (a 200k-pod page arrives in well under a minute)."""
 DEFAULT_MAX_LIST_BYTES = 2 << 30
-"""The largest list page body accepted (decompressed): 2 GiB."""
+"""The hard cap on one list response body (decompressed): 2 GiB. Below it, each response's
+limit follows the request (:meth:`ListWatch.body_limit`)."""
+PAGE_ITEM_BYTES = 64 << 10
+"""The bytes a page may spend per item it asked for: 64 KiB, several times a pod's
+(4-20 KiB with its managedFields). A page of 500 may be 32 MiB."""
+UNPAGED_LIST_BYTES = 256 << 20
+"""The least an unpaged list may be: 256 MiB (or twice the largest whole list read)."""
+ENDLESS_LINE_BYTES = 64 << 20
+"""A line longer than this and 4 times ``max_line_bytes`` ends the watch (skipping it
+would take until the watch's deadline, however long the server kept sending)."""
 WATCH_DEADLINE_MARGIN = 30.0
 """Seconds past its ``timeoutSeconds`` after which the client ends a watch itself."""
 
@@ -71,6 +108,15 @@ class IdleStreamError(TransportError):
 class WatchDeadlineError(TransportError):
     """The watch outlived its ``timeoutSeconds`` by the deadline margin: the server never
     closed it, so the client did."""
+
+
+@dataclass
+class _Sizes:
+    """What a ListWatch (and its copies) learned of the resource's list sizes."""
+
+    shift: int = 0  # pages ask for limit >> shift items (big objects made a page too large)
+    largest: int = 0  # the largest whole list read, in bytes
+    current: int = 0  # the bytes of the list being read
 
 
 class ListWatch:
@@ -106,6 +152,7 @@ class ListWatch:
         header_timeout: float = DEFAULT_HEADER_TIMEOUT,
         list_timeout: float = DEFAULT_LIST_TIMEOUT,
         watch_deadline_margin: float = WATCH_DEADLINE_MARGIN,
+        kind: str | None = None,
     ) -> None:
         group, _, version = group_version.rpartition("/")
         self.rest = client if isinstance(client, RestClient) else RestClient(client)
@@ -133,6 +180,21 @@ class ListWatch:
         ns = f"/namespaces/{quote(namespace, safe='')}" if namespace else ""
         self.path = f"{base}{ns}/{plural}"
         """The collection's URL path."""
+        try:
+            labels = label_matcher(label_selector) if label_selector else None
+        except ConfigError:  # (the server judges a selector this client cannot read)
+            labels = None
+        self._sizes = _Sizes()
+        self.expected = Expected(
+            group,
+            version,
+            plural,
+            kind=kind,
+            namespace=namespace,
+            labels=labels,
+            metadata_only=metadata_only,
+        )
+        """What the resource's objects are: anything else in a list or watch is refused."""
 
     def __repr__(self) -> str:
         return f"<ListWatch {self.path}>"
@@ -169,18 +231,23 @@ class ListWatch:
         )
 
     async def _get(
-        self, verb: str, query: list[tuple[str, str]], accept: str, timeout: aiohttp.ClientTimeout
+        self,
+        verb: str,
+        query: list[tuple[str, str]],
+        accept: str,
+        timeout: aiohttp.ClientTimeout,
+        header_timeout: float,
     ) -> aiohttp.ClientResponse:
         """Send the GET; return the response once its headers came (within
         ``header_timeout``), if it is a 200 with a JSON body; else raise."""
         try:
-            async with asyncio.timeout(self.header_timeout):
+            async with asyncio.timeout(header_timeout):
                 resp = await self.rest.open(
                     "GET", self.path, self._about(verb), query=query, accept=accept, timeout=timeout
                 )
         except TimeoutError:
             raise self._transport(
-                verb, f"no response headers within {self.header_timeout:g} s"
+                verb, f"no response headers within {header_timeout:g} s"
             ) from None
         ctype = resp.headers.get("Content-Type", JSON)
         if "json" not in ctype.lower():
@@ -212,15 +279,24 @@ class ListWatch:
             query.append(("continue", continue_))
         elif resource_version:
             query.append(("resourceVersion", resource_version))
+        sizes = self._sizes
         if limit > 0:
+            limit = max(1, limit >> sizes.shift)
             query.append(("limit", str(limit)))
+        max_body = self.body_limit(limit)
         accept = _PARTIAL_LIST if self.metadata_only else JSON
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
+        if not continue_:
+            await self._learn_kind()
         try:
             async with asyncio.timeout(self.list_timeout):
-                resp = await self._get("list", query, accept, timeout)
+                resp = await self._get("list", query, accept, timeout, self.header_timeout)
                 try:
-                    body = await self.rest.read_body(resp, self._about("list"), self.max_list_bytes)
+                    body = await self.rest.read_body(resp, self._about("list"), max_body)
+                except BodyTooLarge:
+                    if limit > 1:  # (objects this large: the next pages ask for fewer)
+                        sizes.shift += 3
+                    raise
                 finally:
                     resp.close()
         except TimeoutError:
@@ -232,7 +308,79 @@ class ListWatch:
         except DecodeError as exc:
             raise DecodeError(self.rest.redact(f"{self._where('list')}: {exc}")) from None
         items.nbytes = len(body)
-        return items, rv, cont or None
+        sizes.current = len(body) + (sizes.current if continue_ else 0)
+        if not cont:
+            sizes.largest = max(sizes.largest, sizes.current)
+        return self._own(items), rv, cont or None
+
+    def body_limit(self, limit: int) -> int:
+        """The largest body a list response of ``limit`` items (0: unpaged) may have: what
+        the objects it may keep can take, not what a server may send. A page may spend
+        :data:`PAGE_ITEM_BYTES` per item, and hold at least one object as large as a
+        watch line may be (``max_line_bytes``); an unpaged list twice the largest whole
+        list read, at least :data:`UNPAGED_LIST_BYTES`; never more than ``max_list_bytes``.
+        A page over its limit fails, and the next pages ask for 8 times fewer items."""
+        if limit > 0:
+            budget = max(self.max_line_bytes, limit * PAGE_ITEM_BYTES) + (64 << 10)
+        else:
+            budget = max(UNPAGED_LIST_BYTES, 2 * self._sizes.largest)
+        return min(self.max_list_bytes, budget)
+
+    def _own(self, items: ItemList) -> ItemList:
+        """The items that are the resource's objects; the others moved to ``items.bad``. A
+        list of another kind or apiVersion is refused whole (a :class:`DecodeError`): a
+        misrouted answer must not empty the cache."""
+        expected = self.expected
+        if not (expected.list_kind_ok(items.kind) and expected.api_version_ok(items.api_version)):
+            raise DecodeError(
+                self.rest.redact(
+                    f"{self._where('list')}: the answer is a {items.kind[:64]!r} of "
+                    f"{items.api_version[:64]!r}, not a list of {self.resource}"
+                )
+            )
+        foreign = expected.foreign
+        if not any(map(foreign, items)):
+            return items
+        kept = ItemList(bad=items.bad)
+        kept.nbytes, kept.kind, kept.api_version = items.nbytes, items.kind, items.api_version
+        for obj in items:
+            why = foreign(obj)
+            if why:
+                kept.bad.append(BadItem(obj.key, f"not one of {self.resource}: {why}"))
+            else:
+                kept.append(obj)
+        return kept
+
+    def decode_event(self, line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
+        """:func:`~aioinformer._core.objects.decode_event`, and a :class:`DecodeError` for
+        an object that is not one of the resource's (another kind, apiVersion or
+        namespace; labels the selector does not match, but on a DELETED event: an object
+        that leaves the selector is deleted with its new labels)."""
+        decoded = decode_event(line)
+        obj = decoded[1]
+        if obj is not None and decoded[0] != "BOOKMARK":
+            why = self.expected.foreign(obj)
+            if why and not (decoded[0] == "DELETED" and why.startswith("its labels")):
+                raise DecodeError(f"not one of {self.resource}: {why}")
+        return decoded
+
+    async def _learn_kind(self) -> None:
+        """Ask discovery for the resource's kind, once it answers (a custom resource's:
+        built-in kinds are known, and a given one is used)."""
+        expected = self.expected
+        if expected.kind is not None:
+            return
+        gv = expected.api_version
+        try:
+            served = await Discovery(self.rest, wait=0).resources(gv)
+            kind = next((r.kind for r in served if r.plural == self.plural), "")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # (any answer: the plural rule applies until it works)
+            log.debug("%s: discovery of %s did not answer its kind: %s", self.resource, gv, exc)
+            return
+        if kind:
+            expected.kind = kind
 
     async def watch(
         self,
@@ -264,12 +412,19 @@ class ListWatch:
             query.append(("allowWatchBookmarks", "true"))
         if send_initial_events:
             query += [("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")]
+        if send_initial_events:
+            await self._learn_kind()
         loop = asyncio.get_running_loop()
         margin = self.watch_deadline_margin
         deadline = loop.time() + timeout_seconds + margin
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT)
         accept = _PARTIAL if self.metadata_only else JSON
-        resp = await self._get("watch", query, accept, timeout)
+        # a watch's headers come at once (before any event): a silent server is found as
+        # soon as the stream's own idle timeout would find it
+        wait = (
+            self.header_timeout if idle_timeout is None else min(self.header_timeout, idle_timeout)
+        )
+        resp = await self._get("watch", query, accept, timeout, wait)
         try:
             reads = self._lines(resp, idle_timeout, on_oversized)
             async with contextlib.aclosing(reads):
@@ -327,6 +482,12 @@ class ListWatch:
                 nl = chunk.find(b"\n")
                 if nl < 0:
                     skipping += len(chunk)
+                    if skipping > max(4 * limit, ENDLESS_LINE_BYTES):
+                        raise self._transport(
+                            "watch",
+                            f"a line of more than {skipping} bytes without its end: not an "
+                            "event stream",
+                        )
                     continue
                 if on_oversized is not None:
                     on_oversized(skipping + nl)

@@ -60,6 +60,7 @@ __all__ = [
     "JSON",
     "NETWORK_ERRORS",
     "ApiClientLike",
+    "BodyTooLarge",
     "Request",
     "Response",
     "RestClient",
@@ -67,6 +68,11 @@ __all__ = [
     "parse_retry_after",
     "status_error",
 ]
+
+
+class BodyTooLarge(TransportError):
+    """A response body grew past the limit its reader set (reading stopped there)."""
+
 
 JSON = "application/json"
 NETWORK_ERRORS: tuple[type[BaseException], ...] = (aiohttp.ClientError, OSError, TimeoutError)
@@ -318,9 +324,9 @@ class RestClient:
                 size += len(chunk)
                 if max_body is not None and size > max_body:
                     chunks.clear()  # (not kept alive by the error's traceback)
-                    raise TransportError(
+                    raise BodyTooLarge(
                         f"{about.where()}: the response body is longer than {max_body} bytes, "
-                        "the limit (max_body_bytes)",
+                        "the limit for this response",
                         verb=about.verb,
                         resource=about.resource,
                         namespace=about.namespace,

@@ -404,7 +404,7 @@ class ItemList(list[KubeObject]):
     """The decoded items of a list (a plain list), with the items left out in :attr:`bad`
     and the body's size in :attr:`nbytes`."""
 
-    __slots__ = ("bad", "nbytes")
+    __slots__ = ("api_version", "bad", "kind", "nbytes")
 
     def __init__(self, items: Iterable[KubeObject] = (), bad: Iterable[BadItem] = ()) -> None:
         super().__init__(items)
@@ -412,6 +412,10 @@ class ItemList(list[KubeObject]):
         """The items left out, in order."""
         self.nbytes = 0
         """The size of the list body, in bytes."""
+        self.kind = ""
+        """The list's kind (``"PodList"``; ``""`` when it says none)."""
+        self.api_version = ""
+        """The list's apiVersion (``""`` when it says none)."""
 
 
 def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, str | None]:
@@ -428,6 +432,8 @@ def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, 
     except msgspec.ValidationError:  # an unusual item (or list): item by item
         return _raw_list(body, skip_bad)
     except msgspec.DecodeError as exc:
+        if skip_bad and "UTF-8" in str(exc):  # (in one item, perhaps: each on its own)
+            return _split_list(body, skip_bad, DecodeError(f"list is not valid JSON: {exc}"))
         raise DecodeError(f"list is not valid JSON: {exc}") from None
     except MemoryError:
         raise
@@ -435,6 +441,7 @@ def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, 
         return _split_list(body, skip_bad, exc)
     version, kind = fast.api_version, _item_kind(fast.kind)
     items = ItemList()
+    items.kind, items.api_version = fast.kind, version
     append = items.append
     for item in fast.items or ():
         try:
@@ -487,6 +494,7 @@ def _decoded_items(
     list's resourceVersion and continue token."""
     version, kind = raw.api_version, _item_kind(raw.kind)
     items = ItemList()
+    items.kind, items.api_version = raw.kind, version
     for one in chunks:
         _one_item(items, one, version, kind, skip_bad)
     meta = raw.metadata or _ListMeta()
@@ -541,6 +549,8 @@ def _decode_item(
 
 
 def _undecodable(what: str, exc: BaseException) -> DecodeError:
+    if isinstance(exc, DecodeError):
+        return exc
     if isinstance(exc, RecursionError):
         return DecodeError(f"{what} nested too deeply to decode ({exc})")
     return DecodeError(f"{what} could not be decoded: {type(exc).__name__}: {exc}")
@@ -647,6 +657,15 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         raise _bad_resource_version(rv_text)
     if not name and not bookmark:
         raise DecodeError("object without metadata.name")
+    # kube-apiserver stores no name ".", ".." or with "/" (a path segment), and a "/" would
+    # make two keys collide ("a/b" in "ns" and "b" in "ns/a"); inline: once per event
+    if "/" in name or name == "." or name == "..":
+        raise DecodeError(f"metadata.name {_shown_name(name)} is not a valid name")
+    if "/" in namespace or namespace == "." or namespace == "..":
+        raise DecodeError(f"metadata.namespace {_shown_name(namespace)} is not a valid name")
+    managed = _join((managed,)) if managed else b""  # a copy: the line is not kept alive
+    if not (body.isascii() or _utf8(body)) or not (managed.isascii() or _utf8(managed)):
+        raise DecodeError("object with invalid UTF-8 in its body (the JSON is not text)")
     if namespace:
         namespace = _NAMES.get(namespace) or _name(namespace)  # one per namespace
         key = f"{namespace}/{name}"
@@ -679,8 +698,21 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         key,
         rv,
         body,
-        _join((managed,)) if managed else b"",  # a copy: the line is not kept alive
+        managed,
     )
+
+
+def _shown_name(name: str) -> str:
+    return repr(redact_known(name)[:64])
+
+
+def _utf8(data: bytes) -> bool:
+    """Whether ``data`` is valid UTF-8 (called only for bodies that are not ASCII)."""
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 _NAMES: dict[str, str] = {}

@@ -648,14 +648,17 @@ _META_KEYS = ["name", "namespace", "uid", "resourceVersion", "generation", "labe
               "managedFields"]  # fmt: skip
 
 
+_segment = _text.filter(lambda s: "/" not in s and s not in (".", ".."))  # (a valid name)
+
+
 @st.composite
 def kube_objects(draw: st.DrawFn) -> dict[str, Any]:
     meta: dict[str, Any] = {
-        "name": draw(_text),
+        "name": draw(_segment),
         "resourceVersion": str(draw(st.integers(min_value=1, max_value=2**62))),
     }
     optional = {
-        "namespace": _text,
+        "namespace": _segment,
         "uid": _text,
         "generateName": _text,
         "generation": st.integers(min_value=1, max_value=2**40),
