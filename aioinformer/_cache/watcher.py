@@ -130,6 +130,9 @@ _MAX_RETRY_AFTER = 300.0  # a bogus Retry-After must not park a watcher for hour
 _SHORT_WATCH = 1.0
 _LOUD_ERRORS = frozenset({401, 403, 404})
 _MAX_ERROR_TEXT = 2000  # last_error keeps this much of a message
+CONFIRM_AFTER = 0.2
+"""Seconds a resumed watch may go without a valid event or bookmark before the watcher
+checks the server's history with a one-item list (see :attr:`Watcher.confirmed`)."""
 
 
 class _HistoryReset(Exception):
@@ -380,6 +383,9 @@ class Watcher:
         self._relists_in_a_row = 0  # 410s and history resets since the last healthy run
         self._too_large_in_a_row = 0  # watches answered 504 ResourceVersionTooLarge
         self._resetting = False  # a history reset was detected; the relist is under way
+        self._confirmed = False  # see the confirmed property
+        self._replaces = 0  # Replaces put into the FIFO
+        self._epoch_start = 1  # the number of the Replace that starts the current history
         self._settled = asyncio.Event()  # synced, or run() ended
         self._task: asyncio.Task[Any] | None = None
         self._stop_requested = False
@@ -402,6 +408,23 @@ class Watcher:
     def has_synced(self) -> bool:
         """Whether the first Replace has been pushed into the FIFO."""
         return self._stats.has_synced
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether what the watcher pushed is known to belong to the server's current
+        history: True from a Replace, or from a valid event or bookmark of the watch, or a
+        history check that found the server at or past the watch's RV, until that watch
+        ends (any way) or a reset of the history is found. A resumed watch is confirmed by
+        its first event or bookmark, else by a history check after :data:`CONFIRM_AFTER`
+        seconds. (Read from any thread.)"""
+        return self._confirmed
+
+    @property
+    def epoch_start(self) -> int:
+        """The number (1, 2, ...) of the Replace that starts the server's current history
+        as far as this watcher knows: each reset found sets it to the next Replace's (the
+        relist's). Replaces are numbered in the order they are put into the FIFO."""
+        return self._epoch_start
 
     def statistics(self) -> WatcherStatistics:
         """A copy of the counters (see :class:`WatcherStatistics`)."""
@@ -507,9 +530,12 @@ class Watcher:
         return delay
 
     def _on_history_reset(self, why: str) -> float:
-        """The server's history went backwards: relist from RV "" (logged once)."""
+        """The server's history went backwards: relist from RV "" (logged once); the
+        relist's Replace starts the new history (:attr:`epoch_start`)."""
         self._stats.history_resets += 1
         self._resetting = True
+        self._confirmed = False
+        self._epoch_start = self._replaces + 1
         delay = self._relist_delay(None)
         log.warning(
             "%s: the server's resourceVersion went backwards: %s; its history was reset (an "
@@ -605,6 +631,7 @@ class Watcher:
                 rv,
                 self._seen,
             )
+            self._epoch_start = self._replaces + 1
         self._replace(items, list_rv, rv)
         self._after_list = True
 
@@ -660,6 +687,8 @@ class Watcher:
     def _replace(self, objects: list[KubeObject], rv_text: str, rv: int) -> None:
         now = self._clock()
         self._fifo.put_nowait(Replace(objects, rv, now))
+        self._replaces += 1
+        self._confirmed = True
         stats = self._stats
         stats.lists += 1
         if stats.has_synced:
@@ -676,7 +705,64 @@ class Watcher:
     # -- watch --------------------------------------------------------------------------------
 
     async def _watch(self, rv: str, *, initial: bool = False) -> None:
-        """One watch request, until the server closes it cleanly (errors raise)."""
+        """One watch request, until the server closes it cleanly (errors raise). A resumed
+        watch (not the first after a Replace) is not confirmed yet: unless it brings a
+        valid event or bookmark within :data:`CONFIRM_AFTER` seconds, a history check runs
+        beside it, and a reset it finds ends the watch at once."""
+        if initial or self._confirmed:
+            try:
+                return await self._watch_once(rv, initial=initial)
+            finally:
+                self._confirmed = False
+        watch = asyncio.create_task(self._watch_once(rv), name=f"{self.name}-watch")
+        probe = asyncio.create_task(self._confirm_later(rv), name=f"{self.name}-history-check")
+        try:
+            await asyncio.wait((watch, probe), return_when=asyncio.FIRST_COMPLETED)
+            if not watch.done():
+                reset = probe.result()
+                if reset is not None:
+                    raise reset
+                await asyncio.wait((watch,))
+            return watch.result()
+        finally:
+            self._confirmed = False
+            for task in (watch, probe):
+                task.cancel()
+            await asyncio.wait((watch, probe))
+            for task in (watch, probe):  # (every outcome read: none is reported unread)
+                if not task.cancelled():
+                    task.exception()
+
+    async def _confirm_later(self, rv: str) -> _HistoryReset | None:
+        """Beside a resumed watch: after :data:`CONFIRM_AFTER` seconds without a valid
+        event or bookmark, check the server's history; the reset found, if any. A check
+        that fails is counted and logged; the watch goes on, unconfirmed."""
+        await asyncio.sleep(CONFIRM_AFTER)
+        if self._confirmed:
+            return None
+        try:
+            await self._check_history(rv)
+        except _HistoryReset as exc:
+            return exc
+        except StatusError as exc:
+            self._count(exc.code)
+            self._note(exc)
+            log.warning("%s: history check: %s; the watch goes on", self.name, str(exc))
+            return None
+        except (TransportError, DecodeError) as exc:
+            self._stats.stream_errors += 1
+            self._note(exc)
+            log.warning("%s: history check: %s; the watch goes on", self.name, str(exc))
+            return None
+        if not self._confirmed:
+            self._confirmed = True
+            # (a bookmark where the watcher already is: the writer publishes, which wakes
+            # the freshness waits held until now)
+            self._fifo.put_nowait(Bookmark(self._seen, self._clock()))
+        return None
+
+    async def _watch_once(self, rv: str, *, initial: bool = False) -> None:
+        """One watch request (see :meth:`_watch`)."""
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
         started = asyncio.get_running_loop().time()
         valid_before = self._stats.events_total + self._stats.bookmarks
@@ -766,7 +852,7 @@ class Watcher:
                 "watch", f"the streaming list ended before its {_INITIAL_EVENTS_END} bookmark"
             )
         valid = stats.events_total + stats.bookmarks - valid_before
-        if not valid and not initial:
+        if not valid and not initial and not self._confirmed:
             await self._check_history(rv)
         if asyncio.get_running_loop().time() - started < _SHORT_WATCH:
             # a watch the server (or a proxy) ends at once is not worth resuming at once:
@@ -802,6 +888,7 @@ class Watcher:
         if last is not None:
             self._rv = self._stats.last_rv = last.metadata.resource_version
             self._seen = last.rv
+            self._confirmed = True
             self._progress()
 
     def _transport_error(self, verb: str, message: str) -> TransportError:
