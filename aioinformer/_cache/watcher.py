@@ -10,7 +10,10 @@ ped, or the FIFO is closed. Recovery:
   ``k8s.io/initial-events-end``, pushed as ONE Replace at its RV, the stream then going on
   as a watch. A 422 (WatchList gate off), or no end bookmark within
   ``initial_events_timeout`` (a server that ignores ``sendInitialEvents``), falls back to
-  list+watch for good, logged once.
+  list+watch for good, logged once. One streaming attempt per sync: any other failure
+  before the end bookmark (a stream that ends or is cut, as a proxy's or a server's that
+  ignores ``sendInitialEvents`` does, an error) makes the sync's next attempt, after the
+  backoff, a plain list; the next sync (a relist) streams again.
 * **Paged lists**: a continue token that expires before the list is done (a list slower
   than the server's compaction) is followed at once by one unpaged list (client-go's
   ``FullListIfExpired``); only if that fails too does the watcher back off. A continue token
@@ -383,6 +386,7 @@ class Watcher:
         self._relists_in_a_row = 0  # 410s and history resets since the last healthy run
         self._too_large_in_a_row = 0  # watches answered 504 ResourceVersionTooLarge
         self._resetting = False  # a history reset was detected; the relist is under way
+        self._list_this_sync = False  # this sync's streaming list failed: a plain list
         self._confirmed = False  # see the confirmed property
         self._replaces = 0  # Replaces put into the FIFO
         self._epoch_start = 1  # the number of the Replace that starts the current history
@@ -598,22 +602,36 @@ class Watcher:
     # -- list ---------------------------------------------------------------------------------
 
     async def _sync(self) -> None:
-        if self.streaming_list:
+        if self.streaming_list and not self._list_this_sync:
+            replaces = self._replaces
             try:
                 await self._watch("", initial=True)
                 return
-            except StatusError as exc:
-                if exc.code != 422:
+            except Exception as exc:
+                if self._replaces != replaces:
+                    raise  # synced: the stream went on as a watch, and that failed
+                if isinstance(exc, StatusError) and exc.code == 422:
+                    self.streaming_list = False
+                    log.warning(
+                        "%s: the server does not support streaming lists (%s); using list+watch",
+                        self.name,
+                        exc,
+                    )
+                elif isinstance(exc, _NoInitialEventsEnd):
+                    self.streaming_list = False
+                    log.warning("%s: %s; using list+watch", self.name, exc)
+                else:
+                    # one streaming attempt per sync: whatever ended it before its
+                    # bookmark (a proxy ending streams, a server that ignores
+                    # sendInitialEvents, a cut, an error), the sync goes on by a plain list
+                    self._list_this_sync = True
+                    log.warning(
+                        "%s: the streaming list failed before its %s bookmark; this sync "
+                        "lists instead",
+                        self.name,
+                        _INITIAL_EVENTS_END,
+                    )
                     raise
-                self.streaming_list = False
-                log.warning(
-                    "%s: the server does not support streaming lists (%s); using list+watch",
-                    self.name,
-                    exc,
-                )
-            except _NoInitialEventsEnd as exc:
-                self.streaming_list = False
-                log.warning("%s: %s; using list+watch", self.name, exc)
         items, list_rv = await self._list()
         try:
             rv = parse_resource_version(list_rv)
@@ -689,6 +707,7 @@ class Watcher:
         self._fifo.put_nowait(Replace(objects, rv, now))
         self._replaces += 1
         self._confirmed = True
+        self._list_this_sync = False
         stats = self._stats
         stats.lists += 1
         if stats.has_synced:
