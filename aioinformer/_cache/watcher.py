@@ -133,6 +133,10 @@ _MAX_RETRY_AFTER = 300.0  # a bogus Retry-After must not park a watcher for hour
 _SHORT_WATCH = 1.0
 _LOUD_ERRORS = frozenset({401, 403, 404})
 _MAX_ERROR_TEXT = 2000  # last_error keeps this much of a message
+TRANSFORM_SLICE = 0.01
+"""Seconds of transform work after which the watcher lets the loop run (a cancellation
+point between two objects: a stop waits for the object being transformed, never for the
+rest of a list or of a read)."""
 CONFIRM_AFTER = 0.2
 """Seconds a resumed watch may go without a valid event or bookmark before the watcher
 checks the server's history with a one-item list (see :attr:`Watcher.confirmed`)."""
@@ -638,7 +642,7 @@ class Watcher:
         except DecodeError as exc:
             raise DecodeError(f"{self._where('list')}: list {exc}") from None
         if self._transform is not None:
-            items = [t for o in items if (t := self._apply(o)) is not None]
+            items = await self._transform_list(items)
         if 0 <= rv < self._seen and not self._resetting:
             self._stats.history_resets += 1
             log.warning(
@@ -701,6 +705,35 @@ class Watcher:
                 )
             seen.add(next_)
             continue_ = next_
+
+    async def _transform_list(self, items: list[KubeObject]) -> list[KubeObject]:
+        """The transform over a listed page set, with a cancellation point between objects
+        every :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
+        out: list[KubeObject] = []
+        clock = time.monotonic
+        due = clock() + TRANSFORM_SLICE
+        for done, obj in enumerate(items, 1):
+            if (t := self._apply(obj)) is not None:
+                out.append(t)
+            if clock() >= due:
+                try:
+                    await asyncio.sleep(0)
+                except asyncio.CancelledError:
+                    self._abandoned("a list", done, len(items))
+                    raise
+                due = clock() + TRANSFORM_SLICE
+        return out
+
+    def _abandoned(self, what: str, done: int, total: int) -> None:
+        log.info(
+            "%s: stopped while transforming %s: %d of %d objects transformed, %d abandoned "
+            "(a stop waits for one object's transform at most)",
+            self.name,
+            what,
+            done,
+            total,
+            total - done,
+        )
 
     def _replace(self, objects: list[KubeObject], rv_text: str, rv: int) -> None:
         now = self._clock()
@@ -802,6 +835,7 @@ class Watcher:
         stats, transform = self._stats, self._transform
         delta_types, decode = _DELTA_TYPES, decode_event
         limit = asyncio.timeout(self.options.initial_events_timeout if initial else None)
+        clock, due = time.monotonic, 0.0  # (a cancellation point when a transform is slow)
         try:
             async with limit, contextlib.aclosing(reads):
                 async for lines in reads:
@@ -840,6 +874,10 @@ class Watcher:
                                     position = obj.rv
                                 continue
                             events += 1
+                            if transform is not None and clock() >= due:
+                                if due:
+                                    await self._pause(buffer is not None, events - 1, len(lines))
+                                due = clock() + TRANSFORM_SLICE
                             if buffer is not None:
                                 if dtype is ChangeType.DELETED:
                                     buffer.pop(obj.key, None)
@@ -882,6 +920,16 @@ class Watcher:
                 "watch",
                 f"very short watch (closed within {_SHORT_WATCH:g} s, {valid} valid events{but})",
             )
+
+    async def _pause(self, initial: bool, done: int, total: int) -> None:
+        """A cancellation point in a read of a watch whose transform has worked for
+        :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
+        try:
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            what = "a streaming list's initial events" if initial else "a read of a watch"
+            self._abandoned(what, done, total)
+            raise
 
     async def _check_history(self, rv: str) -> None:
         """After a watch that saw nothing: a one-item list tells the server's current
