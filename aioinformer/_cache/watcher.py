@@ -9,8 +9,9 @@ ped, or the FIFO is closed. Recovery:
   ``sendInitialEvents=true`` whose initial events are buffered until the bookmark annotated
   ``k8s.io/initial-events-end``, pushed as ONE Replace at its RV, the stream then going on
   as a watch. A 422 (WatchList gate off), or no end bookmark within
-  ``initial_events_timeout`` (a server that ignores ``sendInitialEvents``), falls back to
-  list+watch for good, logged once. One streaming attempt per sync: any other failure
+  ``initial_events_timeout`` or after :data:`INITIAL_EVENTS_QUIET` seconds without a line
+  (a server that ignores ``sendInitialEvents``), falls back to list+watch for good,
+  logged once. One streaming attempt per sync: any other failure
   before the end bookmark (a stream that ends or is cut, as a proxy's or a server's that
   ignores ``sendInitialEvents`` does, an error) makes the sync's next attempt, after the
   backoff, a plain list; the next sync (a relist) streams again.
@@ -137,6 +138,11 @@ TRANSFORM_SLICE = 0.01
 """Seconds of transform work after which the watcher lets the loop run (a cancellation
 point between two objects: a stop waits for the object being transformed, never for the
 rest of a list or of a read)."""
+INITIAL_EVENTS_QUIET = 5.0
+"""Seconds a streaming list may send nothing before its initial-events-end bookmark (at
+most ``initial_events_timeout``): kube-apiserver sends its initial events at once, and the
+bookmark right after them once its cache has caught up (it waits 3 s at most for that),
+so a stream quiet for longer comes from a server that ignores ``sendInitialEvents``."""
 CONFIRM_AFTER = 0.2
 """Seconds a resumed watch may go without a valid event or bookmark before the watcher
 checks the server's history with a one-item list (see :attr:`Watcher.confirmed`)."""
@@ -277,7 +283,9 @@ class WatchOptions:
     keeps open."""
     initial_events_timeout: float = 60.0
     """Seconds a streaming list may wait for its initial-events-end bookmark before the
-    watcher falls back to list+watch (raise it for collections that take longer to stream)."""
+    watcher falls back to list+watch (raise it for collections that take longer to stream).
+    A stream that sends nothing for :data:`INITIAL_EVENTS_QUIET` seconds before that
+    bookmark falls back sooner."""
     too_large_rv_retries: int = 3
     """Watches in a row answered 504 "Too large resource version" after which the watcher
     takes the server's history as reset and relists at RV ""."""
@@ -834,12 +842,17 @@ class Watcher:
         # and what it produces goes to the FIFO once per read (see _queue)
         stats, transform = self._stats, self._transform
         delta_types, decode = _DELTA_TYPES, decode_event
-        limit = asyncio.timeout(self.options.initial_events_timeout if initial else None)
+        loop = asyncio.get_running_loop()
+        hard = loop.time() + self.options.initial_events_timeout
+        quiet = min(INITIAL_EVENTS_QUIET, self.options.initial_events_timeout)
+        limit = asyncio.timeout_at(min(hard, loop.time() + quiet) if initial else None)
         clock, due = time.monotonic, 0.0  # (a cancellation point when a transform is slow)
         try:
             async with limit, contextlib.aclosing(reads):
                 async for lines in reads:
                     now = stats.last_event_at = self._clock()  # one read, one receive time
+                    if buffer is not None:  # (initial events: the quiet bound starts again)
+                        limit.reschedule(min(hard, loop.time() + quiet))
                     queued: list[Delta] = []
                     put = queued.append
                     last: KubeObject | None = None  # the last object queued, to advance to
@@ -899,6 +912,12 @@ class Watcher:
         except TimeoutError:
             if not limit.expired():
                 raise
+            if loop.time() < hard:
+                raise _NoInitialEventsEnd(
+                    f"{self._where('watch')}: the streaming list sent nothing for {quiet:g} s "
+                    f"and no {_INITIAL_EVENTS_END} bookmark (does the server ignore "
+                    "sendInitialEvents?)"
+                ) from None
             raise _NoInitialEventsEnd(
                 f"{self._where('watch')}: the streaming list sent no {_INITIAL_EVENTS_END} "
                 f"bookmark within {self.options.initial_events_timeout:g} s (does the server "

@@ -21,6 +21,7 @@ import pytest
 from aiohttp import web
 
 from aioinformer import InformerFactory, WatchOptions
+from aioinformer._cache import watcher
 from aioinformer.testing import eventually
 from tests.faults.hostile import event, hostile_server, json_response, list_body, pod, status
 
@@ -128,3 +129,34 @@ async def test_the_next_sync_tries_a_streaming_list_again() -> None:
                 lambda: [o.key for o in inf.snapshot().list()] == ["default/c"], "the relist"
             )
     assert seen == ["stream", "list", "watch", "stream"], seen
+
+
+async def test_a_streaming_list_quiet_before_its_bookmark_falls_back_before_the_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that ignores ``sendInitialEvents`` and keeps the stream open: the objects
+    come as ADDED, then nothing. With ``initial_events_timeout`` at its 60 s default, the
+    watcher falls back once the stream has been quiet for ``INITIAL_EVENTS_QUIET`` (0.3 s
+    here; 5 s by default) instead of waiting the whole 60 s."""
+    monkeypatch.setattr(watcher, "INITIAL_EVENTS_QUIET", 0.3)
+    seen: list[str] = []
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        query = request.query
+        if query.get("watch") not in ("1", "true"):
+            seen.append("list")
+            return json_response(list_body(OBJECTS, 10))
+        seen.append("stream" if query.get("sendInitialEvents") == "true" else "watch")
+        resp = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await resp.prepare(request)
+        if query.get("sendInitialEvents") == "true":
+            await resp.write(b"".join(event("ADDED", o) for o in OBJECTS))
+        await asyncio.Event().wait()
+        raise AssertionError
+
+    async with hostile_server(handle) as server, server.api_client() as api:
+        async with InformerFactory(api, "default", watch_options=options()) as factory:
+            inf = factory.informer("v1", "pods", streaming_list=True)
+            await inf.wait_for_sync(timeout=20)
+            await eventually(lambda: "watch" in seen, "the watch after the list")
+    assert seen[:3] == ["stream", "list", "watch"], seen
