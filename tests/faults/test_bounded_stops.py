@@ -61,15 +61,16 @@ class Blocking:
         self.calls = 0
         self.entered = threading.Event()
         self.release = threading.Event()
+        self.as_transform = True
 
-    def __call__(self, obj: KubeObject) -> KubeObject:
+    def __call__(self, obj: KubeObject) -> Any:
         self.calls += 1
         self.entered.set()
         if self.seconds is None:
             self.release.wait(30)
         else:
             time.sleep(self.seconds)
-        return obj
+        return obj if self.as_transform else []
 
 
 def options() -> WatchOptions:
@@ -79,7 +80,8 @@ def options() -> WatchOptions:
 async def run_until_transforming(
     handle: Any, transform: Blocking, *, pipeline_kind: str, streaming: bool
 ) -> tuple[asyncio.Task[None], InformerFactory]:
-    """Start a factory over ``handle``'s server; return once the transform is running."""
+    """Start a factory over ``handle``'s server; return once ``transform`` is running (as
+    the transform, or as an index function when not ``transform.as_transform``)."""
     started = asyncio.Event()
     holder: list[InformerFactory] = []
 
@@ -92,7 +94,10 @@ async def run_until_transforming(
                 pipeline=pipeline_kind,  # type: ignore[arg-type]
             )
             holder.append(factory)
-            factory.informer("v1", "pods", transform=transform, streaming_list=streaming)
+            if transform.as_transform:
+                factory.informer("v1", "pods", transform=transform, streaming_list=streaming)
+            else:
+                factory.informer("v1", "pods", indexers={"slow": transform})
             async with factory:
                 started.set()
                 await asyncio.Event().wait()
@@ -131,15 +136,17 @@ async def test_a_stop_waits_for_the_object_being_transformed_not_for_the_rest(
         assert f"of {N} objects" in note
 
 
-async def test_a_pipeline_stuck_in_a_transform_is_abandoned_after_the_stop_bound(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+@pytest.mark.parametrize("stuck", ["transform", "index-function"])
+async def test_a_pipeline_stuck_in_user_code_is_abandoned_after_the_stop_bound(
+    stuck: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A transform that never returns by itself: the factory's exit returns after
-    ``STOP_TIMEOUT`` (0.5 s here), naming the pipeline and where it is stuck; the thread
-    ends once the transform returns."""
+    """A transform (or an index function, run by the writer) that never returns by
+    itself: the factory's exit returns after ``STOP_TIMEOUT`` (0.5 s here), naming the
+    pipeline and where it is stuck; the thread ends once the call returns."""
     monkeypatch.setattr(pipeline, "STOP_TIMEOUT", 0.5)
     caplog.set_level(logging.INFO, logger="aioinformer")
     transform = Blocking(None)
+    transform.as_transform = stuck == "transform"
     task, factory = await run_until_transforming(
         server_of("list"), transform, pipeline_kind="thread", streaming=False
     )
@@ -155,4 +162,5 @@ async def test_a_pipeline_stuck_in_a_transform_is_abandoned_after_the_stop_bound
     assert "pods[default]" in text and "__call__" in text, text
     name = THREAD_PREFIX + f"{id(factory):x}"
     await eventually(lambda: all(t.name != name for t in threading.enumerate()), "the thread's end")
-    assert transform.calls == 1
+    if stuck == "transform":  # (the writer applies one batch whole: its index calls go on)
+        assert transform.calls == 1
