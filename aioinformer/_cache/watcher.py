@@ -725,7 +725,7 @@ class Watcher:
                 out.append(t)
             if clock() >= due:
                 try:
-                    await asyncio.sleep(0)
+                    await _turns()
                 except asyncio.CancelledError:
                     self._abandoned("a list", done, len(items))
                     raise
@@ -944,7 +944,7 @@ class Watcher:
         """A cancellation point in a read of a watch whose transform has worked for
         :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
         try:
-            await asyncio.sleep(0)
+            await _turns()
         except asyncio.CancelledError:
             what = "a streaming list's initial events" if initial else "a read of a watch"
             self._abandoned(what, done, total)
@@ -1026,6 +1026,14 @@ class Watcher:
         n = self._stats.decode_errors = self._stats.decode_errors + 1
         if n <= 10 or n % 1000 == 0:  # a flood of bad lines must not flood the log
             log.warning("%s: skipped a bad %s (%s) [%d so far]", self.name, what, describe(), n)
+
+
+async def _turns() -> None:
+    """A cancellation point: two turns of the loop, so that the cancellation of an
+    informer's pipeline, which reaches its watcher through the pipeline's task group one
+    turn after it arrived, lands here rather than after the next object."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 def _too_large(exc: StatusError) -> bool:
