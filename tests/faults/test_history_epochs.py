@@ -135,6 +135,8 @@ async def test_a_new_server_that_accepts_the_old_rv_is_relisted_while_the_watch_
         snap = await inf.wait_for_rv(70, timeout=10)
         assert {o.name for o in snap.list()} == {"c"}
         assert snap.resource_version == 70
+        found = await inf.query("namespace", "default", min_rv=70, timeout=10)
+        assert [o.name for o in found] == ["c"]
         st = inf.statistics()
         assert st.history_resets == 1 and st.relists == 1
         # read-your-writes in the new history
@@ -168,11 +170,14 @@ async def test_a_wait_during_the_relist_after_a_reset_waits_for_the_new_history(
         await eventually(lambda: inf.statistics().stream_errors >= 1, "the cut noticed")
         await eventually(lambda: inf.statistics().watch_restarts >= 1, "the resumed watch")
         waiter = asyncio.create_task(inf.wait_for_rv(70, timeout=10))
+        query = asyncio.create_task(inf.query("namespace", "default", min_rv=70, timeout=10))
         await eventually(lambda: inf.statistics().requests >= 4, "the history check sent")
         assert not waiter.done(), "returned the old history's cache"
+        assert not query.done(), "queried the old history's cache"
         server.lists_open.set()
         snap = await waiter
         assert {o.name for o in snap.list()} == {"c"}
+        assert [o.name for o in await query] == ["c"]
         assert inf.statistics().history_resets == 1
 
 
