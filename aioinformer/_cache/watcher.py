@@ -400,6 +400,7 @@ class Watcher:
         self._resetting = False  # a history reset was detected; the relist is under way
         self._list_this_sync = False  # this sync's streaming list failed: a plain list
         self._confirmed = False  # see the confirmed property
+        self._checking = False  # the current watch's history check has been sent
         self._replaces = 0  # Replaces put into the FIFO
         self._epoch_start = 1  # the number of the Replace that starts the current history
         self._settled = asyncio.Event()  # synced, or run() ended
@@ -775,6 +776,7 @@ class Watcher:
             finally:
                 self._confirmed = False
         watch = asyncio.create_task(self._watch_once(rv), name=f"{self.name}-watch")
+        self._checking = False
         probe = asyncio.create_task(self._confirm_later(rv), name=f"{self.name}-history-check")
         try:
             await asyncio.wait((watch, probe), return_when=asyncio.FIRST_COMPLETED)
@@ -783,6 +785,13 @@ class Watcher:
                 if reset is not None:
                     raise reset
                 await asyncio.wait((watch,))
+            elif self._checking and not probe.done():
+                # a history check already sent: its answer (bounded by header_timeout and
+                # list_timeout) is counted, and a reset it finds is the news
+                await asyncio.wait((probe,))
+                reset = probe.result()
+                if reset is not None:
+                    raise reset
             return watch.result()
         finally:
             self._confirmed = False
@@ -800,6 +809,7 @@ class Watcher:
         await asyncio.sleep(CONFIRM_AFTER)
         if self._confirmed:
             return None
+        self._checking = True
         try:
             await self._check_history(rv)
         except _HistoryReset as exc:
