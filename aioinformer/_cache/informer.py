@@ -12,10 +12,11 @@ Contracts:
 * Readers never block the writer. ``informer.snapshot()`` is O(1), takes no lock and
   never awaits; a Snapshot never changes, so it can be iterated across awaits.
 * resourceVersions compare as integers. ``wait_for_rv(rv)`` returns a snapshot whose RV is
-  at least ``rv``; ``query(index, value, min_rv=...)`` combines freshness and an index;
-  ``wait_until(predicate)`` re-evaluates after every publish. The store's RV is the RV of
-  the last event, bookmark or relist applied (not the largest ever seen), so it follows the
-  server when the server's resourceVersions go backwards (see :meth:`Informer.wait_for_rv`).
+  at least ``rv``, of the server's current history (a reset of that history starts a new
+  epoch: see :meth:`Informer.wait_for_rv`); ``query(index, value, min_rv=...)`` combines
+  freshness and an index; ``wait_until(predicate)`` re-evaluates after every publish. The
+  store's RV is the RV of the last event, bookmark or relist applied (not the largest ever
+  seen), so it follows the server when the server's resourceVersions go backwards.
 * The writer never dies of one item: a batch the store fails to apply is applied again one
   item at a time, and an item that fails alone is skipped, counted (``apply_errors``) and
   logged with its key, once a harmless probe (a bookmark at the current RV) shows the store
