@@ -12,10 +12,11 @@ Contracts:
 * Readers never block the writer. ``informer.snapshot()`` is O(1), takes no lock and
   never awaits; a Snapshot never changes, so it can be iterated across awaits.
 * resourceVersions compare as integers. ``wait_for_rv(rv)`` returns a snapshot whose RV is
-  at least ``rv``; ``query(index, value, min_rv=...)`` combines freshness and an index;
-  ``wait_until(predicate)`` re-evaluates after every publish. The store's RV is the RV of
-  the last event, bookmark or relist applied (not the largest ever seen), so it follows the
-  server when the server's resourceVersions go backwards (see :meth:`Informer.wait_for_rv`).
+  at least ``rv``, of the server's current history (a reset of that history starts a new
+  epoch: see :meth:`Informer.wait_for_rv`); ``query(index, value, min_rv=...)`` combines
+  freshness and an index; ``wait_until(predicate)`` re-evaluates after every publish. The
+  store's RV is the RV of the last event, bookmark or relist applied (not the largest ever
+  seen), so it follows the server when the server's resourceVersions go backwards.
 * The writer never dies of one item: a batch the store fails to apply is applied again one
   item at a time, and an item that fails alone is skipped, counted (``apply_errors``) and
   logged with its key, once a harmless probe (a bookmark at the current RV) shows the store
@@ -283,6 +284,7 @@ class Informer(Service):
         self._delivery_pending = False
         self._delivered = 0  # seq of the last state whose changes were handed over
         self._replaced = False  # a Replace was published (the writer's view of the sync)
+        self._replaces = 0  # Replaces published (numbered as the watcher numbers them)
         self._synced = asyncio.Event()
         self._waiters: list[asyncio.Future[None]] = []  # one per waiting reader, woken by a publish
         self._applied_total = 0
@@ -441,7 +443,9 @@ class Informer(Service):
     def _published(self, batch: Sequence[Delta], changes: list[Change]) -> None:
         """After each published batch, on the writer's loop: count, tell the publish
         listeners, then deliver (see :meth:`_deliver`)."""
-        replaced = any(type(item) is Replace for item in batch)
+        replaces = sum(type(item) is Replace for item in batch)
+        replaced = replaces > 0
+        self._replaces += replaces  # (after the publish: see _in_current_history)
         synced = not self._replaced and replaced
         self._replaced = self._replaced or synced
         if replaced and self._host.process.release_memory:  # the list's transient memory
@@ -537,24 +541,52 @@ class Informer(Service):
         the bound. What that promises is said at :meth:`wait_for_rv`."""
         target = int(min_rv) if min_rv is not None else 0
         reader = self._reader
+        current = self._in_current_history if min_rv is not None else _always
+
+        def what() -> str:
+            have = reader.resource_version
+            if not current():
+                return f"resourceVersion {target} (have {have}, not yet confirmed current)"
+            return f"resourceVersion {target} (have {have})"
+
         await self._wait(
-            lambda: reader.resource_version >= target and self._within_bound(),
+            lambda: reader.resource_version >= target and self._within_bound() and current(),
             timeout,
-            lambda: f"resourceVersion {target} (have {reader.resource_version})",
+            what,
         )
 
+    def _in_current_history(self) -> bool:
+        """Whether the published state is known to belong to the server's current history:
+        the watcher has confirmed its position (:attr:`Watcher.confirmed`) and the Replace
+        that started that history (:attr:`Watcher.epoch_start`) has been published."""
+        watcher = self._watcher
+        return watcher.confirmed and self._replaces >= watcher.epoch_start
+
     async def wait_for_rv(self, rv: int | str, timeout: float | None = None) -> Snapshot:
-        """A snapshot whose resource_version is at least ``rv``.
+        """A snapshot whose resource_version is at least ``rv``, of the server's current
+        history.
 
         The promise: the snapshot returned reflects the server's state as of resourceVersion
-        ``rv`` or later *in the history the store follows now*: every write the server had
-        committed by ``rv`` is in it (read-your-writes for the RV a write returned). The
-        store's RV is the RV of the last item applied, so when the server's history is reset
-        (an etcd restore, a new server at the same address: its resourceVersions start
-        again lower) the relist brings the store's RV down with it, and a wait for ``rv``
-        waits until the new history reaches ``rv``. An ``rv`` from before the reset is then
-        satisfied by the new history's number, which says nothing about the old write: a
-        restore may have lost it. Across a reset, wait for RVs the new server returned.
+        ``rv`` or later *in the server's current history*: every write the server had
+        committed by ``rv`` is in it (read-your-writes for the RV a write returned).
+
+        Resets start a new epoch. When the server's history is reset (an etcd restore, a
+        new server at the same address: its resourceVersions start again lower), the
+        relist brings the store's RV down with it, and a wait for ``rv`` waits until the
+        new history reaches ``rv``: the old history's numbers never satisfy a wait. To
+        know which history it holds, a freshness wait with an RV returns only a state the
+        watcher has confirmed to be current (:attr:`Watcher.confirmed
+        <aioinformer._cache.watcher.Watcher.confirmed>`): from the moment a watch ends
+        (dropped, cut, timed out) until the next watch brings an event or bookmark, or a
+        history check (a one-item list, :data:`~aioinformer._cache.watcher.CONFIRM_AFTER`
+        s into a quiet watch) finds the server at or past the cache's RV, such a wait
+        waits, even for an RV the cache has passed; once a reset is found, it waits for
+        the relist. The limits: a reset under a watch that stays open and silent is found
+        when that watch ends (its ``timeoutSeconds``, or the idle watchdog); a new history
+        that has already passed the cache's RV cannot be told from the old one. An ``rv``
+        from before a reset is satisfied by the new history's number, which says nothing
+        about the old write (a restore may have lost it): across a reset, wait for RVs the
+        new server returned.
         """
         await self.wait_fresh(rv, timeout)
         return self.snapshot()
@@ -769,6 +801,10 @@ class Informer(Service):
             handlers=tuple(self._dispatcher.statistics()),
             pipeline=self.pipeline,
         )
+
+
+def _always() -> bool:
+    return True
 
 
 def _compacting(transform: Transform | None) -> Transform:

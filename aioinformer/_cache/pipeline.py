@@ -20,8 +20,14 @@ Contract of every host:
 
 * :meth:`~PipelineHost.run` runs ``main()`` on the host and returns its result (or raises
   its exception) on the caller's loop. Cancelling the caller cancels ``main()``, and
-  ``run`` returns (raising the cancellation) only once ``main()`` has ended: nothing of an
-  informer outlives its ``run``.
+  ``run`` returns (raising the cancellation) once ``main()`` has ended: nothing of an
+  informer outlives its ``run``. **Stops are bounded**: on a :class:`ThreadHost`, a
+  ``main()`` that has not ended :data:`STOP_TIMEOUT` seconds after its cancellation (a
+  transform or an index function stuck in one call: the pipeline's own code yields
+  between objects) is abandoned, with a WARNING naming it and the function its thread is
+  in; ``run`` raises the cancellation, and :meth:`ThreadHost.aclose` then returns at once,
+  leaving the daemon thread to end when that call returns. (On a :class:`LoopHost` a
+  blocked call blocks the caller's loop itself: nothing can bound that.)
 * :meth:`~PipelineHost.call` runs a function on the host soon (thread-safe, never blocks);
   :meth:`~PipelineHost.submit` runs a coroutine there and awaits it from the caller's
   loop; :meth:`~PipelineHost.notify` runs a function on the caller's loop (from the host).
@@ -39,22 +45,31 @@ import asyncio
 import concurrent.futures
 import contextlib
 import selectors
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, cast
 
 from aioinformer._cache.process import SWITCH, ProcessSettings
 from aioinformer._client.rest import RestClient
+from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError
 
 __all__ = [
     "MAX_SKIPPED_POLLS",
+    "STOP_TIMEOUT",
     "THREAD_PREFIX",
     "Adoptable",
     "LoopHost",
     "PipelineHost",
     "ThreadHost",
 ]
+
+STOP_TIMEOUT = 5.0
+"""Seconds a cancelled pipeline may take to end before it is abandoned (see the module
+docstring): the longest a factory's exit waits for its pipeline thread."""
+
+_WHERE_FRAMES = 4  # frames of the stuck thread's stack a WARNING shows, innermost first
 
 ORPHAN_CHECK = 1.0
 """Seconds between the pipeline thread's checks that the caller's loop still runs."""
@@ -71,6 +86,8 @@ RESOLVER_PREFIX = "aioinformer-resolver-"
 MAX_SKIPPED_POLLS = 64
 """While callbacks are ready, the pipeline loop skips this many zero-timeout polls in a
 row at most before it polls for I/O anyway."""
+
+log = logs.logger("aioinformer.pipeline")
 
 _T = TypeVar("_T")
 _A = TypeVar("_A", bound="Adoptable")
@@ -250,6 +267,7 @@ class ThreadHost:
         self._clients: dict[int, tuple[RestClient, RestClient]] = {}  # id(source) -> pair
         self._remotes: set[_Remote] = set()  # started by run(), not ended yet
         self._lock = threading.Lock()  # (ended and _remotes, between the two threads)
+        self._abandoned = False  # a cancelled pipeline outlived STOP_TIMEOUT
         self.ended = False
         """Whether the thread has ended (its loop is closed)."""
 
@@ -305,20 +323,53 @@ class ThreadHost:
                 remote.future.add_done_callback(lambda _f: self._forget(remote))
                 self.call(lambda: self._start_remote(remote))
         waiter = asyncio.wrap_future(remote.future)
+        waiter.add_done_callback(_read)  # (an outcome that comes after we left is read)
         cancelled = False
+        deadline: float | None = None
         while not waiter.done():
             try:
-                await asyncio.shield(waiter)
+                async with asyncio.timeout_at(deadline):
+                    await asyncio.shield(waiter)
             except asyncio.CancelledError:
-                if not waiter.done():
+                if not waiter.done() and not cancelled:
                     cancelled = True
                     self.call(remote.cancel)
+                    deadline = asyncio.get_running_loop().time() + STOP_TIMEOUT
+            except TimeoutError:  # cancelled STOP_TIMEOUT ago, and still running
+                self._abandon(name)
+                raise asyncio.CancelledError from None
             except Exception:  # main()'s own exception: raised below
                 pass
         if cancelled:
             raise asyncio.CancelledError
         result: _T = waiter.result()
         return result
+
+    def _abandon(self, name: str) -> None:
+        """``name`` did not end within :data:`STOP_TIMEOUT` s of its cancellation: say
+        where the thread is, and leave it (it ends when that call returns)."""
+        self._abandoned = True
+        log.warning(
+            "%s: the pipeline %s did not end within %g s of its cancellation; abandoned "
+            "(its thread is in %s, and ends when that returns)",
+            self.name,
+            name,
+            STOP_TIMEOUT,
+            self._where(),
+        )
+
+    def _where(self) -> str:
+        """The function the thread is running now, and where."""
+        thread = self._thread
+        frame = sys._current_frames().get(thread.ident) if thread and thread.ident else None
+        if frame is None:
+            return "an unknown place"
+        stack: list[str] = []
+        while frame is not None and len(stack) < _WHERE_FRAMES:
+            code = frame.f_code
+            stack.append(f"{code.co_name}() at {code.co_filename}:{frame.f_lineno}")
+            frame = frame.f_back
+        return ", called from ".join(stack)
 
     def _start_remote(self, remote: _Remote) -> None:
         """On the host's loop: start ``remote``, unless the host is stopping (its tasks
@@ -366,12 +417,22 @@ class ThreadHost:
     async def aclose(self) -> None:
         """End the thread: every pipeline still running on it is cancelled (its
         :meth:`run` raises :class:`~aioinformer.ClosedError`), its HTTP sessions closed,
-        its loop closed; returns once the thread has ended. Idempotent; harmless before
-        the first pipeline."""
+        its loop closed; returns once the thread has ended, or after :data:`STOP_TIMEOUT`
+        seconds (at once if a pipeline was abandoned already), leaving a stuck daemon
+        thread to end by itself (logged). Idempotent; harmless before the first
+        pipeline."""
         if self._thread is None or self._ended is None:
             return
         self.call(self._request_stop)
-        await asyncio.shield(self._ended)
+        timeout = 0.0 if self._abandoned else STOP_TIMEOUT
+        if not self._ended.done():
+            try:
+                async with asyncio.timeout(timeout):
+                    await asyncio.shield(self._ended)
+            except TimeoutError:
+                if not self._abandoned:
+                    self._abandon("(the host itself)")
+                return
         self._thread.join()
 
     # -- the thread --------------------------------------------------------------------------
@@ -425,6 +486,11 @@ class ThreadHost:
             ended = self._ended
             if ended is not None:
                 self.notify(lambda: _settle(ended))
+
+
+def _read(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _settle(future: asyncio.Future[None]) -> None:

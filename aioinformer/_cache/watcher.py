@@ -9,8 +9,12 @@ ped, or the FIFO is closed. Recovery:
   ``sendInitialEvents=true`` whose initial events are buffered until the bookmark annotated
   ``k8s.io/initial-events-end``, pushed as ONE Replace at its RV, the stream then going on
   as a watch. A 422 (WatchList gate off), or no end bookmark within
-  ``initial_events_timeout`` (a server that ignores ``sendInitialEvents``), falls back to
-  list+watch for good, logged once.
+  ``initial_events_timeout`` or after :data:`INITIAL_EVENTS_QUIET` seconds without a line
+  (a server that ignores ``sendInitialEvents``), falls back to list+watch for good,
+  logged once. One streaming attempt per sync: any other failure
+  before the end bookmark (a stream that ends or is cut, as a proxy's or a server's that
+  ignores ``sendInitialEvents`` does, an error) makes the sync's next attempt, after the
+  backoff, a plain list; the next sync (a relist) streams again.
 * **Paged lists**: a continue token that expires before the list is done (a list slower
   than the server's compaction) is followed at once by one unpaged list (client-go's
   ``FullListIfExpired``); only if that fails too does the watcher back off. A continue token
@@ -131,6 +135,18 @@ _MAX_RETRY_AFTER = 300.0  # a bogus Retry-After must not park a watcher for hour
 _SHORT_WATCH = 1.0
 _LOUD_ERRORS = frozenset({401, 403, 404})
 _MAX_ERROR_TEXT = 2000  # last_error keeps this much of a message
+TRANSFORM_SLICE = 0.01
+"""Seconds of transform work after which the watcher lets the loop run (a cancellation
+point between two objects: a stop waits for the object being transformed, never for the
+rest of a list or of a read)."""
+INITIAL_EVENTS_QUIET = 5.0
+"""Seconds a streaming list may send nothing before its initial-events-end bookmark (at
+most ``initial_events_timeout``): kube-apiserver sends its initial events at once, and the
+bookmark right after them once its cache has caught up (it waits 3 s at most for that),
+so a stream quiet for longer comes from a server that ignores ``sendInitialEvents``."""
+CONFIRM_AFTER = 0.2
+"""Seconds a resumed watch may go without a valid event or bookmark before the watcher
+checks the server's history with a one-item list (see :attr:`Watcher.confirmed`)."""
 
 
 class _HistoryReset(Exception):
@@ -268,7 +284,9 @@ class WatchOptions:
     keeps open."""
     initial_events_timeout: float = 60.0
     """Seconds a streaming list may wait for its initial-events-end bookmark before the
-    watcher falls back to list+watch (raise it for collections that take longer to stream)."""
+    watcher falls back to list+watch (raise it for collections that take longer to stream).
+    A stream that sends nothing for :data:`INITIAL_EVENTS_QUIET` seconds before that
+    bookmark falls back sooner."""
     too_large_rv_retries: int = 3
     """Watches in a row answered 504 "Too large resource version" after which the watcher
     takes the server's history as reset and relists at RV ""."""
@@ -383,6 +401,11 @@ class Watcher:
         self._relists_in_a_row = 0  # 410s and history resets since the last healthy run
         self._too_large_in_a_row = 0  # watches answered 504 ResourceVersionTooLarge
         self._resetting = False  # a history reset was detected; the relist is under way
+        self._list_this_sync = False  # this sync's streaming list failed: a plain list
+        self._confirmed = False  # see the confirmed property
+        self._checking = False  # the current watch's history check has been sent
+        self._replaces = 0  # Replaces put into the FIFO
+        self._epoch_start = 1  # the number of the Replace that starts the current history
         self._settled = asyncio.Event()  # synced, or run() ended
         self._task: asyncio.Task[Any] | None = None
         self._stop_requested = False
@@ -405,6 +428,23 @@ class Watcher:
     def has_synced(self) -> bool:
         """Whether the first Replace has been pushed into the FIFO."""
         return self._stats.has_synced
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether what the watcher pushed is known to belong to the server's current
+        history: True from a Replace, or from a valid event or bookmark of the watch, or a
+        history check that found the server at or past the watch's RV, until that watch
+        ends (any way) or a reset of the history is found. A resumed watch is confirmed by
+        its first event or bookmark, else by a history check after :data:`CONFIRM_AFTER`
+        seconds. (Read from any thread.)"""
+        return self._confirmed
+
+    @property
+    def epoch_start(self) -> int:
+        """The number (1, 2, ...) of the Replace that starts the server's current history
+        as far as this watcher knows: each reset found sets it to the next Replace's (the
+        relist's). Replaces are numbered in the order they are put into the FIFO."""
+        return self._epoch_start
 
     def statistics(self) -> WatcherStatistics:
         """A copy of the counters (see :class:`WatcherStatistics`)."""
@@ -510,9 +550,12 @@ class Watcher:
         return delay
 
     def _on_history_reset(self, why: str) -> float:
-        """The server's history went backwards: relist from RV "" (logged once)."""
+        """The server's history went backwards: relist from RV "" (logged once); the
+        relist's Replace starts the new history (:attr:`epoch_start`)."""
         self._stats.history_resets += 1
         self._resetting = True
+        self._confirmed = False
+        self._epoch_start = self._replaces + 1
         delay = self._relist_delay(None)
         log.warning(
             "%s: the server's resourceVersion went backwards: %s; its history was reset (an "
@@ -575,29 +618,43 @@ class Watcher:
     # -- list ---------------------------------------------------------------------------------
 
     async def _sync(self) -> None:
-        if self.streaming_list:
+        if self.streaming_list and not self._list_this_sync:
+            replaces = self._replaces
             try:
                 await self._watch("", initial=True)
                 return
-            except StatusError as exc:
-                if exc.code != 422:
+            except Exception as exc:
+                if self._replaces != replaces:
+                    raise  # synced: the stream went on as a watch, and that failed
+                if isinstance(exc, StatusError) and exc.code == 422:
+                    self.streaming_list = False
+                    log.warning(
+                        "%s: the server does not support streaming lists (%s); using list+watch",
+                        self.name,
+                        exc,
+                    )
+                elif isinstance(exc, _NoInitialEventsEnd):
+                    self.streaming_list = False
+                    log.warning("%s: %s; using list+watch", self.name, exc)
+                else:
+                    # one streaming attempt per sync: whatever ended it before its
+                    # bookmark (a proxy ending streams, a server that ignores
+                    # sendInitialEvents, a cut, an error), the sync goes on by a plain list
+                    self._list_this_sync = True
+                    log.warning(
+                        "%s: the streaming list failed before its %s bookmark; this sync "
+                        "lists instead",
+                        self.name,
+                        _INITIAL_EVENTS_END,
+                    )
                     raise
-                self.streaming_list = False
-                log.warning(
-                    "%s: the server does not support streaming lists (%s); using list+watch",
-                    self.name,
-                    exc,
-                )
-            except _NoInitialEventsEnd as exc:
-                self.streaming_list = False
-                log.warning("%s: %s; using list+watch", self.name, exc)
         items, list_rv = await self._list()
         try:
             rv = parse_resource_version(list_rv)
         except DecodeError as exc:
             raise DecodeError(f"{self._where('list')}: list {exc}") from None
         if self._transform is not None:
-            items = [t for o in items if (t := self._apply(o)) is not None]
+            items = await self._transform_list(items)
         if 0 <= rv < self._seen and not self._resetting:
             self._stats.history_resets += 1
             log.warning(
@@ -608,6 +665,7 @@ class Watcher:
                 rv,
                 self._seen,
             )
+            self._epoch_start = self._replaces + 1
         self._replace(items, list_rv, rv)
         self._after_list = True
 
@@ -660,9 +718,41 @@ class Watcher:
             seen.add(next_)
             continue_ = next_
 
+    async def _transform_list(self, items: list[KubeObject]) -> list[KubeObject]:
+        """The transform over a listed page set, with a cancellation point between objects
+        every :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
+        out: list[KubeObject] = []
+        clock = time.monotonic
+        due = clock() + TRANSFORM_SLICE
+        for done, obj in enumerate(items, 1):
+            if (t := self._apply(obj)) is not None:
+                out.append(t)
+            if clock() >= due:
+                try:
+                    await _turns()
+                except asyncio.CancelledError:
+                    self._abandoned("a list", done, len(items))
+                    raise
+                due = clock() + TRANSFORM_SLICE
+        return out
+
+    def _abandoned(self, what: str, done: int, total: int) -> None:
+        log.info(
+            "%s: stopped while transforming %s: %d of %d objects transformed, %d abandoned "
+            "(a stop waits for one object's transform at most)",
+            self.name,
+            what,
+            done,
+            total,
+            total - done,
+        )
+
     def _replace(self, objects: list[KubeObject], rv_text: str, rv: int) -> None:
         now = self._clock()
         self._fifo.put_nowait(Replace(objects, rv, now))
+        self._replaces += 1
+        self._confirmed = True
+        self._list_this_sync = False
         stats = self._stats
         stats.lists += 1
         if stats.has_synced:
@@ -679,7 +769,73 @@ class Watcher:
     # -- watch --------------------------------------------------------------------------------
 
     async def _watch(self, rv: str, *, initial: bool = False) -> None:
-        """One watch request, until the server closes it cleanly (errors raise)."""
+        """One watch request, until the server closes it cleanly (errors raise). A resumed
+        watch (not the first after a Replace) is not confirmed yet: unless it brings a
+        valid event or bookmark within :data:`CONFIRM_AFTER` seconds, a history check runs
+        beside it, and a reset it finds ends the watch at once."""
+        if initial or self._confirmed:
+            try:
+                return await self._watch_once(rv, initial=initial)
+            finally:
+                self._confirmed = False
+        watch = asyncio.create_task(self._watch_once(rv), name=f"{self.name}-watch")
+        self._checking = False
+        probe = asyncio.create_task(self._confirm_later(rv), name=f"{self.name}-history-check")
+        try:
+            await asyncio.wait((watch, probe), return_when=asyncio.FIRST_COMPLETED)
+            if not watch.done():
+                reset = probe.result()
+                if reset is not None:
+                    raise reset
+                await asyncio.wait((watch,))
+            elif self._checking and not probe.done():
+                # a history check already sent: its answer (bounded by header_timeout and
+                # list_timeout) is counted, and a reset it finds is the news
+                await asyncio.wait((probe,))
+                reset = probe.result()
+                if reset is not None:
+                    raise reset
+            return watch.result()
+        finally:
+            self._confirmed = False
+            for task in (watch, probe):
+                task.cancel()
+            await asyncio.wait((watch, probe))
+            for task in (watch, probe):  # (every outcome read: none is reported unread)
+                if not task.cancelled():
+                    task.exception()
+
+    async def _confirm_later(self, rv: str) -> _HistoryReset | None:
+        """Beside a resumed watch: after :data:`CONFIRM_AFTER` seconds without a valid
+        event or bookmark, check the server's history; the reset found, if any. A check
+        that fails is counted and logged; the watch goes on, unconfirmed."""
+        await asyncio.sleep(CONFIRM_AFTER)
+        if self._confirmed:
+            return None
+        self._checking = True
+        try:
+            await self._check_history(rv)
+        except _HistoryReset as exc:
+            return exc
+        except StatusError as exc:
+            self._count(exc.code)
+            self._note(exc)
+            log.warning("%s: history check: %s; the watch goes on", self.name, str(exc))
+            return None
+        except (TransportError, DecodeError) as exc:
+            self._stats.stream_errors += 1
+            self._note(exc)
+            log.warning("%s: history check: %s; the watch goes on", self.name, str(exc))
+            return None
+        if not self._confirmed:
+            self._confirmed = True
+            # (a bookmark where the watcher already is: the writer publishes, which wakes
+            # the freshness waits held until now)
+            self._fifo.put_nowait(Bookmark(self._seen, self._clock()))
+        return None
+
+    async def _watch_once(self, rv: str, *, initial: bool = False) -> None:
+        """One watch request (see :meth:`_watch`)."""
         timeout = max(1, round(random.uniform(self.min_watch_timeout, self.max_watch_timeout)))
         started = asyncio.get_running_loop().time()
         valid_before = self._stats.events_total + self._stats.bookmarks
@@ -699,11 +855,17 @@ class Watcher:
         # and what it produces goes to the FIFO once per read (see _queue)
         stats, transform = self._stats, self._transform
         delta_types, decode = _DELTA_TYPES, getattr(self._lw, "decode_event", decode_event)
-        limit = asyncio.timeout(self.options.initial_events_timeout if initial else None)
+        loop = asyncio.get_running_loop()
+        hard = loop.time() + self.options.initial_events_timeout
+        quiet = min(INITIAL_EVENTS_QUIET, self.options.initial_events_timeout)
+        limit = asyncio.timeout_at(min(hard, loop.time() + quiet) if initial else None)
+        clock, due = time.monotonic, 0.0  # (a cancellation point when a transform is slow)
         try:
             async with limit, contextlib.aclosing(reads):
                 async for lines in reads:
                     now = stats.last_event_at = self._clock()  # one read, one receive time
+                    if buffer is not None:  # (initial events: the quiet bound starts again)
+                        limit.reschedule(min(hard, loop.time() + quiet))
                     queued: list[Delta] = []
                     put = queued.append
                     last: KubeObject | None = None  # the last object queued, to advance to
@@ -738,6 +900,10 @@ class Watcher:
                                     position = obj.rv
                                 continue
                             events += 1
+                            if transform is not None and clock() >= due:
+                                if due:
+                                    await self._pause(buffer is not None, events - 1, len(lines))
+                                due = clock() + TRANSFORM_SLICE
                             if buffer is not None:
                                 if dtype is ChangeType.DELETED:
                                     buffer.pop(obj.key, None)
@@ -759,6 +925,12 @@ class Watcher:
         except TimeoutError:
             if not limit.expired():
                 raise
+            if loop.time() < hard:
+                raise _NoInitialEventsEnd(
+                    f"{self._where('watch')}: the streaming list sent nothing for {quiet:g} s "
+                    f"and no {_INITIAL_EVENTS_END} bookmark (does the server ignore "
+                    "sendInitialEvents?)"
+                ) from None
             raise _NoInitialEventsEnd(
                 f"{self._where('watch')}: the streaming list sent no {_INITIAL_EVENTS_END} "
                 f"bookmark within {self.options.initial_events_timeout:g} s (does the server "
@@ -769,7 +941,7 @@ class Watcher:
                 "watch", f"the streaming list ended before its {_INITIAL_EVENTS_END} bookmark"
             )
         valid = stats.events_total + stats.bookmarks - valid_before
-        if not valid and not initial:
+        if not valid and not initial and not self._confirmed:
             await self._check_history(rv)
         if asyncio.get_running_loop().time() - started < _SHORT_WATCH:
             # a watch the server (or a proxy) ends at once is not worth resuming at once:
@@ -780,6 +952,16 @@ class Watcher:
                 "watch",
                 f"very short watch (closed within {_SHORT_WATCH:g} s, {valid} valid events{but})",
             )
+
+    async def _pause(self, initial: bool, done: int, total: int) -> None:
+        """A cancellation point in a read of a watch whose transform has worked for
+        :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
+        try:
+            await _turns()
+        except asyncio.CancelledError:
+            what = "a streaming list's initial events" if initial else "a read of a watch"
+            self._abandoned(what, done, total)
+            raise
 
     async def _check_history(self, rv: str) -> None:
         """After a watch that saw nothing: a one-item list tells the server's current
@@ -805,6 +987,7 @@ class Watcher:
         if last is not None:
             self._rv = self._stats.last_rv = last.metadata.resource_version
             self._seen = last.rv
+            self._confirmed = True
             self._progress()
 
     def _transport_error(self, verb: str, message: str) -> TransportError:
@@ -865,6 +1048,14 @@ class Watcher:
 
 
 _NO_DIGITS = str.maketrans("", "", "0123456789")
+
+
+async def _turns() -> None:
+    """A cancellation point: two turns of the loop, so that the cancellation of an
+    informer's pipeline, which reaches its watcher through the pipeline's task group one
+    turn after it arrived, lands here rather than after the next object."""
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
 
 
 def _too_large(exc: StatusError) -> bool:
