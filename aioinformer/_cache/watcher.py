@@ -18,10 +18,13 @@ ped, or the FIFO is closed. Recovery:
 * **Paged lists**: a continue token that expires before the list is done (a list slower
   than the server's compaction) is followed at once by one unpaged list (client-go's
   ``FullListIfExpired``); only if that fails too does the watcher back off. A continue token
-  sent twice, more than ``max_list_pages`` pages, or one page body over ``max_list_bytes``
-  fail the list (no server can make a list loop or grow without bound: a whole list is at
-  most ``max_list_pages`` pages of at most ``max_list_bytes`` each, and a large cluster's
-  list is never refused for its total size).
+  sent twice, more than ``max_list_pages`` pages, or a page body over its limit fail the
+  list (no server can make a list loop or grow without bound). Each response's limit
+  follows what it may keep
+  (:meth:`~aioinformer._client.listwatch.ListWatch.body_limit`: 64 KiB per item asked
+  for; an unpaged list twice the largest whole list read), never more than
+  ``max_list_bytes``; a page over its limit makes the next pages ask for fewer items, so a
+  large cluster's list is never refused for its total size.
 * **Watch** from the last RV with bookmarks and ``timeoutSeconds`` drawn from
   [``min_watch_timeout``, ``max_watch_timeout``]: ADDED/MODIFIED/DELETED become
   :class:`ObjectDelta` ADDED/UPDATED/DELETED, BOOKMARK a :class:`Bookmark`; all advance the RV.
@@ -271,10 +274,11 @@ class WatchOptions:
     list_timeout: float = DEFAULT_LIST_TIMEOUT
     """Seconds one list page may take in all."""
     max_list_bytes: int = DEFAULT_MAX_LIST_BYTES
-    """The largest list response body accepted (decompressed: a gzip bomb or a body that
-    never ends stops there). It bounds each page, not the list: a paged list may be
-    ``max_list_pages`` pages of this size. An unpaged list (``page_size`` 0, or the one
-    list that follows an expired continue token) is one body, bounded by this alone."""
+    """The hard cap on one list response body (decompressed). Each response has a
+    smaller limit of its own that follows what it may keep (``ListWatch.body_limit``: 64
+    KiB per item a page asked for, at least one ``max_line_bytes`` object; an unpaged list
+    256 MiB or twice the largest whole list read), so a gzip bomb or a body that never
+    ends costs about that, not this. It bounds each page, not the list."""
     max_list_pages: int = 10_000
     """The most pages one list may have (a server that pages for ever fails the list)."""
     max_line_bytes: int = 16 * 1024 * 1024
@@ -626,7 +630,13 @@ class Watcher:
             except Exception as exc:
                 if self._replaces != replaces:
                     raise  # synced: the stream went on as a watch, and that failed
-                if isinstance(exc, StatusError) and exc.code == 422:
+                unsupported = isinstance(exc, StatusError) and exc.code == 422
+                if unsupported or isinstance(exc, _NoInitialEventsEnd):
+                    # a fallback for good is a failure too: counted and noted (the others
+                    # are re-raised, and counted where every sync failure is)
+                    self._stats.stream_errors += 1
+                    self._note(exc)
+                if unsupported:
                     self.streaming_list = False
                     log.warning(
                         "%s: the server does not support streaming lists (%s); using list+watch",

@@ -300,6 +300,8 @@ async def test_streaming_list_falls_back_to_list_when_the_gate_is_off(
         fallbacks = [r for r in caplog.records if "does not support streaming lists" in r.msg]
         assert len(fallbacks) == 1  # logged once, not at every relist
         assert w.statistics().errors_by_code.get(422) is None
+        st = w.statistics()  # counted once too, and named
+        assert st.stream_errors == 1 and "422" in st.last_error, st
 
 
 # -- resume, relist -----------------------------------------------------------------------------

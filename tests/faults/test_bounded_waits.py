@@ -124,6 +124,8 @@ async def test_a_streaming_list_whose_server_ignores_send_initial_events_falls_b
             assert sorted(o.key for o in inf.snapshot().list()) == ["default/a", "default/b"]
             assert inf.snapshot().resource_version == 10  # the list's
             await eventually(lambda: len(server.of("watch")) == 2, "the watch after the list")
+            st = inf.statistics()  # the fallback is counted and named, as every failure is
+            assert st.stream_errors == 1 and "initial-events-end" in st.last_error, st
     streaming = [s for s in server.of("watch") if s.query.get("sendInitialEvents")]
     assert len(streaming) == 1 and len(server.of("list")) == 1
     logged = [r.getMessage() for r in caplog.records if "using list+watch" in r.getMessage()]
