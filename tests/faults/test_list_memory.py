@@ -114,15 +114,17 @@ async def test_a_watch_without_headers_fails_within_the_idle_timeout() -> None:
     assert "no response headers within 0.5 s" in inf.statistics().last_error
 
 
-async def test_a_watch_line_that_never_ends_ends_the_watch() -> None:
-    """A watch answered with bytes that never make a line: once it is 64 MiB (4 times
-    ``max_line_bytes`` if more) the watch fails (counted), instead of skipping the line
-    until the watch's deadline, ``timeoutSeconds`` + 30 s later."""
+@pytest.mark.parametrize("handler", [endless, bomb], ids=["endless-line", "gzip-bomb"])
+async def test_a_watch_line_that_never_ends_ends_the_watch(handler: object) -> None:
+    """A watch answered with bytes that never make a line (plain, or a gzip bomb: the
+    limit applies to what is decompressed): once it is 64 MiB (4 times ``max_line_bytes``
+    if more) the watch fails (counted), instead of skipping the line until the watch's
+    deadline, ``timeoutSeconds`` + 30 s later, or reading all 4 GiB of the bomb."""
     served = list_body([pod("a", 5)], 5)
 
     async def handle(request: web.Request) -> web.StreamResponse:
         if request.query.get("watch"):
-            return await endless(request)
+            return await handler(request)  # type: ignore[operator,no-any-return]
         return web.Response(body=served, content_type="application/json")
 
     opts = WatchOptions(max_line_bytes=64 << 10, backoff_initial=0.05, backoff_jitter=0.0)
