@@ -5,13 +5,29 @@ concurrency (a write carries the resourceVersion it read; a stale one gets 409 C
 second create 409 AlreadyExists) is the only coordination: no candidate trusts another's
 clock or its own guess about the others.
 
-Contract (the semantics of client-go's ``tryAcquireOrRenew``):
+Contract (the semantics of client-go's ``tryAcquireOrRenew``, made safe where it is not):
 
 * A candidate may take the lease when it does not exist, when ``holderIdentity`` is empty
   (released), when it names this candidate, or when the lease has *expired by the local
-  clock*: the record (holder, times, duration, transitions) has not changed for
+  clock*: the record (holder, instance, times, duration, transitions) has not changed for
   ``leaseDurationSeconds`` since this candidate first observed it (``observedTime``).
   ``renewTime`` written by others is never compared with the local clock.
+* A Lease that disappears (``kubectl delete lease``) is no news from its holder: a
+  candidate that last saw it held by another waits until that record would have expired by
+  its own clock before it creates the Lease, while the holder re-creates it at its next
+  renewal and leads on. A holder that finds its Lease taken (another create or write came
+  first) stops leading at once, without waiting for its renew deadline.
+* "This candidate" is an identity *and* an instance: each elector writes a token of its
+  own next to ``holderIdentity`` (the ``coordination.aioinformer.dev/instance``
+  annotation). A record naming this identity with another instance is another
+  candidate's: taken only once expired (a restarted process waits ``lease_duration`` for
+  its predecessor's record, unless that one released it), and when such a record is
+  renewed while this one watches, two live candidates share the identity: this one does
+  not lead while the other holds the Lease, and says so once at ERROR, naming the
+  identity.
+* A renewal counts only when the server answered with that Lease as written: a 2xx whose
+  body is another object, another name, another holder, no resourceVersion, the old
+  resourceVersion or not JSON is a failed attempt (:class:`~aioinformer.TransportError`).
 * Taking the lease from another holder increments ``leaseTransitions`` and sets
   ``acquireTime``; renewing keeps both. ``acquireTime``/``renewTime`` are MicroTime
   (RFC 3339, exactly 6 fractional digits, ``Z``).
@@ -30,7 +46,13 @@ Contract (the semantics of client-go's ``tryAcquireOrRenew``):
 Limits: as in client-go this is not fencing. Work a leader started keeps running until the
 code reacts to :attr:`~LeaderElector.leadership_lost`; a process paused longer than
 ``lease_duration - renew_deadline`` between checking :attr:`~LeaderElector.is_leader` and
-acting on it can still act late. Identities must be unique among live candidates.
+acting on it can still act late. A candidate that has never seen the Lease (it just
+started) and finds it missing creates it and leads at once, as client-go does, since a
+first deployment has no Lease: if the Lease was deleted under a live leader less than
+``retry_period`` before, both count as leader until that leader's next renewal finds the
+Lease taken (at most ``retry_period`` and one request later). A third party that writes
+an empty holder into a live leader's Lease is taken at its word (a release), with the same
+bound.
 """
 
 from __future__ import annotations
@@ -40,14 +62,14 @@ import logging
 import math
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
 import aiohttp
 
 from aioinformer._client.rest import ApiClientLike, RestClient
-from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time, new_instance
 from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, AlreadyExists, ConfigError, Conflict
 from aioinformer._core.service import Service
@@ -162,7 +184,8 @@ class LeaderElector(Service):
         name: the Lease's name, the same for every candidate.
         namespace: the Lease's namespace.
         identity: this candidate's ``holderIdentity``; unique among live candidates (the
-            pod's name).
+            pod's name): a second live candidate with it is detected (ERROR) and does not
+            lead while this one holds the Lease.
         lease_duration: seconds others wait, from when they last saw the Lease change,
             before they may take it (written as ``ceil(lease_duration)``).
         renew_deadline: seconds after the start of its last successful renewal that a
@@ -228,6 +251,8 @@ class LeaderElector(Service):
         self._observed_time = -math.inf
         self._renewed = -math.inf  # clock() when the last successful write started
         self._reported = ""
+        self._instance = new_instance()
+        self._duplicates: set[str] = set()  # other instances of this identity, logged
         self._scopes: set[Callable[[], None]] = set()
 
     # -- state ---------------------------------------------------------------------------------
@@ -333,7 +358,7 @@ class LeaderElector(Service):
 
     async def _try_acquire_or_renew(self) -> bool:
         now = micro_time()
-        record = LeaseRecord(self.identity, self._duration_s, now, now, 0)
+        record = LeaseRecord(self.identity, self._duration_s, now, now, 0, self._instance)
         old = self._observed
         # 1. fast path: the leader updates optimistically with the record it last wrote
         if old is not None and self._lease is not None and self._holds() and self._valid():
@@ -347,13 +372,14 @@ class LeaderElector(Service):
         # 2. read it, or create it
         lease = await self._client.get(self.name)
         if lease is None:
-            self._lease = await self._client.create(self.name, record)
-            self._observe(record)
+            # a missing Lease is no news from its holder: one seen held by another stays
+            # held until that record would have expired by this clock (a deleted Lease
+            # must not make a second leader while the first still counts itself one)
+            if self._held_by_another() and self._valid():
+                return False
+            await self._write(self._client.create(self.name, record))
             return True
-        self._lease = lease
-        current = LeaseRecord.from_lease(lease)
-        if current != self._observed:
-            self._observe(current)
+        current = self._see(lease)
         # 3. held by another and not expired by our clock
         if current.holder and self._valid() and not self._holds():
             return False
@@ -364,16 +390,54 @@ class LeaderElector(Service):
             )
         else:
             record = replace(record, transitions=current.transitions + 1)
-        self._lease = await self._client.update(lease, record)
-        self._observe(record)
+        await self._write(self._client.update(lease, record))
         return True
+
+    async def _write(self, writing: Awaitable[dict[str, Any]]) -> None:
+        """Store the Lease ``writing`` writes, or, when another write came first (a
+        conflict), learn at once who holds it now before raising."""
+        try:
+            self._lease = await writing
+        except (Conflict, AlreadyExists):
+            lease = await self._client.get(self.name)
+            if lease is not None:
+                self._see(lease)
+            raise
+        self._observe(LeaseRecord.from_lease(self._lease))
+
+    def _see(self, lease: dict[str, Any]) -> LeaseRecord:
+        """Keep ``lease`` (its resourceVersion) and observe its record if it changed."""
+        self._lease = lease
+        current = LeaseRecord.from_lease(lease)
+        if current != self._observed:
+            self._check_duplicate(current)
+            self._observe(current)
+        return current
+
+    def _check_duplicate(self, current: LeaseRecord) -> None:
+        """ERROR once per instance when a record naming this identity but another instance
+        was written while this candidate watched: another live candidate uses it."""
+        if current.holder != self.identity or current.instance == self._instance:
+            return
+        if self._observed is None or current.instance in self._duplicates:
+            return  # first sight: maybe the record of this identity's previous process
+        self._duplicates.add(current.instance)
+        log.error(
+            "lease %s/%s: another live candidate uses the identity %r (instance %s; this one "
+            "is %s): this one will not lead while that one holds the lease. Identities must "
+            "be unique among candidates (use the pod's name)",
+            self.namespace, self.name, self.identity, current.instance or "without one",
+            self._instance,
+        )  # fmt: skip
 
     async def _release(self) -> None:
         if self._lease is None or not self._holds():
             return
         try:
             async with asyncio.timeout(self.renew_deadline):
-                record = await self._client.release(self.name, self._lease, self.identity)
+                record = await self._client.release(
+                    self.name, self._lease, self.identity, self._instance
+                )
             self._observe(record)
         except FAILURES as exc:
             log.warning("lease %s/%s: release failed: %r", self.namespace, self.name, exc)
@@ -383,7 +447,11 @@ class LeaderElector(Service):
         self._observed_time = self._clock()
 
     def _holds(self) -> bool:
-        return self._observed is not None and self._observed.holder == self.identity
+        """Whether the record last observed names this candidate (identity and instance)."""
+        return self._observed is not None and self._observed.held_by(self.identity, self._instance)
+
+    def _held_by_another(self) -> bool:
+        return self._observed is not None and bool(self._observed.holder) and not self._holds()
 
     def _valid(self) -> bool:
         duration = self._observed.duration_s if self._observed else 0

@@ -15,7 +15,7 @@ Contract:
   which the owner does only after it stopped owning the shard) or unchanged for
   ``ceil(lease_duration) > renew_deadline`` seconds since that replica observed it, and
   only with a write conditional on the resourceVersion it observed. So two live replicas
-  (same clock rate, unique identities) never both own a key.
+  (same clock rate, even under one identity) never both own a key.
 * Fair share: with ``m`` live members each replica aims at ``ceil(shards / m)`` shards. Below
   it, a replica takes free or expired shards, preferring those it wins by rendezvous
   hashing of (shard, identity) among the live members, so assignments stay stable and a
@@ -27,6 +27,13 @@ Contract:
   within about one ``retry_period``; the others shed their surplus at their next balancing
   round and it acquires the released shards at its own (each round is one
   ``retry_period`` apart, plus up to 20% jitter).
+* The Leases are trusted as :mod:`aioinformer._coordination.leader` trusts its one: a
+  Lease that vanished (deleted) counts as last seen until that record would have expired
+  (its holder re-creates it at its next renewal); every answer is checked to be the Lease
+  asked for (a bogus 2xx is a failed renewal or a failed balancing round); a record
+  naming this identity with another instance (``coordination.aioinformer.dev/instance``)
+  is another replica's: a replica whose member Lease another live instance of its
+  identity renews is no member, takes no shard, and says so once at ERROR.
 * Every replica must use the same ``name``, ``namespace`` and ``shards``; a change of
   ``shards`` moves most keys.
 * ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
@@ -57,9 +64,9 @@ from typing import Any
 
 from aioinformer._client.rest import ApiClientLike, RestClient
 from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, check_timings
-from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time
+from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time, new_instance
 from aioinformer._core import logs
-from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict
+from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from aioinformer._core.service import Service
 
 __all__ = ["ShardManager", "shard_of"]
@@ -107,7 +114,8 @@ class ShardManager(Service):
             the same for every replica.
         namespace: the Leases' namespace, the same for every replica.
         identity: this replica's ``holderIdentity``; unique among live replicas (a DNS-1123
-            name, e.g. the pod's).
+            name, e.g. the pod's): a second live replica with it is detected (ERROR) and
+            takes no shard while this one renews its Leases.
         shards: the number of shards keys are hashed into, the same for every replica.
         lease_duration: seconds others wait, from when they last saw the Lease change,
             before they may take it (written as ``ceil(lease_duration)``).
@@ -177,6 +185,8 @@ class ShardManager(Service):
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
         self._published: frozenset[int] = frozenset()
+        self._instance = new_instance()
+        self._duplicates: set[str] = set()  # other instances of this identity, logged
         self._tg: asyncio.TaskGroup | None = None
 
     # -- queries -------------------------------------------------------------------------------
@@ -265,33 +275,57 @@ class ShardManager(Service):
             record = replace(held.record, renew_time=micro_time())
             try:
                 async with asyncio.timeout(left):
-                    held.lease = await self._client.update(held.lease, record)
+                    held.lease = await self._rewrite(self.shard_name(shard), held.lease, record)
                 held.record, held.renewed = record, start
                 return True
             except FAILURES as exc:
                 log.warning("shard %s: renew failed: %r", self.shard_name(shard), exc)
                 if isinstance(exc, Conflict | AlreadyExists):
-                    return False
+                    return False  # written by another: not ours any more
             left = held.renewed + self.renew_deadline - self._clock()
             await asyncio.sleep(max(0.0, min(self.retry_period, left)))
         return False
 
+    async def _rewrite(
+        self, name: str, lease: dict[str, Any], record: LeaseRecord
+    ) -> dict[str, Any]:
+        """Renew a held Lease; one that was deleted is created again by its holder (if
+        another replica created it first: AlreadyExists, the shard is lost)."""
+        try:
+            return await self._client.update(lease, record)
+        except NotFound:
+            return await self._client.create(name, record)
+
     async def _member_loop(self) -> None:
         while True:
-            now = micro_time()
-            self._member_acquired = self._member_acquired or now
-            record = LeaseRecord(self.identity, self._duration_s, self._member_acquired, now, 0)
             try:
                 async with asyncio.timeout(self.renew_deadline):
-                    lease = self._member or await self._client.get(self.member_lease)
-                    if lease is None:
-                        self._member = await self._client.create(self.member_lease, record)
-                    else:
-                        self._member = await self._client.update(lease, record)
+                    await self._renew_member()
             except FAILURES as exc:
                 log.warning("member lease %s: renew failed: %r", self.member_lease, exc)
                 self._member = None
             await asyncio.sleep(self.retry_period)
+
+    async def _renew_member(self) -> None:
+        """Renew the member Lease (read first after a failure). A member Lease that another
+        live instance of this identity holds is left alone: this replica is then no member
+        and takes no shard (see :meth:`_takeable`)."""
+        lease = self._member
+        if lease is None:
+            lease = await self._client.get(self.member_lease)
+            if lease is not None:
+                self._note(self.member_lease, LeaseRecord.from_lease(lease), self._clock())
+            if not self._takeable(self.member_lease):
+                return
+        now = micro_time()
+        self._member_acquired = self._member_acquired or now
+        record = LeaseRecord(
+            self.identity, self._duration_s, self._member_acquired, now, 0, self._instance
+        )
+        if lease is None:
+            self._member = await self._client.create(self.member_lease, record)
+        else:
+            self._member = await self._client.update(lease, record)
 
     async def _before_release(self, shards: frozenset[int]) -> None:
         """Await every ``on_release`` callback (bounded by ``renew_deadline`` in all)."""
@@ -309,7 +343,7 @@ class ShardManager(Service):
     async def _release(self, name: str, lease: dict[str, Any] | None) -> None:
         try:
             async with asyncio.timeout(self.renew_deadline):
-                await self._client.release(name, lease, self.identity)
+                await self._client.release(name, lease, self.identity, self._instance)
         except FAILURES as exc:
             log.warning("lease %s: release failed: %r", name, exc)
 
@@ -346,12 +380,17 @@ class ShardManager(Service):
         self._publish()  # stop owning the surplus before anyone can take it
         if surplus:
             await self._before_release(frozenset(surplus))
-        free = [s for s in range(self.shards) if s not in self._held and self._free(s, listed)]
+        free = [
+            s
+            for s in range(self.shards)
+            if s not in self._held and self._takeable(self.shard_name(s))
+        ]
         free.sort(key=self._preference, reverse=True)
-        take = [s for s in free if s not in surplus][: max(0, target - len(self._held))]
+        room = max(0, target - len(self._held)) if self._member is not None else 0
+        take = [s for s in free if s not in surplus][:room]  # only a member takes shards
         for s in free:  # ours on the server but not held here (a lost reply): release it
             name = self.shard_name(s)
-            mine = name in listed and self._seen[name].record.holder == self.identity
+            mine = name in listed and self._seen[name].record.held_by(self.identity, self._instance)
             if mine and s not in take and s not in surplus:
                 releases.append((name, listed[name]))
         async with asyncio.TaskGroup() as tg:
@@ -361,19 +400,38 @@ class ShardManager(Service):
                 tg.create_task(self._acquire(s, listed.get(self.shard_name(s))))
 
     def _observe_all(self, leases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Observe the listed Leases of this manager; a Lease that vanished is remembered
+        as last seen until that record would have expired (a deleted Lease is no news
+        from its holder, who may still count on it)."""
         now = self._clock()
         listed: dict[str, dict[str, Any]] = {}
         for lease in leases:
-            name = lease.get("metadata", {}).get("name", "")
+            name = lease["metadata"]["name"]
             if name.startswith(f"{self.name}-"):
                 listed[name] = lease
-                record = LeaseRecord.from_lease(lease)
-                seen = self._seen.get(name)
-                if seen is None or seen.record != record:
-                    self._seen[name] = _Seen(record, now)
+                self._note(name, LeaseRecord.from_lease(lease), now)
         for name in set(self._seen) - set(listed):
-            del self._seen[name]
+            if not self._valid(name):
+                del self._seen[name]
         return listed
+
+    def _note(self, name: str, record: LeaseRecord, now: float) -> None:
+        """Observe ``record`` in the Lease ``name`` (its time, if it changed); a change to a
+        record naming this identity with another instance means another live replica
+        uses this identity: ERROR, once per instance."""
+        seen = self._seen.get(name)
+        if seen is not None and seen.record == record:
+            return
+        self._seen[name] = _Seen(record, now)
+        foreign = record.holder == self.identity and record.instance != self._instance
+        if foreign and seen is not None and record.instance not in self._duplicates:
+            self._duplicates.add(record.instance)
+            log.error(
+                "shards %s: another live replica uses the identity %r (instance %s; this one "
+                "is %s, seen writing %s): this one takes no shard its Leases hold. "
+                "Identities must be unique among replicas (use the pod's name)",
+                self.name, self.identity, record.instance or "without one", self._instance, name,
+            )  # fmt: skip
 
     def _valid(self, name: str) -> bool:
         seen = self._seen.get(name)
@@ -383,12 +441,14 @@ class ShardManager(Service):
             and self._clock() < seen.at + seen.record.duration_s
         )
 
-    def _free(self, shard: int, listed: dict[str, dict[str, Any]]) -> bool:
-        name = self.shard_name(shard)
-        if name not in listed:
+    def _takeable(self, name: str) -> bool:
+        """Whether this replica may write the Lease ``name``: never seen held, released,
+        held by this very instance, or expired by this clock since it last changed (a
+        record naming this identity with another instance is another replica's)."""
+        seen = self._seen.get(name)
+        if seen is None or not seen.record.holder:
             return True
-        holder = self._seen[name].record.holder
-        return holder in ("", self.identity) or not self._valid(name)
+        return seen.record.held_by(self.identity, self._instance) or not self._valid(name)
 
     def _preference(self, shard: int) -> tuple[bool, int]:
         mine = _digest(f"{shard}/{self.identity}")
@@ -399,14 +459,14 @@ class ShardManager(Service):
         name = self.shard_name(shard)
         start = self._clock()
         now = micro_time()
-        record = LeaseRecord(self.identity, self._duration_s, now, now, 0)
+        record = LeaseRecord(self.identity, self._duration_s, now, now, 0, self._instance)
         try:
             async with asyncio.timeout(self.renew_deadline):
                 if lease is None:
                     written = await self._client.create(name, record)
                 else:
                     old = LeaseRecord.from_lease(lease)
-                    if old.holder == self.identity:
+                    if old.held_by(self.identity, self._instance):
                         record = replace(
                             record, acquire_time=old.acquire_time, transitions=old.transitions
                         )

@@ -1,4 +1,5 @@
-"""Freezing one replica of an in-process cluster the way SIGSTOP freezes a process.
+"""Freezing one replica of an in-process cluster the way SIGSTOP freezes a process, or
+cutting it off from the API server (:func:`cut_off`).
 
 Every replica of a test runs on the test's event loop (virtual time, talking real HTTP to
 KubeSim on the same loop). :class:`Freezer` tells their tasks apart: a task created in
@@ -20,6 +21,8 @@ import types
 from collections.abc import Coroutine, Generator, Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 _replica: contextvars.ContextVar[str | None] = contextvars.ContextVar("replica", default=None)
 
@@ -106,3 +109,19 @@ class Freezer:
                 raise
             except BaseException as exc:
                 error = exc
+
+
+def cut_off(api: Any, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Make every request through ``api`` (a kubernetes_asyncio ApiClient) wait while the
+    returned event is clear (it starts set): what a process that cannot reach the API
+    server looks like to the others."""
+    thawed = asyncio.Event()
+    thawed.set()
+    call_api = api.call_api
+
+    async def gated(*args: Any, **kwargs: Any) -> Any:
+        await thawed.wait()
+        return await call_api(*args, **kwargs)
+
+    monkeypatch.setattr(api, "call_api", gated)
+    return thawed

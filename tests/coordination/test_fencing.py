@@ -37,7 +37,7 @@ from tests.coordination.ledger import (
     ledger_objects,
     shard_lease,
 )
-from tests.coordination.proxy import LeaseStaller
+from tests.coordination.proxy import FaultProxy
 
 pytestmark = pytest.mark.looptime
 
@@ -196,7 +196,7 @@ async def test_a_replica_cut_off_from_its_renewals_stops_the_instant_its_lease_l
     ``lease_duration`` after it last saw the Lease change."""
     loop = asyncio.get_running_loop()
     async with recorded(sim, kind) as ledger, contextlib.AsyncExitStack() as stack:
-        proxy = await stack.enter_async_context(LeaseStaller(sim))
+        proxy = await stack.enter_async_context(FaultProxy(sim))
         api_a = await stack.enter_async_context(proxy.api_client())
         api_b = await stack.enter_async_context(sim.api_client())
         a, b = replica(kind, api_a, "a"), replica(kind, api_b, "b")
@@ -253,7 +253,7 @@ async def test_a_lost_lease_cancels_the_running_reconciles_at_once(sim: KubeSim,
             cancelled[key] = loop.time()
             raise
 
-    async with recorded(sim, kind), LeaseStaller(sim) as proxy:
+    async with recorded(sim, kind), FaultProxy(sim) as proxy:
         async with proxy.api_client() as api:
             a = replica(kind, api, "a", reconcile=reconcile)
             async with a.manager:

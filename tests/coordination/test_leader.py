@@ -22,6 +22,7 @@ import pytest
 from aioinformer._coordination.leader import JITTER, LeaderElector
 from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim, eventually
+from tests.coordination.freeze import cut_off
 from tests.coordination.history import (
     LeaseRequest,
     LeaseWrite,
@@ -103,21 +104,6 @@ async def sampling(sim: KubeSim, electors: list[LeaderElector]) -> AsyncIterator
         await asyncio.wait([task])
     assert sampler.samples > 20
     assert sampler.violations == []
-
-
-def freezable(api: Any, monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
-    """Make every request through ``api`` wait while the returned event is clear: what a
-    process that cannot reach the API server looks like to the others."""
-    thawed = asyncio.Event()
-    thawed.set()
-    call_api = api.call_api
-
-    async def gated(*args: Any, **kwargs: Any) -> Any:
-        await thawed.wait()
-        return await call_api(*args, **kwargs)
-
-    monkeypatch.setattr(api, "call_api", gated)
-    return thawed
 
 
 def test_timings_are_checked() -> None:
@@ -204,7 +190,7 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
         return lambda: events.append((what, loop.time()))
 
     async with sim.api_client() as api_a, sim.api_client() as api_b:
-        thawed = freezable(api_a, monkeypatch)
+        thawed = cut_off(api_a, monkeypatch)
         a = elector(
             api_a, "a", on_started_leading=note("a started"), on_stopped_leading=note("a stopped")
         )
@@ -256,7 +242,7 @@ async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
     and again (on virtual time, for ever: the loop's time moves only when it idles)."""
     loop = asyncio.get_running_loop()
     async with sim.api_client() as api:
-        thawed = freezable(api, monkeypatch)
+        thawed = cut_off(api, monkeypatch)
         sent = 0
         call_api = api.call_api
 
@@ -271,12 +257,12 @@ async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
             api,
             "a",
             clock=lambda: loop.time() * (1 - 1e-12),
-            on_stopped_leading=lambda: tries.append(sent - cut_off),
+            on_stopped_leading=lambda: tries.append(sent - sent_before),
         )
         async with a:
             await a.wait_leader(timeout=5)
             thawed.clear()
-            cut_off = sent
+            sent_before = sent
             await asyncio.wait_for(a.leadership_lost.wait(), RENEW_DEADLINE + RETRY_PERIOD)
             thawed.set()
     assert tries[0] == 1  # the renewal that hung, and no other
