@@ -31,6 +31,9 @@ at the moment it could first be broken:
     returned), and the workload's ``done`` holds for it, within the settle time.
 ``crashed``
     No replica's manager ends with an error.
+``runaway``
+    The run ends: its event loop takes at most ``MAX_STEPS`` iterations (code that runs
+    without ever waiting would keep virtual time from moving).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ __all__ = ["INVARIANTS", "SAMPLE_PERIOD", "Invariants", "Violation", "Write"]
 
 INVARIANTS = (
     "two-writers", "two-holders", "duplicate-child", "stale-snapshot", "unreconciled", "crashed",
+    "runaway",
 )  # fmt: skip
 """Every invariant the simulation checks (see the module docstring)."""
 

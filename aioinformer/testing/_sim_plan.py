@@ -14,6 +14,8 @@ The fault kinds (:data:`FAULT_KINDS`):
   answers lost (the connection closes instead): the seed's lost create.
 * ``lost_renewal``: the same for the next 1-2 Lease writes of one replica.
 * ``cut_watches``: every open watch connection is closed abruptly.
+* ``watch_lag``: for 5-30 s, the server delivers every watch event 0.2-3 s after its
+  commit (a slow watch cache): a replica's informers lag behind its own writes.
 * ``reset``: every connection of one replica is closed abruptly (its requests in flight
   get no answer).
 * ``server_error``: the next 1-3 requests of one replica are answered 500, 503 or 429
@@ -50,8 +52,9 @@ __all__ = [
 ]
 
 FAULT_KINDS = (
-    "lost_answer", "lost_renewal", "cut_watches", "reset", "server_error", "lease_write",
-    "lease_delete", "freeze", "misroute", "clock_rate", "duplicate_identity", "latency",
+    "lost_answer", "lost_renewal", "cut_watches", "watch_lag", "reset", "server_error",
+    "lease_write", "lease_delete", "freeze", "misroute", "clock_rate", "duplicate_identity",
+    "latency",
 )  # fmt: skip
 """Every fault kind a plan draws from (see the module docstring)."""
 
@@ -94,7 +97,8 @@ class Step:
     target: str = ""
     """The replica it hits, or the primary it writes (empty: none in particular)."""
     number: int = 0
-    """How many requests it hits; which Lease, child or variant it picks (modulo)."""
+    """How many requests it hits; which Lease, child or variant it picks (modulo); a
+    watch lag's tenths of a second."""
     seconds: float = 0.0
     """How long it lasts (a freeze, a misroute)."""
 
@@ -228,8 +232,9 @@ def draw_plan(
             target = rng.choice(names)
             if kind == "freeze":
                 steps.append(Step(at, kind, target, 0, round(rng.uniform(1.0, 40.0), 2)))
-            elif kind == "misroute":
-                steps.append(Step(at, kind, target, 0, round(rng.uniform(5.0, 30.0), 2)))
+            elif kind in ("misroute", "watch_lag"):
+                seconds = round(rng.uniform(5.0, 30.0), 2)
+                steps.append(Step(at, kind, target, rng.randint(2, 30), seconds))
             else:
                 steps.append(Step(at, kind, target, rng.randint(1, 3)))
     steps.sort(key=lambda s: (s.at, s.kind, s.target))

@@ -30,7 +30,7 @@ from aioinformer._core.objects import KubeObject
 from aioinformer._runtime.controller import ControllerOptions, Result
 from aioinformer._runtime.manager import Manager
 
-__all__ = ["REPLICA_SETS", "Workload", "build_replica_sets"]
+__all__ = ["REPLICA_SETS", "Workload", "build_replica_sets", "replica_sets"]
 
 Body = Mapping[str, Any]
 
@@ -76,6 +76,12 @@ _POD_SPEC = {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.9
 
 def build_replica_sets(manager: Manager) -> None:
     """The reference operator on ``manager`` (see the module docstring)."""
+    replica_sets(manager, ControllerOptions(concurrency=2))
+
+
+def replica_sets(manager: Manager, options: ControllerOptions) -> None:
+    """The reference operator on ``manager``, its controller tuned by ``options`` (turn a
+    protection off and the simulation finds what it protects against)."""
     sets = manager.informer("v1", "configmaps", label_selector=SET_LABEL)
     pods = manager.informer("v1", "pods")
     client = manager.client
@@ -109,7 +115,7 @@ def build_replica_sets(manager: Manager) -> None:
         reconcile,
         primary=sets,
         owns=[pods],
-        options=ControllerOptions(concurrency=2),
+        options=options,
     )
 
 

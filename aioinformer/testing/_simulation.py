@@ -76,7 +76,7 @@ from aioinformer.testing._sim_plan import (
     draw_plan,
 )
 from aioinformer.testing._sim_workload import REPLICA_SETS, Workload, build_replica_sets
-from aioinformer.testing._virtual_loop import Node, VirtualLoop
+from aioinformer.testing._virtual_loop import Node, Runaway, VirtualLoop
 from kubesim import KubeSim
 from kubesim.registry.store import Api
 from kubesim.server.faults import RequestFault, RequestInfo
@@ -87,9 +87,11 @@ _WRITE_VERBS = frozenset({"create", "update", "patch", "delete"})
 _NOT_A_LEASE = orjson.dumps(
     {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "proxy", "namespace": "x"}}
 )
+MAX_STEPS = 2_000_000
+"""Event-loop iterations one seed may take (a normal seed takes a few tens of thousands):
+beyond, the run ends with a ``runaway`` violation (something ran without waiting)."""
 _SETTLE_POLL = 1.0
 _STOP_TIMEOUT = 120.0
-_MAX_ITERATIONS = 3_000_000
 
 
 @dataclass
@@ -182,9 +184,10 @@ class Simulation:
         faults: the fault kinds the seeds may play (:data:`FAULT_KINDS`).
         without: fault kinds removed from the seed's plan, everything else the same (to
             find which faults a failure needs).
-        target: how the command line names the operator (``FILE.py:build``, with
-            ``:WORKLOAD`` for the workload), for :attr:`SimulationResult.replay`; empty
-            for the reference operator.
+        target: the command-line options that name the operator for
+            :attr:`SimulationResult.replay` (``--target FILE.py:build``, and ``--workload
+            NAME`` when its Workload is not named ``WORKLOAD``); empty for the reference
+            operator.
     """
 
     build: BuildFunction
@@ -222,7 +225,7 @@ class Simulation:
         """The command line that plays this simulation."""
         parts = ["python -m aioinformer soak --simulation"]
         if self.target:
-            parts.append(f"--target {self.target}")
+            parts.append(self.target)
         parts.append(f"--seed {self.seed}")
         defaults = Simulation(self.build, self.workload, self.seed)
         if self.replicas != defaults.replicas:
@@ -245,11 +248,14 @@ class Simulation:
         exception)."""
         plan = self.plan()
         started = time.perf_counter()
-        loop = VirtualLoop()
+        loop = VirtualLoop(max_steps=MAX_STEPS)
         try:
             with _seeded(plan.seed):
                 run = _Run(self, plan, loop)
-                result = loop.run_until_complete(run.execute())
+                try:
+                    result = loop.run_until_complete(run.execute())
+                except Runaway as exc:
+                    result = run.abandon(exc)
         finally:
             with contextlib.suppress(Exception):
                 loop.run_until_complete(loop.shutdown_asyncgens())
@@ -375,6 +381,7 @@ class _Run:
         self.replicas: list[_Replica] = []
         self.start = 0.0
         self.scheduler = _Scheduler(lambda: self.loop.virtual_time)
+        self.lag_until = 0.0
 
     def now(self) -> float:
         return self.loop.virtual_time - self.start
@@ -410,6 +417,20 @@ class _Run:
                 sim.faults.scheduler = None
                 await runner.cleanup()
             return self._result(workload)
+
+    def abandon(self, error: Runaway) -> SimulationResult:
+        """The result of a run its loop gave up on (a ``runaway`` violation), its tasks
+        cancelled (given a little more of the loop's budget to end)."""
+        self.invariants.violate("runaway", str(error))
+        result = self._result(self.workload)
+        loop = self.loop
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.max_steps = loop.steps + _WIND_DOWN_STEPS
+        with contextlib.suppress(Exception):
+            loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        return result
 
     # -- setting up -------------------------------------------------------------------------
 
@@ -528,7 +549,15 @@ class _Run:
             self.loop.call_later(step.seconds, replica.node.thaw)
         elif kind == "misroute":
             self.scheduler.misrouted[step.target] = self.loop.virtual_time + step.seconds
+        elif kind == "watch_lag":
+            self.lag_until = max(self.lag_until, self.loop.virtual_time + step.seconds)
+            sim.faults.delay_watch_events(step.number / 10)
+            self.loop.call_later(step.seconds, self._lag_over)
         return True
+
+    def _lag_over(self) -> None:
+        if self.loop.virtual_time >= self.lag_until:
+            self.sim.faults.delay_watch_events(0.0)
 
     def _workload_step(self, step: Step) -> bool:
         sim, workload, ns = self.sim, self.workload, self.workload.namespace
@@ -620,6 +649,8 @@ class _Run:
             replica.node.thaw()
         self.scheduler.lift()
         self.sim.faults.request_faults.clear()
+        self.lag_until = 0.0
+        self.sim.faults.delay_watch_events(0.0)
 
     # -- checking ---------------------------------------------------------------------------
 
@@ -704,4 +735,5 @@ class _Run:
 
 
 _LEASE = "simulation"
+_WIND_DOWN_STEPS = 100_000
 _WORKLOAD = frozenset({"create", "change", "delete", "kill"})

@@ -39,7 +39,7 @@ import selectors
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["Deadlock", "Node", "VirtualLoop", "current_node"]
+__all__ = ["Deadlock", "Node", "Runaway", "VirtualLoop", "current_node"]
 
 _T = TypeVar("_T")
 
@@ -53,6 +53,12 @@ def current_node() -> Node | None:
 
 class Deadlock(RuntimeError):
     """Every task waits, no timer is due and nothing can arrive: the loop would wait for ever."""
+
+
+class Runaway(RuntimeError):
+    """The loop took more steps than its budget (:attr:`VirtualLoop.max_steps`): something
+    runs without ever waiting for time to pass (a busy loop), so virtual time would never
+    reach the end of the run."""
 
 
 class Node:
@@ -145,11 +151,20 @@ class _Task(asyncio.Task[Any]):
 
 class VirtualLoop(asyncio.SelectorEventLoop):
     """The simulation's event loop (see the module docstring). Run it as any loop
-    (``loop.run_until_complete(main())``); close it after."""
+    (``loop.run_until_complete(main())``); close it after.
 
-    def __init__(self, *, start: float = 0.0) -> None:
+    Args:
+        start: the virtual time it starts at.
+        max_steps: iterations of the loop (one round of ready callbacks each) after which
+            it raises :class:`Runaway` from ``run_until_complete`` (None: no budget).
+    """
+
+    def __init__(self, *, start: float = 0.0, max_steps: int | None = None) -> None:
         super().__init__(selectors.DefaultSelector())
         self._now = start
+        self.max_steps = max_steps
+        self.steps = 0
+        """Iterations run so far."""
         self.idle_jumps = 0
         """How many times time jumped to the next timer."""
         selector: selectors.BaseSelector = self._selector  # type: ignore[attr-defined]
@@ -182,6 +197,15 @@ class VirtualLoop(asyncio.SelectorEventLoop):
         if scheduled and scheduled[0].when() > self._now and scheduled[0].when() - self._now < 1e-9:
             self._now = scheduled[0].when()  # (no float residue left to wait for)
         return []
+
+    def _run_once(self) -> None:
+        self.steps += 1
+        if self.max_steps is not None and self.steps > self.max_steps:
+            raise Runaway(
+                f"{self.max_steps} loop iterations by virtual time {self._now:.3f}: something "
+                "runs without waiting for time to pass"
+            )
+        super()._run_once()  # type: ignore[misc]
 
     # -- nodes ----------------------------------------------------------------------------------
 
