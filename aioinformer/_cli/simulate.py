@@ -73,36 +73,38 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--without", metavar="KIND,...", default="",
                    help="fault kinds removed from each seed's plan (which faults a "
                         "failure needs)")  # fmt: skip
+    g.add_argument("--max-steps", type=int, metavar="N",
+                   help="event-loop iterations a seed may take, beyond which it is a "
+                        "runaway (default: 2000000)")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     """Run the seeds (see the module docstring); the exit status."""
-    if os.environ.get("PYTHONHASHSEED") != HASH_SEED:
-        env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
-        argv = [sys.executable, "-m", "aioinformer", *sys.argv[1:]]
-        return subprocess.run(argv, env=env, check=False).returncode
-    logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
+    seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
     try:
+        if seeds < 1:
+            raise ConfigError("need --seeds >= 1")
         template = _simulation(args)
     except (ConfigError, ValueError) as exc:
         print(f"{PROG} soak: {exc}", file=sys.stderr)
         return 2
+    if os.environ.get("PYTHONHASHSEED") != HASH_SEED:
+        env = {**os.environ, "PYTHONHASHSEED": HASH_SEED}
+        argv = [sys.executable, "-m", "aioinformer", *args.argv]
+        return subprocess.run(argv, env=env, check=False).returncode
+    logging.basicConfig(level=logging.WARNING if args.verbose else logging.CRITICAL)
     if args.seed is not None:
         result = _with_seed(template, args.seed).run()
         print(result.report(limit=10_000), flush=True)
         _write_json(args.json, [result])
         return 0 if result.ok else 1
-    seeds = args.seeds if args.seeds is not None else DEFAULT_SEEDS
-    if seeds < 1:
-        print(f"{PROG} soak: need --seeds >= 1", file=sys.stderr)
-        return 2
     return _many(args, template, range(args.first_seed, args.first_seed + seeds))
 
 
 def _simulation(args: argparse.Namespace) -> Simulation:
     from aioinformer.testing._sim_plan import FAULT_KINDS, draw_plan
     from aioinformer.testing._sim_workload import REPLICA_SETS, build_replica_sets
-    from aioinformer.testing._simulation import Simulation
+    from aioinformer.testing._simulation import MAX_STEPS, Simulation
 
     faults = _kinds(args.faults) if args.faults else FAULT_KINDS
     without = _kinds(args.without)
@@ -125,6 +127,7 @@ def _simulation(args: argparse.Namespace) -> Simulation:
         faults=faults,
         without=without,
         target=target,
+        max_steps=args.max_steps or MAX_STEPS,
     )
 
 

@@ -10,8 +10,9 @@ from the plan alone (see :mod:`~aioinformer.testing._virtual_loop`).
 
 The fault kinds (:data:`FAULT_KINDS`):
 
-* ``lost_answer``: the next 1-3 writes of one replica are applied by the server and their
-  answers lost (the connection closes instead): the seed's lost create.
+* ``lost_answer``: the next 1-3 writes (one step in two: creates) of one replica (one step
+  in two: of whichever replica writes next) are applied by the server and their answers
+  lost (the connection closes instead): the incident's lost create.
 * ``lost_renewal``: the same for the next 1-2 Lease writes of one replica.
 * ``cut_watches``: every open watch connection is closed abruptly.
 * ``watch_lag``: for 5-30 s, the server delivers every watch event 0.2-3 s after its
@@ -66,6 +67,7 @@ WORKLOAD_KINDS = ("create", "change", "delete", "kill")
 
 _CHANCE = {"duplicate_identity": 0.15, "clock_rate": 0.5, "latency": 0.6}
 _DEFAULT_CHANCE = 0.4
+_PLAY_ALL = 3  # this many fault kinds allowed or fewer: every seed plays them all
 _CLOCK_RATES = (0.9, 1.1)
 _MAX_LATENCY = 0.03
 
@@ -95,12 +97,15 @@ class Step:
     kind: str
     """A workload kind (:data:`WORKLOAD_KINDS`) or a fault kind (:data:`FAULT_KINDS`)."""
     target: str = ""
-    """The replica it hits, or the primary it writes (empty: none in particular)."""
+    """The replica it hits, or the primary it writes (empty: none in particular; for a
+    lost answer, whichever replica writes next)."""
     number: int = 0
     """How many requests it hits; which Lease, child or variant it picks (modulo); a
     watch lag's tenths of a second."""
     seconds: float = 0.0
-    """How long it lasts (a freeze, a misroute)."""
+    """How long it lasts (a freeze, a misroute, a watch lag)."""
+    verb: str = ""
+    """The only verb whose requests it hits (a lost answer; empty: every write)."""
 
 
 @dataclass(frozen=True)
@@ -183,7 +188,8 @@ def draw_plan(
         coordination: "leader" or "shards" (None: drawn, two in three seeds "leader").
         duration: virtual seconds of workload and faults.
         objects: primaries at most at once.
-        faults: the fault kinds a seed may play (each seed plays a random subset).
+        faults: the fault kinds a seed may play (each seed plays a random subset; when
+            they are three or fewer, every seed plays them all).
     """
     unknown = set(faults) - set(FAULT_KINDS)
     if unknown:
@@ -198,6 +204,8 @@ def draw_plan(
     chosen = frozenset(
         kind for kind in FAULT_KINDS if rng.random() < _CHANCE.get(kind, _DEFAULT_CHANCE)
     ) & frozenset(faults)
+    if len(set(faults)) <= _PLAY_ALL:
+        chosen = frozenset(faults)
     if replicas < 2:
         chosen -= {"duplicate_identity"}
     specs = []
@@ -235,6 +243,10 @@ def draw_plan(
             elif kind in ("misroute", "watch_lag"):
                 seconds = round(rng.uniform(5.0, 30.0), 2)
                 steps.append(Step(at, kind, target, rng.randint(2, 30), seconds))
+            elif kind == "lost_answer":
+                anyone = rng.random() < 0.5  # whichever replica writes next
+                verb = "create" if rng.random() < 0.5 else ""
+                steps.append(Step(at, kind, "" if anyone else target, rng.randint(1, 3), verb=verb))
             else:
                 steps.append(Step(at, kind, target, rng.randint(1, 3)))
     steps.sort(key=lambda s: (s.at, s.kind, s.target))

@@ -43,6 +43,7 @@ import functools
 import hashlib
 import random
 import ssl
+import sys
 import time
 import uuid
 from collections import Counter
@@ -186,8 +187,11 @@ class Simulation:
             find which faults a failure needs).
         target: the command-line options that name the operator for
             :attr:`SimulationResult.replay` (``--target FILE.py:build``, and ``--workload
-            NAME`` when its Workload is not named ``WORKLOAD``); empty for the reference
-            operator.
+            NAME`` when its Workload is not named ``WORKLOAD``); empty: found from
+            ``build`` and ``workload`` when they are attributes of an importable module
+            (``--target package.module:build``), none for the reference operator.
+        max_steps: event-loop iterations the run may take before it ends with a
+            ``runaway`` violation.
     """
 
     build: BuildFunction
@@ -200,6 +204,7 @@ class Simulation:
     faults: Collection[str] = FAULT_KINDS
     without: Collection[str] = ()
     target: str = ""
+    max_steps: int = MAX_STEPS
 
     @classmethod
     def reference(cls, seed: int, **options: Any) -> Simulation:
@@ -224,8 +229,9 @@ class Simulation:
     def command(self) -> str:
         """The command line that plays this simulation."""
         parts = ["python -m aioinformer soak --simulation"]
-        if self.target:
-            parts.append(self.target)
+        target = self.target or _target_of(self.build, self.workload)
+        if target:
+            parts.append(target)
         parts.append(f"--seed {self.seed}")
         defaults = Simulation(self.build, self.workload, self.seed)
         if self.replicas != defaults.replicas:
@@ -240,6 +246,8 @@ class Simulation:
             parts.append(f"--faults {','.join(sorted(self.faults))}")
         if self.without:
             parts.append(f"--without {','.join(sorted(self.without))}")
+        if self.max_steps != MAX_STEPS:
+            parts.append(f"--max-steps {self.max_steps}")
         return " ".join(parts)
 
     def run(self) -> SimulationResult:
@@ -248,7 +256,7 @@ class Simulation:
         exception)."""
         plan = self.plan()
         started = time.perf_counter()
-        loop = VirtualLoop(max_steps=MAX_STEPS)
+        loop = VirtualLoop(max_steps=self.max_steps)
         try:
             with _seeded(plan.seed):
                 run = _Run(self, plan, loop)
@@ -297,7 +305,7 @@ class _Scheduler:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.clock = clock
-        self.lost_writes: Counter[str] = Counter()
+        self.lost_writes: Counter[tuple[str, str]] = Counter()  # (user, verb): answers to lose
         self.lost_renewals: Counter[str] = Counter()
         self.misrouted: dict[str, float] = {}
 
@@ -306,11 +314,18 @@ class _Scheduler:
         user = info.user
         if lease and self.misrouted.get(user, -1.0) > self.clock():
             return RequestFault.raw(_NOT_A_LEASE)
-        if info.verb in _WRITE_VERBS:
-            pending = self.lost_renewals if lease else self.lost_writes
-            if pending[user] > 0:
-                pending[user] -= 1
+        if info.verb not in _WRITE_VERBS:
+            return None
+        if lease:
+            if self.lost_renewals[user] > 0:
+                self.lost_renewals[user] -= 1
                 return RequestFault.lost()
+            return None
+        for whose in (user, _ANYONE):
+            for verb in (info.verb, _ANY_VERB):
+                if self.lost_writes[whose, verb] > 0:
+                    self.lost_writes[whose, verb] -= 1
+                    return RequestFault.lost()
         return None
 
     def lift(self) -> None:
@@ -530,7 +545,7 @@ class _Run:
             return self._workload_step(step)
         replica = next((r for r in self.replicas if r.spec.name == step.target), None)
         if kind == "lost_answer":
-            self.scheduler.lost_writes[step.target] += step.number
+            self.scheduler.lost_writes[step.target, step.verb] += step.number
         elif kind == "lost_renewal":
             self.scheduler.lost_renewals[step.target] += max(1, step.number - 1)
         elif kind == "cut_watches":
@@ -735,5 +750,26 @@ class _Run:
 
 
 _LEASE = "simulation"
+_ANYONE = ""  # a step's target: whichever replica writes next
+_ANY_VERB = ""
 _WIND_DOWN_STEPS = 100_000
 _WORKLOAD = frozenset({"create", "change", "delete", "kill"})
+
+
+def _target_of(build: BuildFunction, workload: Workload) -> str:
+    """``--target MODULE:NAME`` (and ``--workload NAME``) naming ``build`` and ``workload``
+    where they are module attributes of one importable module ("" for the reference
+    operator, "--target ?" when they cannot be named)."""
+    if build is build_replica_sets and workload is REPLICA_SETS:
+        return ""
+    name = getattr(build, "__qualname__", "")
+    module = sys.modules.get(getattr(build, "__module__", "") or "")
+    if module is None or getattr(module, name, None) is not build or module.__name__ == "__main__":
+        return "--target ?"
+    target = f"--target {module.__name__}:{name}"
+    if getattr(module, "WORKLOAD", None) is workload:
+        return target
+    for attr, value in sorted(vars(module).items()):
+        if value is workload:
+            return f"{target} --workload {attr}"
+    return target + " --workload ?"
