@@ -17,7 +17,15 @@ Installed on :attr:`aioinformer.Manager.client`. For a write made inside a recon
   owned informer saw it (found gone once they caught up with its creation); a delete of
   such an object, cached by an owned informer of its resource, expects its deletion
   (client-go's ControllerExpectations): until the owned informers saw them, the key is not
-  reconciled again.
+  reconciled again. A delete answered NotFound keeps its expectation too: the object is
+  gone, and the informers will see it go.
+* **Unknown outcomes.** A write that was sent and got no usable answer (connection cut,
+  answer lost, timeout, cancelled in flight, a gateway's 502/504, a server Timeout, a 2xx
+  that is not the object written), or whose answer came to a resend of it (aiohttp resends
+  a PUT or DELETE once when the connection closed: a 409 Conflict or 404 then may answer
+  the first attempt's own effect), may have been applied: it is *maybe done*, never "not
+  done". Its expectations stay, and before the key is reconciled again what the server
+  holds under its name is learned (:mod:`~aioinformer._runtime.outcomes`).
 * **Read-your-writes.** Once the server accepted a write, every informer of the manager
   that will see the object (same resource, its namespace or all namespaces, a label
   selector that matches the object as written, no field selector) has the object's new
@@ -39,10 +47,18 @@ from dataclasses import dataclass
 
 from aioinformer._cache.informer import Informer
 from aioinformer._client.client import WriteRequest
+from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
-from aioinformer._core.errors import AlreadyExists, ClosedError, FreshnessTimeout, NotOwner
+from aioinformer._core.errors import (
+    AlreadyExists,
+    ClosedError,
+    FreshnessTimeout,
+    NotFound,
+    NotOwner,
+)
 from aioinformer._core.objects import KubeObject
 from aioinformer._runtime import context
+from aioinformer._runtime.outcomes import Settlement, outcome_unknown
 
 __all__ = ["ControllerWrites"]
 
@@ -56,14 +72,22 @@ class _Booked:
     running: context.Reconciling
     creation: bool = False
     deletion: str | None = None
+    sent: bool = False
+    """``check`` let it go: its first byte may have reached the server."""
+    resent: bool = False
+    """``check`` ran again: the HTTP client resent it (aiohttp resends a PUT or DELETE
+    once when the connection closed without an answer), so the answer that came is the
+    resent request's, and what the first one did is not known."""
 
 
 class ControllerWrites:
     """The :class:`~aioinformer._client.client.WriteHook` of a manager's client (see the
-    module docstring). ``informers`` gives the manager's informers at the time of a write."""
+    module docstring). ``informers`` gives the manager's informers at the time of a write;
+    ``rest`` reads what a write whose outcome is unknown did."""
 
-    def __init__(self, informers: Callable[[], Iterable[Informer]]) -> None:
+    def __init__(self, informers: Callable[[], Iterable[Informer]], rest: RestClient) -> None:
         self._informers = informers
+        self._rest = rest
 
     async def before(self, request: WriteRequest) -> object:
         running = context.current.get()
@@ -89,12 +113,21 @@ class ControllerWrites:
 
     def check(self, request: WriteRequest, token: object) -> None:
         if isinstance(token, _Booked):
+            token.resent = token.sent
             _fence(token.running, request)
+            token.sent = True
 
     async def after(self, request: WriteRequest, result: KubeObject | None, token: object) -> None:
         if not isinstance(token, _Booked):
             return
         ctl, key = token.running.controller, token.running.key
+        if not _answers(request, result):
+            log.warning("%s: %s: the server answered %s %s to a %s of %s %s: its outcome is not "
+                        "known", ctl.name, key, result.kind if result else "a Status",
+                        result.key if result else "", request.verb,
+                        request.resource.qualified, request.name)  # fmt: skip
+            self._unsettled(request, token)
+            return
         if not ctl.options.freshness:
             return
         namespace = result.namespace if result is not None else (request.namespace or "")
@@ -126,12 +159,30 @@ class ControllerWrites:
         if not isinstance(token, _Booked):
             return
         ctl, key = token.running.controller, token.running.key
+        if token.sent and (token.resent or outcome_unknown(error)):
+            log.warning("%s: %s: %s %s %s: %s; it may have been done: what it did is read "
+                        "before %s is reconciled again", ctl.name, key, request.verb,
+                        request.resource.qualified, request.name or "(generateName)",
+                        type(error).__name__, key)  # fmt: skip
+            self._unsettled(request, token)
+            return
         if token.creation:  # never created (an AlreadyExists was not ours either)
             ctl.expectations.creation_observed(key)
-        if token.deletion is not None:
-            ctl.expectations.deletion_observed(key, token.deletion)
+        if token.deletion is not None and not isinstance(error, NotFound):
+            ctl.expectations.deletion_observed(key, token.deletion)  # (NotFound: gone)
         if isinstance(error, AlreadyExists):
             log.info("%s: %s: %s exists already", ctl.name, key, request.name)
+
+    def _unsettled(self, request: WriteRequest, token: _Booked) -> None:
+        """Keep the write's expectations; learn what it did before the next reconcile."""
+        ctl = token.running.controller
+        if not (ctl.options.expectations or ctl.options.freshness) or request.name is None:
+            return  # (generateName: its expectation stays until seen, or its ttl)
+        settlement = Settlement(
+            request, ctl, token.running.key, self._rest, self._informers, _sees,
+            creation=token.creation, deletion=token.deletion,
+        )  # fmt: skip
+        ctl.settle_first(token.running.key, settlement)
 
 
 def _fence(running: context.Reconciling, request: WriteRequest) -> None:
@@ -143,6 +194,20 @@ def _fence(running: context.Reconciling, request: WriteRequest) -> None:
             f"{request.name or ''!s}: this replica no longer holds {key}",
             key,
         )
+
+
+def _answers(request: WriteRequest, result: KubeObject | None) -> bool:
+    """Whether ``result`` is the object ``request`` wrote (its namespace, name, and kind
+    unless a subresource other than status answered), or a Status for a delete."""
+    if result is None:
+        return request.verb == "delete"
+    if (result.namespace or None) != request.namespace:
+        return False
+    if request.name is not None and result.name != request.name:
+        return False
+    if request.subresource in (None, "status") and result.kind != request.resource.kind:
+        return False
+    return True
 
 
 def _holds(inf: Informer, key: str, uid: str) -> bool:

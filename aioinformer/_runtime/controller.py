@@ -26,6 +26,10 @@ Contracts:
   API group are the primary's (the kind discovered from the server unless given), in the
   dependent's namespace. With a namespaced primary informer, keys of other namespaces are
   ignored (controllers of one kind can split the namespaces and share owned informers).
+* A write of a reconcile whose outcome is unknown (its answer lost: "maybe done") is
+  settled before its key is reconciled again: what it did is learned and the caches have
+  seen it (:meth:`Controller.settle_first`; requeued with backoff until then, at most
+  ``expectations_ttl``; counted in ``stale_reads_avoided`` as ``unsettled``).
 * Stopping (cancelling :meth:`Controller.run`) ends within ``shutdown_timeout`` whatever
   the reconciles do: they may finish until shortly before it, then they are cancelled, and
   one that ignores its cancellation is abandoned (its writes through the manager's client
@@ -230,6 +234,7 @@ class Controller(Service):
         self.queue: WorkQueue[str] = self._new_queue()
         self._may_act = may_act
         self._writes: dict[str, dict[Informer, int]] = {}
+        self._unsettled: dict[str, list[tuple[float, Callable[[], Awaitable[bool]]]]] = {}
         self._predicates = list(predicates)
         self._owns = list(owns)
         self._inflight: dict[str, asyncio.Task[None]] = {}
@@ -327,6 +332,7 @@ class Controller(Service):
 
     def _on_primary_delete(self, obj: KubeObject) -> None:
         self.expectations.forget(obj.key)
+        self._unsettled.pop(obj.key, None)
         self.queue.add(obj.key)
 
     def _enqueue(self, keys: Iterable[str]) -> None:
@@ -401,6 +407,38 @@ class Controller(Service):
         rv = int(resource_version)
         per = self._writes.setdefault(key, {})
         per[informer] = max(rv, per.get(informer, 0))
+
+    def settle_first(self, key: str, settle: Callable[[], Awaitable[bool]]) -> None:
+        """A write of ``key``'s reconcile has an unknown outcome: before ``key`` is
+        reconciled again, ``await settle()`` must return True (it learns what the write
+        did; False, or an exception: the key is requeued with backoff and asks again), for
+        at most ``expectations_ttl`` seconds (then it is given up, with a WARNING, as a
+        lost expectation is: a server that never tells stalls the key, not the controller).
+        ``key`` is queued, so this happens even when its reconcile then succeeds."""
+        self._unsettled.setdefault(key, []).append((self._clock(), settle))
+        self.queue.add(key)
+
+    async def _writes_settled(self, key: str) -> bool:
+        pending = self._unsettled.get(key, [])
+        while pending:
+            since, settle = pending[0]
+            try:
+                done = await settle()
+            except Exception:
+                log.exception("%s: %s: settling a write failed", self.name, key)
+                done = False
+            if not done and self._clock() - since >= self.options.expectations_ttl:
+                log.warning("%s: %s: what a write did is still not known after %gs "
+                            "(expectations_ttl): reconciling anyway", self.name, key,
+                            self.options.expectations_ttl)  # fmt: skip
+                done = True
+            if not done:
+                self._avoided("unsettled")
+                self.queue.add_rate_limited(key)
+                return False
+            pending.pop(0)
+        self._unsettled.pop(key, None)
+        return True
 
     # -- running --------------------------------------------------------------------------------
 
@@ -534,6 +572,8 @@ class Controller(Service):
 
     async def _process(self, key: str) -> None:
         if self.options.freshness and not await self._fresh_enough(key):
+            return
+        if key in self._unsettled and not await self._writes_settled(key):
             return
         if self.options.expectations and not self.expectations.satisfied(key):
             self._avoided("expectations")

@@ -77,7 +77,8 @@ class LeaderElection:
     namespace: str
     """The Lease's namespace."""
     identity: str
-    """This replica's identity, unique among live replicas (the pod's name)."""
+    """This replica's identity, unique among live replicas (the pod's name): a second live
+    replica with the same one is detected (ERROR) and does not lead."""
     lease_duration: float = 15.0
     """Seconds others wait, from the Lease's last change, before they may take it."""
     renew_deadline: float = 10.0
@@ -96,7 +97,8 @@ class Sharding:
     namespace: str
     """The Leases' namespace, the same for every replica."""
     identity: str
-    """This replica's identity, unique among live replicas (a DNS-1123 name)."""
+    """This replica's identity, unique among live replicas (a DNS-1123 name): a second
+    live replica with the same one is detected (ERROR) and takes no shard."""
     shards: int = 32
     """How many shards keys are hashed into, the same for every replica."""
     lease_duration: float = 15.0
@@ -185,7 +187,7 @@ class Manager(Service):
             self.factory.rest,
             field_manager=field_manager,
             discovery=self.discovery,
-            hooks=[ControllerWrites(lambda: self.factory.informers)],
+            hooks=[ControllerWrites(lambda: self.factory.informers, self.factory.rest)],
         )
         """The write client: inside a reconcile, every write is fenced and keeps the
         controller's expectations and read-your-writes (see

@@ -17,7 +17,8 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 ``workqueue_work_duration_seconds``, ``workqueue_longest_running_processor_seconds``
 (label ``name``); ``reconcile_total`` (labels ``controller``, ``result``),
 ``reconcile_duration_seconds``, ``stale_reads_avoided_total`` (labels ``controller``,
-``reason``: ``freshness`` or ``expectations``); ``leader`` (1 while leading),
+``reason``: ``freshness``, ``expectations`` or ``unsettled``: a write whose outcome is
+unknown not learned yet); ``leader`` (1 while leading),
 ``shards_owned``.
 """
 

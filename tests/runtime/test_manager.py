@@ -24,7 +24,7 @@ from aioinformer._harness.locked_informer import LockedManager, reading
 from aioinformer._runtime.controller import Result
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim, eventually
-from tests.coordination.proxy import LeaseStaller
+from tests.coordination.proxy import FaultProxy
 
 LEASE = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}  # client-go's
 LONG = 10 * LEASE["lease_duration"]  # (virtual) seconds a change of hands may take at most
@@ -286,7 +286,7 @@ async def test_a_leader_cut_off_from_its_lease_steps_down_and_no_reconcile_overl
 ) -> None:
     activity = Activity()
     le = {"name": "cm-freeze", "namespace": "default", **LEASE}
-    async with LeaseStaller(sim) as proxy, proxy.api_client() as api_a, sim.api_client() as api_b:
+    async with FaultProxy(sim) as proxy, proxy.api_client() as api_a, sim.api_client() as api_b:
         a = build(
             api_a, activity, "a", **on_the_loop(leader_election=LeaderElection(identity="a", **le))
         )
