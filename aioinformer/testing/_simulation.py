@@ -414,6 +414,8 @@ class _Run:
                 await self._install()
                 self.invariants = self._invariants()
                 sim.mvcc.on_commit.append(self.invariants.committed)
+                for name in self.plan.primaries:  # (in the write log: what each asks for)
+                    self._create(name)
                 sim.faults.scheduler = self.scheduler.decide
                 self.start = loop.virtual_time
                 for spec in self.plan.replicas:
@@ -457,8 +459,6 @@ class _Run:
             group_version, plural = crd_resource(body)
             await sim.wait_served(f"{group_version}/{plural}")
         sim.create("namespaces", {"metadata": {"name": workload.namespace}})
-        for name in self.plan.primaries:
-            self._create(name)
 
     def _invariants(self) -> Invariants:
         sim, workload, plan = self.sim, self.workload, self.plan
