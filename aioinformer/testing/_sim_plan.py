@@ -32,7 +32,8 @@ The fault kinds (:data:`FAULT_KINDS`):
   server's, within the documented margin (``lease_duration / renew_deadline``).
 * ``duplicate_identity`` (the whole run): the last replica is configured with the first's
   identity.
-* ``latency`` (the whole run): each replica's connections deliver 0-30 ms late.
+* ``latency`` (the whole run): each replica's connections deliver up to 30 ms late (at
+  least 1 ms in every run).
 """
 
 from __future__ import annotations
@@ -113,11 +114,13 @@ class SimulationPlan:
     """Everything a seed decides (see the module docstring)."""
 
     seed: int
+    """The seed it was drawn from."""
     coordination: str
     """"leader" (one leader Lease) or "shards" (one Lease per shard)."""
     shards: int
     """Shards (with ``coordination="shards"``)."""
     replicas: tuple[ReplicaSpec, ...]
+    """The replicas, in the order they start."""
     faults: frozenset[str]
     """The fault kinds this seed plays."""
     steps: tuple[Step, ...]

@@ -91,6 +91,9 @@ _NOT_A_LEASE = orjson.dumps(
 MAX_STEPS = 2_000_000
 """Event-loop iterations one seed may take (a normal seed takes a few tens of thousands):
 beyond, the run ends with a ``runaway`` violation (something ran without waiting)."""
+MIN_LATENCY = 0.001
+"""Seconds every connection delivers late, each way, at the least (a LAN's): work costs
+virtual time, so a loop of requests cannot keep the clock still while a backoff waits."""
 _SETTLE_POLL = 1.0
 _STOP_TIMEOUT = 120.0
 
@@ -100,6 +103,7 @@ class SimulationResult:
     """What one seed did, what it broke and how to replay it."""
 
     seed: int
+    """The seed played."""
     plan_digest: str
     """The plan's digest (:attr:`SimulationPlan.digest`)."""
     trace_digest: str
@@ -108,6 +112,7 @@ class SimulationResult:
     coordination: str
     """"leader" or "shards"."""
     replicas: int
+    """How many replicas ran."""
     faults: dict[str, int]
     """Fault steps played, by kind (run-wide kinds count 1)."""
     violations: list[Violation]
@@ -492,7 +497,7 @@ class _Run:
             with _cheap_tls():
                 api = ApiClient(configuration=cfg)
             await api.rest_client.pool_manager.close()
-            api.rest_client.pool_manager = self.network.session(node, spec.latency)
+            api.rest_client.pool_manager = self.network.session(node, max(spec.latency, MIN_LATENCY))
             coordination: dict[str, Any] = {}
             if self.plan.coordination == "leader":
                 coordination["leader_election"] = LeaderElection(
