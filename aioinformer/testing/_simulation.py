@@ -497,7 +497,8 @@ class _Run:
             with _cheap_tls():
                 api = ApiClient(configuration=cfg)
             await api.rest_client.pool_manager.close()
-            api.rest_client.pool_manager = self.network.session(node, max(spec.latency, MIN_LATENCY))
+            latency = max(spec.latency, MIN_LATENCY)
+            api.rest_client.pool_manager = self.network.session(node, latency)
             coordination: dict[str, Any] = {}
             if self.plan.coordination == "leader":
                 coordination["leader_election"] = LeaderElection(
