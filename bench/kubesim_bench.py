@@ -9,6 +9,11 @@ in the child through a line protocol on its stdin.
 Reports: seconds to create the pods in bulk (in-process API), seconds to serve one full
 list (client reads raw bytes, no decoding), watch events served per second to 1 and to 8
 watchers, and the child's RSS once the pods are loaded.
+
+    python bench/kubesim_bench.py --idle-watches 1000
+
+instead reports what idle watches cost the sim: its RSS growth in MB per 1,000 open,
+idle watches (each on its own connection), over http and over https.
 """
 
 from __future__ import annotations
@@ -65,6 +70,67 @@ async def main(pods, owners, history):
 
 asyncio.run(main(int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])))
 """
+
+
+IDLE_CHILD = r"""
+import asyncio, json, sys
+from aioinformer.testing import KubeSim
+
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+
+async def main(tls):
+    async with KubeSim(tls=tls, nodes=0) as sim:
+        ca = str(sim.ca_file) if tls else None
+        print(json.dumps({"url": sim.url, "token": sim.token, "ca": ca}), flush=True)
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader()
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        while (await reader.readline()).strip() == b"rss":
+            print(json.dumps({"rss_bytes": rss()}), flush=True)
+
+asyncio.run(main(sys.argv[1] == "https"))
+"""
+
+
+async def idle_watches(n: int, scheme: str) -> float:
+    """The sim's RSS growth, in MB per 1,000 watches, with ``n`` idle watches open."""
+    import ssl
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", IDLE_CHILD, scheme,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stdin is not None
+
+    async def rss() -> int:
+        assert proc.stdout is not None and proc.stdin is not None
+        proc.stdin.write(b"rss\n")
+        await proc.stdin.drain()
+        return int(json.loads(await proc.stdout.readline())["rss_bytes"])
+
+    info = json.loads(await proc.stdout.readline())
+    tls = ssl.create_default_context(cafile=info["ca"]) if info["ca"] else False
+    headers = {"Authorization": f"Bearer {info['token']}"}
+    connector = aiohttp.TCPConnector(limit=0, ssl=tls)
+    timeout = aiohttp.ClientTimeout(total=None)
+    async with aiohttp.ClientSession(
+        base_url=info["url"], headers=headers, connector=connector, timeout=timeout
+    ) as s:
+        async with s.get("/api/v1/namespaces") as r:  # warm: code paths, caches
+            await r.read()
+        before = await rss()
+        params = {"watch": "1", "timeoutSeconds": "600", "resourceVersion": "0"}
+        watches = []
+        for _ in range(n):
+            watches.append(await s.get("/api/v1/namespaces", params=params))
+        after = await rss()
+        for w in watches:
+            w.close()
+    proc.stdin.write(b"\n")
+    await proc.stdin.drain()
+    await proc.wait()
+    return (after - before) / 1e6 * 1000 / n
 
 
 async def count_events(
@@ -147,8 +213,23 @@ def main() -> None:
     p.add_argument("--owners", type=int, default=200)
     p.add_argument("--churn", type=int, default=20_000, help="updates streamed per watch test")
     p.add_argument("--json", metavar="PATH", help="write the figures here as JSON")
+    p.add_argument(
+        "--idle-watches",
+        type=int,
+        metavar="N",
+        help="instead: the sim's MB per 1,000 idle watches, N of them open, http and https",
+    )
     args = p.parse_args()
-    result = asyncio.run(run(args))
+    if args.idle_watches:
+        result: dict[str, Any] = {
+            f"{scheme}_mb_per_1000_idle_watches": round(
+                asyncio.run(idle_watches(args.idle_watches, scheme)), 1
+            )
+            for scheme in ("http", "https")
+        }
+        result["idle_watches"] = args.idle_watches
+    else:
+        result = asyncio.run(run(args))
     result["machine"] = {"cpus": os.cpu_count(), "python": sys.version.split()[0]}
     text = json.dumps(result, indent=2)
     print(text)

@@ -507,6 +507,7 @@ async def test_user_code_returning_the_wrong_shape(caplog: pytest.LogCaptureFixt
             st = inf.statistics()
             assert sorted(cached(inf)) == ["default/a", "default/c"]
             assert st.transform_errors == 1 and st.index_errors == 2  # a, then c
+            assert st.listener_errors >= 1  # each publish (how many batches: timing)
             assert inf.snapshot().index_values("name") == []
     assert "the transform returned a dict, not a KubeObject" in caplog.text
     assert "returned the string 'a', not strings" in caplog.text

@@ -45,7 +45,7 @@ from aioinformer._client.rest import ApiClientLike, RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._core.objects import Transform
-from aioinformer._core.service import Service
+from aioinformer._core.service import Service, wait_ended
 
 __all__ = [
     "ALL_NAMESPACES",
@@ -372,17 +372,38 @@ class InformerFactory(Service):
     async def wait_for_sync(self, timeout: float | None = None) -> None:
         """Wait until every informer has applied its initial list; after ``timeout``
         seconds, ``FreshnessTimeout`` naming each informer still waiting and its last
-        list/watch error."""
+        list/watch error; the ``ClosedError`` of an informer that stops first, at once.
+
+        Whatever ends the wait (a sync, an error, a timeout, a cancellation), it returns
+        only once the per-informer waits it started have ended and their outcomes were
+        read: nothing is left running, no "exception was never retrieved", and a
+        cancellation stays a cancellation."""
+        informers = list(self._informers.values())
+        if not informers:
+            return
+        waits = [
+            asyncio.create_task(inf.wait_for_sync(), name=f"wait-for-sync-{inf.name}")
+            for inf in informers
+        ]
         try:
             async with asyncio.timeout(timeout):  # (not wait_for: it may lose a cancellation)
-                await asyncio.gather(*(inf.wait_for_sync() for inf in self._informers.values()))
+                await asyncio.wait(waits, return_when=asyncio.FIRST_EXCEPTION)
         except TimeoutError:
             pending = [
                 f"{i.name} ({i.statistics().last_error or 'no error seen'})"
-                for i in self._informers.values()
+                for i in informers
                 if not i.has_synced
             ]
             raise FreshnessTimeout(f"not synced after {timeout}s: {'; '.join(pending)}") from None
+        finally:
+            for wait in waits:
+                wait.cancel()
+            for wait in waits:
+                await wait_ended(wait)
+            failures = [w.exception() for w in waits if not w.cancelled()]  # (all read)
+        failed = next((f for f in failures if f is not None), None)
+        if failed is not None:
+            raise failed
 
     def _service_name(self) -> str:
         return f"informer-factory-{id(self):x}"

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from aioinformer._cache.deltas import Delta
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, WouldBlock
+from aioinformer._core.failurelog import FailureLog
 
 __all__ = ["FifoStatistics", "RealFIFO"]
 
@@ -82,11 +83,22 @@ class RealFIFO:
         await fifo.pop()                     # raises ClosedError
     """
 
-    __slots__ = ("_clock", "_closed", "_items", "_listeners", "_peak", "_pops", "_puts", "_waiters")
+    __slots__ = (
+        "_clock",
+        "_closed",
+        "_items",
+        "_listener_failures",
+        "_listeners",
+        "_peak",
+        "_pops",
+        "_puts",
+        "_waiters",
+    )
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._listeners: list[Callable[[Sequence[Delta]], None]] = []
+        self._listener_failures = FailureLog(log)
         self._items: deque[Delta] = deque()
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._closed = False
@@ -212,8 +224,9 @@ class RealFIFO:
         for listener in tuple(self._listeners):
             try:
                 listener(items)
-            except Exception:
-                log.exception("FIFO put listener %r raised", listener)
+            except Exception as exc:
+                self._listener_failures.failed(exc, "FIFO put listener %r raised: %r", listener,
+                                               exc)  # fmt: skip
 
     def statistics(self) -> FifoStatistics:
         """Depth, peak depth, age of the oldest item, totals and waiters, as of now. Safe

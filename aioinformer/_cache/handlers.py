@@ -32,9 +32,12 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   The backlog is visible as ``depth``/``peak_depth``/``overflows`` in
   :meth:`Subscription.statistics`, in ``InformerStatistics.handlers`` and as the Prometheus
   series ``aioinformer_handler_queue_depth`` and ``aioinformer_handler_overflows_total``.
-* **Errors.** A handler's exception is logged at ERROR with its traceback, the subscriber
-  and the object key, counted in ``errors_total`` and kept as ``last_error`` (a
-  :class:`HandlerFailure`); the subscription goes on. ``CancelledError`` is never swallowed.
+* **Errors.** A handler's exception is counted in ``errors_total`` and kept as
+  ``last_error`` (a :class:`HandlerFailure`), and logged at ERROR with the subscriber and
+  the object key: the first of each exception type with its traceback, later ones
+  summarized at most every 10 s (:mod:`~aioinformer._core.failurelog`: a handler raising on
+  every change writes one traceback, not one per change); the subscription goes on.
+  ``CancelledError`` is never swallowed.
 * **Slow warning.** While a synced subscription holds ``slow_warning_depth`` changes
   or more, a WARNING names the dispatcher, the subscriber and the depth, at most once per
   ``slow_warning_interval`` (client-go's "DeltaFIFO Pop Process ... slow event handlers
@@ -52,8 +55,11 @@ the writer nor another subscriber (client-go's processorListener). Per subscript
   and one that blocks, blocks everything (``Informer.add_handler(..., in_thread=True)`` runs
   sync handlers in a thread instead).
 * **Shutdown.** :meth:`Dispatcher.aclose` drops what is queued, cancels running handlers,
-  awaits every task and ends every stream; idempotent. Nothing is drained: changes
-  are hints over state the final snapshot holds, and a stuck handler must not hang shutdown.
+  awaits every task (for at most :data:`STOP_GRACE` seconds; a handler still running then
+  is abandoned, logged) and ends every stream; idempotent. Nothing is drained: changes
+  are hints over state the final snapshot holds, and a stuck handler must not hang
+  shutdown. A subscription's task starts with its first change, so a dispatcher whose
+  informer never ran leaves nothing to stop.
 """
 
 from __future__ import annotations
@@ -71,10 +77,12 @@ from typing import Self, TypeAlias
 from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
 
 __all__ = [
     "DEFAULT_MAX_QUEUE",
+    "STOP_GRACE",
     "ChangeStream",
     "Dispatcher",
     "HandlerFailure",
@@ -97,6 +105,11 @@ DEFAULT_MAX_QUEUE = 10_000
 """The default ``max_queue`` of exact subscribers (see the module docstring): a backlog
 beyond it is merged per key. About 1 s of the contention scenario's peak event rate, ten times the
 slow-handler warning depth: a healthy handler never reaches it."""
+
+STOP_GRACE = 1.0
+"""Seconds a stopping dispatcher waits for cancelled handlers to end: a handler whose
+cancellation cleanup takes longer is abandoned (logged), so that an informer's stop, and
+a factory's and a manager's, never depends on user code cooperating."""
 
 _YIELD_INTERVAL = 0.002  # a consumer draining a backlog yields to the loop this often (s)
 _SLOW, _OVERFLOW = 0, 1  # the two rate-limited warnings
@@ -175,6 +188,9 @@ class Subscription:
         namespace: only changes of objects in this namespace are queued (None: all).
         after: the number (seq) of the store state its initial changes came from:
             changes of that state or older are skipped, the initial ones hold them.
+        handlers: ``(on_add, on_update, on_delete)`` for a handler subscription, whose
+            task starts with its first change; None for a change stream (its consumer
+            reads the changes).
     """
 
     def __init__(
@@ -185,6 +201,7 @@ class Subscription:
         max_queue: int | None,
         namespace: str | None = None,
         after: int = 0,
+        handlers: _Handlers | None = None,
     ) -> None:
         self.name = name
         self.namespace = namespace
@@ -194,6 +211,7 @@ class Subscription:
         self.peak_depth = self.handled_total = self.errors_total = self.overflows = 0
         self.last_error: HandlerFailure | None = None
         self._dispatcher = dispatcher
+        self._failures = FailureLog(dispatcher._logger, clock=dispatcher._clock)
         self._coalesce = coalesce  # as configured; _coalescing is the current mode
         self._coalescing = coalesce
         self._max_queue = None if coalesce else max_queue
@@ -205,7 +223,8 @@ class Subscription:
         self._inflight: int | None = None  # number of the change being handled
         self._sync_target: int | None = None  # synced once every number <= it is handled
         self._synced = self._closed = False
-        self._task: asyncio.Task[None] | None = None
+        self._handlers = handlers  # (None: read as a ChangeStream)
+        self._task: asyncio.Task[None] | None = None  # started with the first change
         self._wakeup = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -335,10 +354,13 @@ class Subscription:
     # -- consumer side (the handler task or an ChangeStream) --------------------------------
 
     def _settle(self) -> None:
-        """After the queue changed: wake the consumer, update the idle and sync states."""
+        """After the queue changed: wake the consumer (starting the handler task with the
+        first change), update the idle and sync states."""
         if self._fifo or self._pending:
             self._idle.clear()
             self._wakeup.set()
+            if self._task is None and self._handlers is not None and not self._closed:
+                self._task = self._dispatcher._start(self, self._handlers)
         else:
             self._coalescing = self._coalesce  # nothing left after an overflow: exact again
             if self._inflight is None:
@@ -412,14 +434,14 @@ class Subscription:
             except Exception as exc:
                 self.errors_total += 1
                 self.last_error = HandlerFailure(obj.key, change.type, exc)
-                self._dispatcher._logger.error(
+                self._failures.failed(
+                    exc,
                     "%s: handler %r failed on %s %s: %r",
                     self._dispatcher.name,
                     self.name,
                     change.type,
                     obj.key,
                     exc,
-                    exc_info=exc,
                 )
 
 
@@ -492,6 +514,7 @@ class Dispatcher:
         self._clock = clock
         self._subs: list[Subscription] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._synced = self._closed = False
         self._count = 0
 
@@ -534,15 +557,26 @@ class Dispatcher:
         first = next((fn for fn in handlers if fn is not None), None)
         if first is None:
             raise ConfigError("add_handler needs on_add, on_update or on_delete (or changes())")
-        loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()
         default = getattr(first, "__qualname__", "handler")
-        sub = self._subscribe(
-            name or f"{default}#{self._count + 1}", coalesce, max_queue, initial, namespace, after
+        return self._subscribe(
+            name or f"{default}#{self._count + 1}",
+            coalesce,
+            max_queue,
+            initial,
+            namespace,
+            after,
+            handlers,
         )
-        sub._task = loop.create_task(sub._run(handlers), name=f"{self.name}/{sub.name}")
-        self._tasks.add(sub._task)
-        sub._task.add_done_callback(self._task_done)
-        return sub
+
+    def _start(self, sub: Subscription, handlers: _Handlers) -> asyncio.Task[None]:
+        """The task of ``sub``'s handlers, started with its first change: a dispatcher
+        whose informer never runs (a manager that failed to start) has none to stop."""
+        assert self._loop is not None
+        task = self._loop.create_task(sub._run(handlers), name=f"{self.name}/{sub.name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
 
     def changes(
         self,
@@ -567,6 +601,7 @@ class Dispatcher:
         initial: Iterable[KubeObject],
         namespace: str | None = None,
         after: int = 0,
+        handlers: _Handlers | None = None,
     ) -> Subscription:
         if self._closed:
             raise ClosedError(f"{self.name}: the dispatcher is closed")
@@ -575,7 +610,7 @@ class Dispatcher:
         if namespace is not None and (not isinstance(namespace, str) or not namespace):
             raise ConfigError(f"namespace must be a non-empty string or None, not {namespace!r}")
         self._count += 1
-        sub = Subscription(self, name, coalesce, max_queue, namespace, after)
+        sub = Subscription(self, name, coalesce, max_queue, namespace, after, handlers)
         sub._enqueue(Change(ChangeType.ADDED, obj, None) for obj in initial)
         if self._synced:
             sub._set_sync_target()
@@ -609,14 +644,26 @@ class Dispatcher:
 
     async def aclose(self) -> None:
         """Close every subscription (dropping what is queued), cancel running handlers and
-        await every task, those of cancelled subscriptions too. Idempotent."""
+        await every task, those of cancelled subscriptions too, for at most
+        :data:`STOP_GRACE` seconds: a handler still running then (its cleanup ignores or
+        outlasts the cancellation) is abandoned, with an ERROR naming it. Idempotent."""
         self._closed = True
         for sub in list(self._subs):
             sub.cancel()
         me = asyncio.current_task()  # aclose() called by a handler must not await itself
         tasks = [task for task in self._tasks if task is not me]
-        if tasks:
-            await asyncio.wait(tasks)
+        if not tasks:
+            return
+        _, stuck = await asyncio.wait(tasks, timeout=STOP_GRACE)
+        if stuck:
+            self._logger.error(
+                "%s: abandoned %d handler tasks still running %g s after their cancellation "
+                "(%s): the informer stops without them",
+                self.name,
+                len(stuck),
+                STOP_GRACE,
+                ", ".join(sorted(t.get_name() for t in stuck)),
+            )
 
     def _forget(self, sub: Subscription) -> None:
         if sub in self._subs:

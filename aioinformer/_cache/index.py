@@ -29,6 +29,7 @@ from operator import attrgetter
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 from aioinformer._core.errors import ConfigError
+from aioinformer._core.failurelog import FailureLog
 
 if TYPE_CHECKING:
     from aioinformer._core.objects import KubeObject, ObjectMeta
@@ -94,16 +95,16 @@ class IndexGuard:
     :meth:`guard` wraps an index function so that an exception, or values that are not
     strings (a bare string included), leave that object out of that index (no values),
     counted in :attr:`errors` and logged as a WARNING naming the index, the object key and
-    the exception (the first 10, then every 1000th). The
-    object itself is stored as usual: ``get``/``list`` find it, only ``by_index`` on the
-    failing index does not. The built-ins that read one metadata attribute cannot raise
-    and are returned unwrapped.
+    the exception (the first of each exception type, then a summary at most every 10 s:
+    :mod:`~aioinformer._core.failurelog`). The object itself is stored as usual:
+    ``get``/``list`` find it, only ``by_index`` on the failing index does not. The
+    built-ins that read one metadata attribute cannot raise and are returned unwrapped.
     """
 
     def __init__(self, logger: logging.Logger) -> None:
         self.errors = 0
         """Index function calls that raised."""
-        self._log = logger
+        self._failures = FailureLog(logger, logging.WARNING)
 
     def guard(self, name: str, fn: IndexFunc) -> IndexFunc:
         """``fn``, made safe (see the class docstring)."""
@@ -129,15 +130,16 @@ class IndexGuard:
         return guarded
 
     def _failed(self, name: str, obj: KubeObject, exc: Exception) -> None:
-        n = self.errors = self.errors + 1
-        if n <= 10 or n % 1000 == 0:
-            self._log.warning(
-                "index %r: the index function raised on %s: %r; left out of that index [%d so far]",
-                name,
-                obj.key,
-                exc,
-                n,
-            )
+        self.errors += 1
+        self._failures.failed(
+            exc,
+            "index %r: the index function raised on %s: %r; left out of that index",
+            name,
+            obj.key,
+            exc,
+            traceback=False,
+            kind=(name, type(exc)),
+        )
 
 
 def _reads(fn: Callable[..., Any], attribute: str) -> None:

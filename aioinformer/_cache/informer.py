@@ -81,6 +81,7 @@ from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
 from aioinformer._core.service import Service
@@ -148,6 +149,8 @@ class InformerStatistics:
     """Requests that waited for the request ceiling (``WatchOptions.request_rate``)."""
     apply_errors: int = 0
     """Items the store failed to apply (skipped; the writer went on)."""
+    listener_errors: int = 0
+    """Calls of a publish listener (``on_publish``) that raised (the writer went on)."""
     handlers: tuple[SubscriptionStatistics, ...] = ()
     """Each handler subscription's queue depth, peak, overflows and counters."""
     pipeline: Pipeline = "loop"
@@ -288,8 +291,8 @@ class Informer(Service):
         self._pending_indexers: dict[str, IndexFunc] = {}
         self._applying_since: float | None = None
         self._publish_listeners: list[Callable[[int, int], None]] = []
-        self._listener_errors = 0
-        self._apply_errors = 0
+        self._listener_failures = FailureLog(log)
+        self._apply_failures = FailureLog(log)
 
     def _open_store(
         self, indexers: Mapping[str, IndexFunc] | None
@@ -430,17 +433,10 @@ class Informer(Service):
         the exception propagates (the informer stops)."""
         error = sys.exc_info()[1]
         self._writer.apply((Bookmark(self._reader.resource_version, item.received),))
-        n = self._apply_errors = self._apply_errors + 1
         what = item.obj.key if isinstance(item, ObjectDelta) else type(item).__name__
-        if n <= 10 or n % 1000 == 0:
-            log.error(
-                "%s: the store failed to apply %s (%r); skipped [%d so far]",
-                self.name,
-                what,
-                error,
-                n,
-                exc_info=error,
-            )
+        self._apply_failures.failed(
+            error, "%s: the store failed to apply %s (%r); skipped", self.name, what, error
+        )
 
     def _published(self, batch: Sequence[Delta], changes: list[Change]) -> None:
         """After each published batch, on the writer's loop: count, tell the publish
@@ -456,10 +452,10 @@ class Informer(Service):
         for listener in self._publish_listeners:
             try:
                 listener(seq, rv)
-            except Exception:  # against its contract: logged, and the writer goes on
-                self._listener_errors += 1
-                if self._listener_errors <= 10 or self._listener_errors % 1000 == 0:
-                    log.exception("%s: publish listener %r raised", self.name, listener)
+            except Exception as exc:  # against its contract: logged, and the writer goes on
+                self._listener_failures.failed(
+                    exc, "%s: publish listener %r raised: %r", self.name, listener, exc
+                )
         self._outbox.append((seq, changes, synced))
         if not self._delivery_pending:  # one wake-up of the caller's loop at a time
             self._delivery_pending = True
@@ -485,7 +481,7 @@ class Informer(Service):
 
         For instrumentation: the listener runs on the writer's path (on the pipeline
         thread when there is one: touch no asyncio object there), so it must be quick.
-        An exception it raises is logged (the first 10, then every 1000th) and the writer
+        An exception it raises is logged (:mod:`~aioinformer._core.failurelog`) and the writer
         goes on."""
         self._publish_listeners.append(listener)
 
@@ -768,7 +764,8 @@ class Informer(Service):
             history_resets=ws.history_resets,
             requests=ws.requests,
             throttled=ws.throttled,
-            apply_errors=self._apply_errors,
+            apply_errors=self._apply_failures.count,
+            listener_errors=self._listener_failures.count,
             handlers=tuple(self._dispatcher.statistics()),
             pipeline=self.pipeline,
         )

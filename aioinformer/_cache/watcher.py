@@ -93,6 +93,7 @@ from aioinformer._core.errors import (
     TransportError,
     in_namespace,
 )
+from aioinformer._core.failurelog import FailureLog, Lazy
 from aioinformer._core.jsonscan import peek_key
 from aioinformer._core.objects import (
     BadItem,
@@ -372,6 +373,8 @@ class Watcher:
         ns = list_watch.namespace
         self.name = name or (f"{list_watch.resource}[{ns}]" if ns else list_watch.resource)
         self._stats = WatcherStatistics(backoff_current=self.backoff.current)
+        self._transform_failures = FailureLog(log, clock=clock)
+        self._skips = FailureLog(log, logging.WARNING, clock=clock)
         self._bucket = options.new_bucket()
         self._rv: str | None = None  # the watch position; None: a (re)list is needed
         self._seen = -1  # the last resourceVersion pushed, as an int (-1: none yet)
@@ -829,10 +832,11 @@ class Watcher:
             if type(result.key) is not str or type(result.rv) is not int:  # the store's keys
                 raise TypeError("the transform returned a KubeObject whose key or rv was changed")
             return result
-        except Exception:
-            n = self._stats.transform_errors = self._stats.transform_errors + 1
-            if n <= 10 or n % 1000 == 0:
-                log.exception("%s: the transform raised on %s; skipped", self.name, obj.key)
+        except Exception as exc:
+            self._stats.transform_errors += 1
+            self._transform_failures.failed(
+                exc, "%s: the transform raised on %s: %r; skipped", self.name, obj.key, exc
+            )
             return None
 
     def _bad_line(self, line: bytes, exc: Exception) -> None:
@@ -841,18 +845,26 @@ class Watcher:
             of = f"; object {key}" if key else ""
             return f"{exc}{of}; {len(line)} bytes, starting {_shown(line)}"
 
-        self._skipped("watch line", describe)
+        self._skipped("watch line", str(exc), describe)
 
     def _bad_item(self, bad: BadItem) -> None:
-        self._skipped("list item", lambda: f"{bad.key or 'key unknown'}: {bad.reason}")
+        key = bad.key or "key unknown"
+        self._skipped("list item", bad.reason, lambda: f"{key}: {bad.reason}")
 
     def _oversized(self, size: int) -> None:
-        self._skipped("watch line", lambda: f"a line of {size} bytes, over the line limit")
+        why = "over the line limit"
+        self._skipped("watch line", why, lambda: f"a line of {size} bytes, {why}")
 
-    def _skipped(self, what: str, describe: Callable[[], str]) -> None:
-        n = self._stats.decode_errors = self._stats.decode_errors + 1
-        if n <= 10 or n % 1000 == 0:  # a flood of bad lines must not flood the log
-            log.warning("%s: skipped a bad %s (%s) [%d so far]", self.name, what, describe(), n)
+    def _skipped(self, what: str, reason: str, describe: Callable[[], str]) -> None:
+        """Count a skip; log it as :class:`FailureLog` does, the kinds told apart by
+        ``reason`` without its digits (a flood of bad lines must not flood the log)."""
+        self._stats.decode_errors += 1
+        kind = (what, reason.translate(_NO_DIGITS)[:40])
+        self._skips.failed(None, "%s: skipped a bad %s (%s)", self.name, what, Lazy(describe),
+                           kind=kind)  # fmt: skip
+
+
+_NO_DIGITS = str.maketrans("", "", "0123456789")
 
 
 def _too_large(exc: StatusError) -> bool:

@@ -19,9 +19,15 @@ Contract:
   (and the object's name when the request has one).
 * Secrets never leave: every text put into an error passes through the client's
   :class:`~aioinformer._core.redact.Redactor` (the token, password and client key of the
-  configuration), whatever the server echoed, whole before it is cut; no error carries
-  request headers. The redactor is registered for the library's log lines and statistics
-  too (:func:`~aioinformer._core.redact.register`, :mod:`~aioinformer._core.logs`).
+  configuration, and every credential this client sent: each request's Authorization
+  value is remembered before it goes out, so a token rotated while the request was in
+  flight is still known when its answer echoes it), whatever the server echoed, whole
+  before it is cut. No error carries request headers or aiohttp's exception: errors made
+  for a network failure are raised outside its handler, so their ``__context__`` is not
+  aiohttp's error (whose ``request_info`` holds the Authorization header, and whose
+  connection key holds the proxy's credentials). The redactor is registered for the
+  library's log lines and statistics too (:func:`~aioinformer._core.redact.register`,
+  :mod:`~aioinformer._core.logs`).
 """
 
 from __future__ import annotations
@@ -179,7 +185,9 @@ class RestClient:
         headers = {"Accept": accept}
         if content_type is not None:
             headers["Content-Type"] = content_type
+        error: BaseException | None = None
         try:
+            headers.update(await self._credentials())
             if guard is not None and body is not None:
                 resp = await self._send_guarded(method, path, query, body, headers, timeout, guard)
             else:
@@ -189,23 +197,47 @@ class RestClient:
                     query_params=list(query),
                     header_params=headers,
                     body=body,
-                    auth_settings=["BearerToken"],
+                    auth_settings=[],  # (sent above: remembered by the redactor first)
                     _preload_content=False,
                     _request_timeout=timeout,
                 )
         except aiohttp.ClientConnectionError as exc:
             refused = exc.__cause__
             if isinstance(refused, AioinformerError):  # the guard refused: nothing was sent
-                raise refused from None
-            raise self.transport_error(about, "request failed", exc) from None
+                error = refused
+            else:
+                error = self.transport_error(about, "request failed", exc)
         except NETWORK_ERRORS as exc:
-            raise self.transport_error(about, "request failed", exc) from None
+            error = self.transport_error(about, "request failed", exc)
+        if error is not None:
+            # raised here, not in the handler: the error's __context__ would be the
+            # aiohttp exception, whose request_info holds the Authorization header
+            raise error
         if 200 <= resp.status < 300:
             return resp
         try:
             raise await self._error(resp, about)
         finally:
             resp.close()
+
+    async def _credentials(self) -> dict[str, str]:
+        """The headers that carry the configuration's credentials (its bearer token, read
+        now: an exec plugin or a token file may refresh it), remembered by the redactor
+        before they are sent, with the Authorization value of the default headers."""
+        api = self.api_client
+        cfg = api.configuration
+        settings = getattr(cfg, "auth_settings", None)
+        sent: dict[str, str] = {}
+        if settings is not None:
+            for auth in (await settings()).values():
+                if auth.get("in") == "header" and auth.get("value"):
+                    sent[auth["key"]] = auth["value"]
+        defaults = getattr(api, "default_headers", None) or {}
+        self.redact.remember(
+            *sent.values(),
+            *(v for k, v in defaults.items() if k.lower().endswith("authorization")),
+        )
+        return sent
 
     async def _send_guarded(
         self,
@@ -226,9 +258,6 @@ class RestClient:
         cookie = getattr(api, "cookie", None)
         if cookie:
             sent["Cookie"] = cookie
-        for auth in (await cfg.auth_settings()).values():
-            if auth.get("in") == "header" and auth.get("value"):
-                sent[auth["key"]] = auth["value"]
         url = cfg.host + path + (f"?{urlencode(list(query))}" if query else "")
         rest = api.rest_client
         options: dict[str, Any] = {"headers": sent, "timeout": timeout}
@@ -283,6 +312,7 @@ class RestClient:
         fails or the body grows past ``max_body`` bytes (it stops reading there)."""
         chunks: list[bytes] = []
         size = 0
+        error: TransportError | None = None
         try:
             async for chunk in resp.content.iter_any():
                 size += len(chunk)
@@ -297,7 +327,9 @@ class RestClient:
                     )
                 chunks.append(chunk)
         except NETWORK_ERRORS as exc:
-            raise self.transport_error(about, "reading the response failed", exc) from None
+            error = self.transport_error(about, "reading the response failed", exc)
+        if error is not None:
+            raise error  # (outside the handler: no __context__, see open)
         return b"".join(chunks)
 
     async def request_json(

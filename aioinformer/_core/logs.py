@@ -5,8 +5,12 @@ traceback of an unexpected exception. :class:`RedactingFilter` cleans each recor
 :func:`~aioinformer._core.redact.redact_known` (every secret the live clients know) before
 any handler sees it: the message with its arguments (then stored formatted, ``args``
 emptied), the formatted traceback (then stored as ``exc_text`` and ``exc_info`` dropped,
-since a handler formatting it again would bring the raw text back) and the stack text. A
-record with nothing to clean is left exactly as it was.
+since a handler formatting it again would bring the raw text back) and the stack text. An
+exception whose text is clean but that carries a secret elsewhere (an aiohttp error's
+request headers in its ``__context__``, a JSON error's document: anything
+:func:`~aioinformer._core.redact.carries_secret` finds) is dropped the same way, its text
+kept: a handler that walks ``exc_info`` (an error tracker) finds nothing. A record with
+nothing to clean is left exactly as it was.
 
 :func:`logger` makes the library's loggers with the filter on (every module of the library
 gets its logger from it), and :func:`install` puts the filter on the loggers of the client it
@@ -21,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from aioinformer._core.redact import redact_known
+from aioinformer._core.redact import carries_secret, redact_known
 
 __all__ = ["RedactingFilter", "install", "logger"]
 
@@ -44,7 +48,7 @@ class RedactingFilter(logging.Filter):
             text = logging.Formatter().formatException(record.exc_info)
         if text:
             clean = redact_known(text)
-            if clean != text:
+            if clean != text or (record.exc_info and carries_secret(record.exc_info[1])):
                 record.exc_text, record.exc_info = clean, None
         if record.stack_info:
             record.stack_info = redact_known(record.stack_info)

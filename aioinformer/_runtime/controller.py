@@ -19,8 +19,13 @@ Contracts:
   informer has seen the writes recorded for it, and is requeued with backoff if one has not;
   while its expectations are pending it is not reconciled (checked again each second).
   Both are counted in ``stale_reads_avoided``.
-* Errors are logged with the key and retried with per-key exponential backoff; a reconcile
-  taking longer than ``reconcile_timeout`` is cancelled and counts as an error;
+* Errors are logged with the key (the first of each exception type with its traceback,
+  then a summary at most every 10 s: :mod:`~aioinformer._core.failurelog`), counted in
+  ``errors`` and retried with per-key exponential backoff; a reconcile
+  taking longer than ``reconcile_timeout`` is cancelled and counts as an error, and one
+  still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation is abandoned
+  (logged; its writes through the manager's client are refused; its key waits for it to
+  end), so a worker is never held longer than that by a cleanup;
   ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
 * Owned objects map to their controller owner: the controller ownerReference whose kind and
   API group are the primary's (the kind discovered from the server unless given), in the
@@ -40,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -49,8 +55,9 @@ from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
-from aioinformer._core.service import Service
+from aioinformer._core.service import Service, wait_ended
 from aioinformer._runtime import context
 from aioinformer._runtime.expectations import Expectations
 from aioinformer._runtime.metrics import Metrics, WorkQueueMetricsAdapter
@@ -124,7 +131,8 @@ class ControllerOptions:
     """Seconds after which an expectation is given up as lost."""
     reconcile_timeout: float | None = None
     """Seconds one reconcile may run before it is cancelled (an error, retried with
-    backoff); None: no limit."""
+    backoff); one still running ``min(1 s, reconcile_timeout / 4)`` later is abandoned
+    (fenced, logged): the worker is free by then. None: no limit."""
     resync_period: float | None = None
     """Every so many seconds, every cached primary object is reconciled again (client-go's
     resync, controller-runtime's SyncPeriod), so drift the changes do not show is corrected;
@@ -158,9 +166,10 @@ class ControllerStatistics:
     """Reconciles that raised or timed out."""
     stale_reads_avoided: int
     """Reconciles held back because the cache had not seen the controller's own writes
-    (freshness) or its expected creations and deletions (expectations)."""
+    (freshness) or its expected creations and deletions (expectations), or because what
+    a write whose answer was lost did is not known yet (unsettled)."""
     in_flight: int
-    """Reconciles running now."""
+    """Reconciles running now (abandoned ones included, until they end)."""
     queue: WorkQueueStatistics
     """Its work queue's depth, in-flight keys, adds and retries."""
 
@@ -238,8 +247,13 @@ class Controller(Service):
         self._predicates = list(predicates)
         self._owns = list(owns)
         self._inflight: dict[str, asyncio.Task[None]] = {}
+        # abandoned reconciles still running, with the queue that holds their key:
+        self._lingering: dict[str, tuple[asyncio.Task[Result | None], WorkQueue[str]]] = {}
+        self._abandoned: set[str] = set()  # their reconcile ids: fenced
         self.reconciles = 0
         self.errors = 0
+        self._failures = FailureLog(log, clock=self._clock)
+        self._settle_failures = FailureLog(log, logging.WARNING, clock=self._clock)
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
         self._subscribe(primary, watches, owns)
@@ -365,7 +379,11 @@ class Controller(Service):
     # -- what the manager's client asks ---------------------------------------------------------
 
     def may_act(self, key: str) -> bool:
-        """Whether this replica may reconcile (and write for) ``key`` now."""
+        """Whether this replica may reconcile (and write for) ``key`` now: never from
+        inside a reconcile this controller abandoned after its ``reconcile_timeout``."""
+        running = context.current.get()
+        if running is not None and running.reconcile_id in self._abandoned:
+            return False
         return self._may_act is None or self._may_act(key)
 
     def owns_resource(
@@ -424,8 +442,10 @@ class Controller(Service):
             since, settle = pending[0]
             try:
                 done = await settle()
-            except Exception:
-                log.exception("%s: %s: settling a write failed", self.name, key)
+            except Exception as exc:
+                self._settle_failures.failed(
+                    exc, "%s: %s: reading what a write did failed: %r", self.name, key, exc
+                )
                 done = False
             if not done and self._clock() - since >= self.options.expectations_ttl:
                 log.warning("%s: %s: what a write did is still not known after %gs "
@@ -565,12 +585,17 @@ class Controller(Service):
     def _settled(self, queue: WorkQueue[str], key: str, task: asyncio.Task[None]) -> None:
         if self._inflight.get(key) is task:
             del self._inflight[key]
-        queue.done(key)
+        held = self._lingering.get(key)
+        if held is None or held[1] is not queue:  # (an abandoned reconcile holds its key)
+            queue.done(key)
         if not task.cancelled() and task.exception() is not None:  # a bug outside the reconcile
-            log.error("%s: processing %s failed", self.name, key, exc_info=task.exception())
+            exc = task.exception()
+            self._failures.failed(exc, "%s: processing %s failed: %r", self.name, key, exc)
             queue.add_rate_limited(key)
 
     async def _process(self, key: str) -> None:
+        if key in self._lingering:  # run again while one abandoned before still runs:
+            return  # the key is queued again when that one ends
         if self.options.freshness and not await self._fresh_enough(key):
             return
         if key in self._unsettled and not await self._writes_settled(key):
@@ -586,8 +611,7 @@ class Controller(Service):
         token = context.current.set(running)
         t0 = self._clock()
         try:
-            async with asyncio.timeout(self.options.reconcile_timeout):
-                result = await self._reconcile(key)
+            result = await self._bounded(key, running)
         except TimeoutError:
             self._failed(key, f"timed out after {self.options.reconcile_timeout}s", None)
             return
@@ -612,10 +636,78 @@ class Controller(Service):
             self.metrics.reconciles.labels(self.name, "success").inc()
             self.queue.forget(key)
 
+    async def _bounded(self, key: str, running: context.Reconciling) -> Result | None:
+        """``reconcile(key)``, for at most ``reconcile_timeout`` seconds (TimeoutError
+        then): it is cancelled, and if it has not ended ``min(1 s, reconcile_timeout / 4)``
+        later (a cleanup that ignores or outlasts its cancellation) it is abandoned: the
+        worker goes on, the abandoned reconcile's writes are refused (:meth:`may_act` is
+        False inside it) and its key is not reconciled again before it has ended."""
+        timeout = self.options.reconcile_timeout
+        if timeout is None:
+            return await self._reconcile(key)
+
+        async def reconcile() -> Result | None:  # (the reconciler returns an awaitable)
+            return await self._reconcile(key)
+
+        attempt = asyncio.create_task(reconcile(), name=f"reconcile {self.name} {key}")
+        try:
+            await asyncio.wait([attempt], timeout=timeout)
+            if attempt.done():
+                return attempt.result()
+            attempt.cancel()
+            await asyncio.wait([attempt], timeout=min(1.0, timeout / 4))
+        except asyncio.CancelledError:  # stopping, or the key lost: the reconcile goes too
+            attempt.cancel()
+            await wait_ended(attempt)
+            raise
+        if attempt.done():
+            if not attempt.cancelled():
+                attempt.exception()  # (read: what it raised while cancelled is its timeout)
+        else:
+            self._abandon(key, attempt, running, timeout)
+        raise TimeoutError
+
+    def _abandon(
+        self,
+        key: str,
+        attempt: asyncio.Task[Result | None],
+        running: context.Reconciling,
+        timeout: float,
+    ) -> None:
+        """Let a timed-out reconcile that does not end go on alone: fenced, its key held
+        (the queue does not hand it out) until it ends, then retried."""
+        queue = self.queue
+        self._abandoned.add(running.reconcile_id)
+        self._lingering[key] = (attempt, queue)
+        log.error(
+            "%s: abandoned the reconcile of %s (%s), still running after its cancellation "
+            "(reconcile_timeout %gs): its writes through the manager's client are refused "
+            "and %s waits for it to end",
+            self.name,
+            key,
+            running.reconcile_id,
+            timeout,
+            key,
+        )
+
+        def ended(task: asyncio.Task[Result | None]) -> None:
+            self._abandoned.discard(running.reconcile_id)
+            del self._lingering[key]
+            if not task.cancelled():
+                task.exception()  # (read)
+            log.info("%s: the abandoned reconcile of %s ended", self.name, key)
+            queue.done(key)  # queued again (its timeout was a rate-limited retry)
+            if self.queue is not queue:  # the controller ran again meanwhile
+                self.queue.add(key)
+
+        attempt.add_done_callback(ended)
+
     def _failed(self, key: str, what: str, exc: Exception | None) -> None:
         self.errors += 1
-        log.error("%s: reconcile of %s %s; retrying with backoff", self.name, key, what,
-                  exc_info=exc)  # fmt: skip
+        if exc is not None:
+            what = f"{what}: {exc!r}"
+        self._failures.failed(exc, "%s: reconcile of %s %s; retrying with backoff", self.name,
+                              key, what)  # fmt: skip
         self.metrics.reconciles.labels(self.name, "error").inc()
         self.queue.add_rate_limited(key)
 
@@ -646,6 +738,6 @@ class Controller(Service):
             reconciles=self.reconciles,
             errors=self.errors,
             stale_reads_avoided=self.stale_reads_avoided,
-            in_flight=len(self._inflight),
+            in_flight=len(self._inflight) + len(self._lingering),
             queue=self.queue.statistics(),
         )

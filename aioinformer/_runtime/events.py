@@ -12,8 +12,10 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 * **Never in the way.** :meth:`EventRecorder.record` does not wait: events are sent in
   order by :meth:`EventRecorder.run` (the manager runs the recorders it made; alone, use
   ``async with recorder:``), outside any reconcile even when recorded inside one (the
-  manager's client neither fences nor books them); a failure to send one is logged and
-  counted (``failed``), never raised into the reconcile. :meth:`EventRecorder.flush` waits
+  manager's client neither fences nor books them); a failure to send one is counted
+  (``failed``) and logged as every repeated failure is (the first of each kind, then a
+  summary every 10 s: a server refusing every event is one line, not one per event), never
+  raised into the reconcile. :meth:`EventRecorder.flush` waits
   until what was recorded is sent; stopping ``run`` sends what is recorded first (for at
   most :data:`DRAIN_TIMEOUT` seconds).
 * **Valid names.** An Event is named ``<object name>.<hex timestamp>`` (cut to 253
@@ -24,6 +26,7 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +37,7 @@ from typing import Any, Literal, TypeAlias
 from aioinformer._client.client import Client
 from aioinformer._core import logs
 from aioinformer._core.errors import ApiError, ClosedError, ConfigError
+from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
 from aioinformer._core.service import Service
 
@@ -107,6 +111,8 @@ class EventRecorder(Service):
         """Events over the rate limit, not sent."""
         self.failed = 0
         """Events the server did not take (logged)."""
+        self._drops = FailureLog(log, logging.WARNING, clock=clock)
+        self._failures = FailureLog(log, logging.WARNING, clock=clock)
 
     def record(
         self,
@@ -128,9 +134,8 @@ class EventRecorder(Service):
         source = (involved["uid"] or f"{involved['namespace']}/{involved['name']}", self.component)
         if not self._take(source):
             self.dropped += 1
-            if self.dropped <= 10 or self.dropped % 1000 == 0:
-                log.warning("%s: event about %s dropped (rate limit): %s %s",
-                            self.component, involved["name"], reason, message)  # fmt: skip
+            self._drops.failed(None, "%s: event about %s dropped (rate limit): %s %s",
+                               self.component, involved["name"], reason, message)  # fmt: skip
             return
         event = {
             "involvedObject": involved,
@@ -192,12 +197,13 @@ class EventRecorder(Service):
             await self._send(*item)
         except asyncio.CancelledError:
             raise
-        except (ApiError, ConfigError) as exc:
+        except (ApiError, ConfigError) as exc:  # (403: no RBAC for events: one line, not many)
             self.failed += 1
-            log.warning("%s: an event was not recorded: %s", self.component, exc)
-        except Exception:
+            self._failures.failed(exc, "%s: an event was not recorded: %s", self.component, exc,
+                                  traceback=False)  # fmt: skip
+        except Exception as exc:
             self.failed += 1
-            log.exception("%s: an event was not recorded", self.component)
+            self._failures.failed(exc, "%s: an event was not recorded: %r", self.component, exc)
         finally:
             self._queue.task_done()
 

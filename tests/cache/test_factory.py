@@ -9,7 +9,9 @@ and causes, an informer that dies logged while the others go on, and the watch o
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
+import gc
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -18,6 +20,7 @@ from typing import Any
 import pytest
 
 from aioinformer import (
+    ClosedError,
     ConfigError,
     FreshnessTimeout,
     InformerFactory,
@@ -381,3 +384,78 @@ async def test_watch_options_reach_every_informer(api: Any) -> None:
 async def test_an_informer_built_by_hand_runs_on_the_callers_loop(api: Any) -> None:
     """Outside a factory an informer has no pipeline thread unless given one."""
     assert Informer(ListWatch(api, "v1", "pods"), name="pods").pipeline == "loop"
+
+
+def waits_left() -> list[asyncio.Task[Any]]:
+    """Tasks still running an informer's ``wait_for_sync``."""
+    return [
+        t
+        for t in asyncio.all_tasks()
+        if not t.done() and "Informer.wait_for_sync" in repr(t.get_coro())
+    ]
+
+
+@contextlib.contextmanager
+def loop_reports() -> Iterator[list[str]]:
+    """What the loop reports through its exception handler while the block runs (and
+    after a gc at its end): "exception was never retrieved", "Task was destroyed"..."""
+    loop = asyncio.get_running_loop()
+    reports: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reports.append(str(context["message"])))
+    try:
+        yield reports
+        gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+
+
+def broken_apply(*args: object, **kwargs: object) -> list[object]:
+    raise RuntimeError("store bug")
+
+
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
+async def test_wait_for_sync_fails_at_once_and_leaves_nothing_behind(
+    sim: KubeSim, api: Any, pipeline: Any
+) -> None:
+    """One informer dies during the initial sync (its writer fails) while another never
+    syncs (its lists fail): ``wait_for_sync`` raises the ClosedError at once and leaves no
+    task waiting for the other, and nothing unretrieved."""
+    sim.create("secrets", {"metadata": {"name": "s"}, "data": {}}, "default")
+    sim.fail_next(10_000, 500, verbs=["list"], path_contains="configmaps")  # never syncs
+    with loop_reports() as reports:
+        async with InformerFactory(api, watch_options=FAST, pipeline=pipeline) as factory:
+            stuck = factory.informer("v1", "configmaps")
+            dead = factory.informer("v1", "secrets")
+            dead._writer.apply = broken_apply  # type: ignore[method-assign]
+            with pytest.raises(ClosedError, match="secrets"):
+                await factory.wait_for_sync(timeout=30)
+            assert waits_left() == []
+            assert not stuck.has_synced
+    assert reports == []
+
+
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
+async def test_a_wait_for_sync_cancelled_as_an_informer_stops_stays_cancelled(
+    sim: KubeSim, api: Any, pipeline: Any
+) -> None:
+    """A SIGTERM during the initial sync cancels the task waiting for it in the very step
+    one of the informers stops (it would see a ClosedError): the wait ends cancelled (the
+    stop is not turned into an error), leaving no task and no "exception was never
+    retrieved" report."""
+    sim.create("configmaps", configmap("c"), "default")
+    sim.fail_next(10_000, 500, verbs=["list"], path_contains="secrets")  # never syncs
+    with loop_reports() as reports:
+        async with InformerFactory(api, watch_options=FAST, pipeline=pipeline) as factory:
+            cms = factory.informer("v1", "configmaps")
+            stuck = factory.informer("v1", "secrets")
+            waiting = asyncio.create_task(factory.wait_for_sync())
+            await cms.wait_for_sync(timeout=15)
+            await eventually(lambda: stuck.statistics().errors_by_code.get(500, 0) >= 1, "500")
+            run = factory._tasks[stuck]
+            run.add_done_callback(lambda _: waiting.cancel())  # the same step it stops in
+            run.cancel()
+            await asyncio.wait([waiting])
+            assert waiting.cancelled(), waiting
+            assert waits_left() == []
+    assert reports == []

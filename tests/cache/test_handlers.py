@@ -16,6 +16,7 @@ from aioinformer import InformerFactory
 from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
+    STOP_GRACE,
     Dispatcher,
     HandlerFailure,
     Subscription,
@@ -253,6 +254,37 @@ async def test_handler_exceptions_are_logged_with_key_and_do_not_stop_it(
     await d.aclose()
 
 
+async def test_a_handler_raising_on_every_change_logs_one_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """3,000 changes, a handler raising on each: all counted, one ERROR with the
+    traceback; 10 s later the next failure is one summary line (no traceback) counting
+    them; another exception type gets its own traceback."""
+    clock = FakeClock()
+    d = Dispatcher("pods", clock=clock)
+
+    def on_add(o: KubeObject) -> None:
+        raise (KeyError if o.key == "n/other" else RuntimeError)("boom")
+
+    sub = d.add_handler(on_add, name="broken")
+    with caplog.at_level(logging.ERROR, logger="aioinformer.handlers"):
+        d.dispatch([added(obj(f"p{i}", i + 1)) for i in range(3000)])
+        await sub.join()
+        assert sub.errors_total == 3000
+        (first,) = caplog.records
+        assert "'broken' failed on Added n/p0" in first.getMessage()
+        assert "[1 so far]" in first.getMessage() and first.exc_info is not None
+        clock.advance(10.0)
+        d.dispatch([added(obj("late", 9000)), added(obj("other", 9001))])
+        await sub.join()
+    summary, other = caplog.records[1:]
+    assert "n/late" in summary.getMessage() and summary.exc_info is None
+    assert "[3001 so far; 3000 of this kind since its last line 10 s ago]" in (summary.getMessage())
+    assert other.exc_info is not None and isinstance(other.exc_info[1], KeyError)
+    assert sub.errors_total == 3002
+    await d.aclose()
+
+
 # -- coalescing ---------------------------------------------------------------------------------
 
 A1, A2, A3, B1 = obj("a", 1), obj("a", 2), obj("a", 3), obj("b", 1)
@@ -359,6 +391,7 @@ async def test_coalescing_queue_is_bounded_by_the_number_of_objects() -> None:
     await sub.join()
     assert replay(rec.notes) == model.final()
     assert sub.handled_total <= 101  # the first one plus one merged change per key
+    await d.aclose()
 
 
 async def test_max_queue_overflow_switches_to_coalescing_until_idle(
@@ -873,3 +906,54 @@ async def test_statistics_and_default_names() -> None:
         False,
     )
     await d.aclose()
+
+
+@pytest.mark.looptime
+async def test_aclose_abandons_a_handler_whose_cleanup_outlasts_the_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler whose cancellation cleanup takes 12 s: the dispatcher's close (an
+    informer's stop, so a factory's and a manager's) returns STOP_GRACE (1 s) after it
+    began, naming the handler it abandoned; the cleanup still runs to its end."""
+    loop = asyncio.get_running_loop()
+    d = Dispatcher("pods")
+    started = asyncio.Event()
+    cleaned: list[float] = []
+
+    async def slow_cleanup(o: KubeObject) -> None:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.sleep(12)
+            cleaned.append(loop.time())
+
+    d.add_handler(slow_cleanup, name="slow")
+    d.dispatch([added(A1)])
+    await started.wait()
+    closing = loop.time()
+    await d.aclose()
+    assert loop.time() - closing == pytest.approx(STOP_GRACE)
+    assert "pods: abandoned 1 handler tasks still running 1 s after their cancellation" in (
+        caplog.text
+    )
+    assert "(pods/slow)" in caplog.text
+    await asyncio.sleep(12)
+    assert cleaned == [pytest.approx(closing + 12)]
+
+
+async def test_a_subscription_starts_its_task_with_its_first_change() -> None:
+    """A handler added to an informer that never runs (a manager that failed to start)
+    leaves no task behind; the first change starts it."""
+    before = asyncio.all_tasks()
+    d = Dispatcher()
+    seen: list[str] = []
+    sub = d.add_handler(lambda o: seen.append(o.key))
+    d.mark_synced()
+    assert sub.has_synced and asyncio.all_tasks() == before
+    d.dispatch([added(A1)])
+    assert len(asyncio.all_tasks() - before) == 1
+    await sub.join()
+    assert seen == ["n/a"]
+    await d.aclose()
+    assert asyncio.all_tasks() == before

@@ -138,6 +138,45 @@ async def test_an_operator_runs_is_ready_and_stops_on_sigterm(tmp_path: Path) ->
             assert not lease.field("spec.holderIdentity")  # released on the way out
 
 
+NEVER_SYNCS = """
+from aioinformer import Manager
+
+
+def build(manager: Manager) -> None:
+    manager.informer("v1", "configmaps")
+    for resource in ("secrets", "pods"):  # lists answered 400: they never sync
+        manager.informer("v1", resource, field_selector="no.such.field=x")
+"""
+
+
+async def test_sigterm_during_the_initial_sync_stops_quietly(tmp_path: Path) -> None:
+    """SIGTERM while the operator waits for informers that cannot sync (their lists are
+    answered 400) stops it with exit code 0 and nothing asyncio reports on the way out ("exception
+    was never retrieved", "Task was destroyed but it is pending"), no traceback."""
+    kubeconfig = tmp_path / "sim.kubeconfig"
+    (tmp_path / "never_syncs.py").write_text(NEVER_SYNCS)
+    async with spawn(
+        "sim", "--port", "0", "--kubeconfig-out", str(kubeconfig), "--start-delay", "0.1",
+    ) as sim:  # fmt: skip
+        await eventually(lambda: sim.find("KubeSim serving on") is not None, "the sim", timeout=30)
+        async with spawn(
+            "run", f"{tmp_path / 'never_syncs.py'}:build", "--kubeconfig", str(kubeconfig),
+            "--metrics-port", "0", "--metrics-host", "127.0.0.1",
+        ) as operator:  # fmt: skip
+            await eventually(
+                lambda: operator.find("list pods.*400") is not None,
+                "the wait for the initial sync",
+                timeout=30,
+            )
+            operator.proc.send_signal(signal.SIGTERM)
+            code = await asyncio.wait_for(operator.proc.wait(), 30)
+            await operator.stop()  # (reads the rest of its output)
+            output = "\n".join(operator.lines)
+            assert code == 0, output
+            assert operator.find("stopped") is not None, output
+            assert not operator.find("never retrieved|was destroyed|Traceback"), output
+
+
 async def _is(status: object, want: int) -> bool:
     try:
         return await status == want  # type: ignore[misc]

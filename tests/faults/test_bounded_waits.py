@@ -37,7 +37,7 @@ def options(**kw: float) -> WatchOptions:
         "backoff_initial": 0.05,
         "backoff_maximum": 0.2,
         "backoff_jitter": 0.0,
-        "header_timeout": 0.3,
+        "header_timeout": 10.0,  # headers come at once unless a test withholds them
         "watch_deadline_margin": 0.5,
         "idle_timeout": 30.0,
     }
@@ -57,7 +57,8 @@ async def test_response_headers_that_never_come_time_out_from_the_request_start(
         return json_response(LIST)
 
     async with hostile_server(handle) as server, server.api_client() as api:
-        async with InformerFactory(api, "default", watch_options=options()) as factory:
+        opts = options(header_timeout=0.3)
+        async with InformerFactory(api, "default", watch_options=opts) as factory:
             inf = factory.informer("v1", "pods")
             await eventually(lambda: inf.statistics().stream_errors >= 2, "two header timeouts")
             st = inf.statistics()
@@ -83,8 +84,9 @@ async def test_a_trickling_watch_is_ended_by_the_client_after_its_timeout(
             await resp.write(trickle)
             await asyncio.sleep(0.05)
 
+    opts = options()
     async with hostile_server(handle) as server, server.api_client() as api:
-        async with InformerFactory(api, "default", watch_options=options()) as factory:
+        async with InformerFactory(api, "default", watch_options=opts) as factory:
             inf = factory.informer("v1", "pods")
             await inf.wait_for_sync(timeout=15)
             await eventually(lambda: inf.statistics().stream_errors >= 2, "two deadlines")

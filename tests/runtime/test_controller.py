@@ -240,6 +240,23 @@ async def test_a_failing_reconcile_is_retried_with_per_key_backoff(sim: KubeSim,
         assert c.statistics().errors == 3
 
 
+async def test_a_reconcile_failing_every_time_logs_one_traceback_then_summaries(
+    sim: KubeSim, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """10 keys whose reconcile raises every time, retried every 0.1 s for 21 s (2,100
+    failures): one ERROR with the traceback, then one summary line (the latest
+    failure, its key, the count) at most every 10 s; all counted in ``errors``."""
+    for i in range(10):
+        sim.create("configmaps", configmap(f"k{i}"), "default")
+    rec = Reconciles(lambda k, n: RuntimeError(f"broken {k}"))
+    async with running(api, rec, rate_limiter=FixedLimiter(0.1)) as c:
+        await eventually(lambda: c.statistics().errors >= 2100, "2,100 failures", timeout=60)
+    logged = [r for r in caplog.records if "reconcile of" in r.getMessage()]
+    assert logged[0].exc_info is not None and "RuntimeError('broken" in logged[0].getMessage()
+    assert [r.exc_info for r in logged[1:]] == [None, None]  # at 10 s and 20 s
+    assert "of this kind since its last line 10 s ago" in logged[1].getMessage()
+
+
 async def test_requeue_true_is_a_rate_limited_retry(sim: KubeSim, api: Any) -> None:
     sim.create("configmaps", configmap("again"), "default")
     limiter = FixedLimiter(0.25)
@@ -293,6 +310,80 @@ async def test_a_key_is_never_reconciled_twice_at_once(sim: KubeSim, api: Any) -
         await eventually(lambda: rec.count("default/busy") == 2, "one more reconcile")
         await eventually(lambda: idle(c), "the workers idle")
         assert rec.count("default/busy") == 2
+
+
+async def test_a_timed_out_reconcile_whose_cleanup_outlasts_the_grace_is_abandoned(
+    sim: KubeSim, api: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``reconcile_timeout=1`` and a reconcile whose cancellation cleanup takes 12 s: it is
+    abandoned (logged, fenced: ``may_act`` is False inside it) 0.25 s after its
+    cancellation (``min(1 s, reconcile_timeout / 4)``), so the only worker reconciles
+    another key at 1.25 s, not at 13 s; its own key is not reconciled again until the
+    abandoned reconcile has ended (never two at once), then it is retried."""
+    loop = asyncio.get_running_loop()
+    sim.create("configmaps", configmap("slow"), "default")
+    times: dict[str, list[float]] = {}
+    inside_cleanup: list[bool] = []
+    cleaned_up: list[float] = []
+
+    async def reconcile(key: str) -> None:
+        times.setdefault(key, []).append(loop.time())
+        if key != "default/slow" or len(times[key]) > 1:
+            return
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(12.0)  # a cleanup that outlasts any grace
+            inside_cleanup.append(c.may_act(key))
+            cleaned_up.append(loop.time())
+            raise
+
+    async with running(api, reconcile, concurrency=1, reconcile_timeout=1.0) as c:
+        await eventually(lambda: "default/slow" in times, "the slow reconcile")
+        (began,) = times["default/slow"]
+        sim.create("configmaps", configmap("quick"), "default")
+        await eventually(lambda: "default/quick" in times, "the other key", timeout=60)
+        assert times["default/quick"] == [pytest.approx(began + 1.25)]  # not 13 s
+        assert c.statistics().in_flight == 1 and c.statistics().errors == 1
+        assert "abandoned the reconcile of default/slow" in caplog.text
+        await eventually(lambda: len(times["default/slow"]) == 2, "the retry", timeout=60)
+        assert cleaned_up == [pytest.approx(began + 13.0)]
+        assert times["default/slow"][1] >= cleaned_up[0]  # never two at once
+        assert inside_cleanup == [False]  # fenced
+        await eventually(lambda: c.statistics().in_flight == 0, "nothing in flight")
+
+
+async def test_a_controller_run_again_waits_for_its_abandoned_reconcile(
+    sim: KubeSim, api: Any
+) -> None:
+    """A controller stopped and run again while a reconcile it abandoned (timed out, its
+    cleanup still running) runs: the new run reconciles that key only once it has ended."""
+    loop = asyncio.get_running_loop()
+    sim.create("configmaps", configmap("slow"), "default")
+    times: list[float] = []
+    cleaned_up: list[float] = []
+
+    async def reconcile(key: str) -> None:
+        times.append(loop.time())
+        if len(times) > 1:
+            return
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(30.0)
+            cleaned_up.append(loop.time())
+            raise
+
+    factory = InformerFactory(api, "default", pipeline="loop", clock=loop.time)
+    c = controller(factory, reconcile, reconcile_timeout=1.0)
+    async with factory:
+        await factory.wait_for_sync(timeout=30)
+        async with c:
+            await eventually(lambda: c.statistics().errors == 1, "the timeout", timeout=60)
+        async with c:  # again, with the abandoned reconcile still running
+            await eventually(lambda: len(times) == 2, "the reconcile again", timeout=120)
+    assert cleaned_up == [pytest.approx(times[0] + 31.0)]
+    assert times[1] >= cleaned_up[0]
 
 
 # -- predicates, owns, watches, may_act ----------------------------------------------------------

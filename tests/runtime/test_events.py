@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from kubernetes_asyncio import client as client_module
 
 from aioinformer import Client, ClosedError, ConfigError, EventRecorder, Manager, Result
 from aioinformer._runtime import events as events_module
@@ -151,3 +152,24 @@ async def test_events_recorded_in_a_reconcile_are_sent_outside_it(sim: KubeSim) 
             assert (recorder.failed, recorder.dropped) == (0, 0)
             assert [e["reason"] for e in about(sim, "e")] == ["Seen"]
         assert m.event_recorders == [recorder]
+
+
+async def test_a_server_refusing_every_event_is_one_warning(
+    sim: KubeSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An operator without RBAC for events (every create answered 403): 50 events are
+    all counted in ``failed`` and logged once (then summarized every 10 s), not 50 times."""
+    nobody = sim.add_user("nobody")
+    cfg = sim.client_configuration()
+    cfg.api_key = {"BearerToken": nobody}
+    async with client_module.ApiClient(configuration=cfg) as api:
+        recorder = EventRecorder(Client(api), "c")
+        async with recorder:
+            for i in range(50):
+                body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{i}"}}
+                recorder.record({**body, "metadata": {**body["metadata"], "namespace": "default"}},
+                                "Normal", "Tried", "something")  # fmt: skip
+            await recorder.flush()
+    assert recorder.failed == 50
+    logged = [r for r in caplog.records if "an event was not recorded" in r.getMessage()]
+    assert len(logged) == 1 and "403" in logged[0].getMessage(), logged

@@ -154,6 +154,21 @@ class KubeSimApiError(KubeSimError):
         return cls(409, status_body(409, msg, "Conflict", _details(name, group, plural)))
 
     @classmethod
+    def uid_precondition_failed(
+        cls, plural: str, group: str, name: str, key: str, expected: str, actual: str
+    ) -> KubeSimApiError:
+        """409 Conflict: an update whose object names a uid (``expected``) that is not the
+        stored object's (``actual``, "" when there is none), as etcd3's storage words it
+        for the object at etcd key ``key``."""
+        msg = (
+            f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": '
+            f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+            f"AdditionalErrorMsg: Precondition failed: UID in precondition: {expected}, "
+            f"UID in object meta: {actual}"
+        )
+        return cls(409, status_body(409, msg, "Conflict", _details(name, group, plural)))
+
+    @classmethod
     def precondition_failed(
         cls, kind: str, group: str, name: str, what: str, expected: str, actual: str
     ) -> KubeSimApiError:

@@ -29,7 +29,7 @@ from kubesim.registry.resource import ResourceType
 from kubesim.registry.store import Api
 from kubesim.server.app import SimOptions, SimServer
 from kubesim.server.auth import User, make_tokens, random_token
-from kubesim.server.connguard import GuardedSite
+from kubesim.server.connguard import IDLE_TIMEOUT, GuardedSite
 from kubesim.server.faults import Faults
 from kubesim.server.tls import self_signed, write_private
 from kubesim.storage.mvcc import Mvcc, Stored
@@ -74,7 +74,8 @@ class KubeSim:
             (kube-apiserver: 32); then it is closed.
         max_connections: open connections at most (default: the open-files limit minus
             room for an accept burst and a reserve); beyond it the oldest connection still
-            sending its head is dropped.
+            sending its head (else the oldest idle keep-alive connection) is dropped.
+        idle_timeout: seconds an idle keep-alive connection is kept (kube-apiserver: 90).
         controllers: run the kube-controller-manager controllers a cluster always has (the
             namespace controller and the garbage collector); ``False`` serves the API
             alone, as the recorded apiserver was.
@@ -99,6 +100,7 @@ class KubeSim:
         nodes: int = 0,
         header_timeout: float = 32.0,
         max_connections: int | None = None,
+        idle_timeout: float = IDLE_TIMEOUT,
         controllers: bool = True,
         event_ttl: float | None = DEFAULT_EVENT_TTL,
     ) -> None:
@@ -125,6 +127,7 @@ class KubeSim:
         self._initial_nodes = nodes
         self._header_timeout = header_timeout
         self._max_connections = max_connections
+        self._idle_timeout = idle_timeout
         self.site: GuardedSite | None = None
         self.controllers = Controllers(self.api) if controllers else None
         self._runner: web.AppRunner | None = None
@@ -181,6 +184,7 @@ class KubeSim:
             access_log=None,
             lingering_time=0,
             shutdown_timeout=0.5,  # a stop waits at most this long for open requests
+            keepalive_timeout=self._idle_timeout,
         )
         await self._runner.setup()
         ssl_ctx = None

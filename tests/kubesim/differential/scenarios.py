@@ -168,6 +168,8 @@ SCENARIOS: list[Scenario] = [
     Scenario("11j", prepare=IN_TX01),
     Scenario("11k", prepare=TX01_PODS, needs=PODS),
     Scenario("11l", prepare=IN_TX01),
+    Scenario("11m"),
+    Scenario("11n", prepare=(Namespace("tx11n"),), needs=(NO_CONTROLLERS,)),
     # -- CRDs, Leases, discovery ----------------------------------------------------------
     Scenario("13a"),
     Scenario(

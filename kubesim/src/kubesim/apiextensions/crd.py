@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kubesim.apiextensions.customresource import CUSTOM_RESOURCE_STRATEGY
+from kubesim.apiextensions.structural import schema_causes
 from kubesim.encoding.gofmt import go_quote
 from kubesim.machinery.documents import order_keys, sub
 from kubesim.machinery.validation import (
@@ -90,8 +91,9 @@ def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
     ``metadata.name`` must be ``<spec.names.plural>.<spec.group>``; ``spec.group`` required,
     a DNS subdomain with a dot; ``spec.names.plural``/``kind`` required and DNS-1035-like;
     ``spec.scope`` Cluster or Namespaced; at least one version, unique DNS-1035 version names,
-    exactly one storage version, a schema per version. Generic ObjectMeta checks are the
-    strategy's. Cause order approximates upstream's."""
+    exactly one storage version, a schema per version, every schema ``pattern`` one Go's
+    regexp compiles (:mod:`kubesim.apiextensions.structural`). Generic ObjectMeta checks
+    are the strategy's. Cause order approximates upstream's."""
     meta, spec = _d(crd.get("metadata")), _d(crd.get("spec"))
     names = _d(spec.get("names"))
     group, plural = str(spec.get("group") or ""), str(names.get("plural") or "")
@@ -113,10 +115,12 @@ def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
     versions = [_d(v) for v in spec.get("versions") or []]
     if not versions:
         errs.append(required("spec.versions", "must have at least one version"))
+    top_schema, version_schemas = schema_causes(versions)
     seen: set[str] = set()
     for i, v in enumerate(versions):
         vname = str(v.get("name") or "")
         errs += [invalid(f"spec.versions[{i}].name", vname, m) for m in is_dns1035_label(vname)]
+        errs += version_schemas.get(i, [])
         if not _d(v.get("schema")).get("openAPIV3Schema"):
             errs.append(
                 required(f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required")
@@ -148,7 +152,7 @@ def validate_crd(crd: Mapping[str, Any]) -> list[Cause]:
                 "spec.names.listKind", names["listKind"], "kind and listKind may not be the same"
             )
         )
-    return errs
+    return errs + top_schema
 
 
 def _versions_repr(versions: list[dict[str, Any]]) -> GoRepr:
@@ -194,11 +198,17 @@ class CustomResourceDefinitionStrategy(Strategy):
         self, rt: ResourceType, old: dict[str, Any], new: dict[str, Any]
     ) -> list[Cause]:
         ospec, nspec = _d(old.get("spec")), _d(new.get("spec"))
-        return super().validate_update(rt, old, new) + [
-            invalid(f"spec.{k}", nspec.get(k) or "", "field is immutable")
-            for k in ("group", "scope")
-            if ospec.get(k) != nspec.get(k)
-        ]
+        top_schema, version_schemas = schema_causes([_d(v) for v in _l(nspec.get("versions"))])
+        return (
+            super().validate_update(rt, old, new)
+            + [c for i in sorted(version_schemas) for c in version_schemas[i]]
+            + top_schema
+            + [
+                invalid(f"spec.{k}", nspec.get(k) or "", "field is immutable")
+                for k in ("group", "scope")
+                if ospec.get(k) != nspec.get(k)
+            ]
+        )
 
     def default(self, rt: ResourceType, obj: dict[str, Any], *, creating: bool) -> None:
         _default_crd(obj, creating)

@@ -11,7 +11,8 @@ What apiextensions-apiserver v1.28 does with a version's ``openAPIV3Schema``:
 * :func:`validate` returns the 422 causes in the apiserver's form: the field path, then
   kube-openapi's detail, e.g. ``spec.replicas: Invalid value: "string": spec.replicas in body
   must be of type integer: "string"`` (type, nullable, enum, minimum/maximum, multipleOf,
-  minLength/maxLength, pattern, format, minItems/maxItems, uniqueItems,
+  minLength/maxLength, pattern (Go's regexp: :mod:`kubesim.machinery.goregexp`, linear
+  time), format, minItems/maxItems, uniqueItems,
   minProperties/maxProperties, required, x-kubernetes-int-or-string, embedded resources).
 
 All three take the object (a decoded JSON document) and the schema; none has I/O.
@@ -29,6 +30,7 @@ from typing import Any
 
 from kubesim.encoding.gotime import parse_rfc3339
 from kubesim.errors import GoTimeError
+from kubesim.machinery.goregexp import GoRegexpError, compile_go
 from kubesim.machinery.validation import (
     Cause,
     go_value,
@@ -187,10 +189,10 @@ def _invalid(path: str, value: Any, detail: str) -> Cause:
 
 
 _HOSTNAME = re.compile(
-    r"^[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$"
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*"
 )
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _format_ok(fmt: str, value: str) -> bool:
@@ -199,7 +201,7 @@ def _format_ok(fmt: str, value: str) -> bool:
         if fmt == "date-time":
             parse_rfc3339(value)
         elif fmt == "date":
-            return bool(_DATE.match(value)) and parse_rfc3339(value + "T00:00:00Z") is not None
+            return bool(_DATE.fullmatch(value)) and parse_rfc3339(value + "T00:00:00Z") is not None
         elif fmt == "uuid":
             uuid.UUID(value)
         elif fmt == "byte":
@@ -211,9 +213,9 @@ def _format_ok(fmt: str, value: str) -> bool:
         elif fmt == "cidr":
             ipaddress.ip_network(value, strict=False)
         elif fmt == "hostname":
-            return bool(_HOSTNAME.match(value)) and len(value) <= 255
+            return len(value) <= 255 and bool(_HOSTNAME.fullmatch(value))
         elif fmt == "email":
-            return bool(_EMAIL.match(value))
+            return bool(_EMAIL.fullmatch(value))
     except (GoTimeError, ValueError):
         return False
     return True
@@ -281,13 +283,18 @@ def _validate_string(value: str, s: Schema, path: str, errs: list[Cause]) -> Non
         detail = f"in body should be at least {int(s['minLength'])} chars long"
         errs.append(_invalid(path, value, detail))
     pattern = s.get("pattern")
-    if isinstance(pattern, str):
+    if isinstance(pattern, str) and pattern:
         try:
-            matched = re.search(pattern, value) is not None
-        except re.error:
-            matched = True
-        if not matched:
-            errs.append(_invalid(path, value, f"in body should match '{pattern}'"))
+            matched = compile_go(pattern).search(value) is not None
+        except GoRegexpError as exc:  # kube-openapi's answer (a CRD's create refuses it)
+            errs.append(
+                _invalid(
+                    path, value, f"in body should match '{pattern}, but pattern is invalid: {exc}'"
+                )
+            )
+        else:
+            if not matched:
+                errs.append(_invalid(path, value, f"in body should match '{pattern}'"))
     fmt = s.get("format")
     if isinstance(fmt, str) and not _format_ok(fmt, value):
         errs.append(

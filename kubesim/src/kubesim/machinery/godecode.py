@@ -38,7 +38,10 @@ __all__ = [
 META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 _TIME = META + "Time"
 _MICRO = META + "MicroTime"
-_QUANTITY_RE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
+#: A quantity's number and suffix. Written so that each character has one place to go (the
+#: suffix starts with a letter or a sign): Python's backtracking took quadratic time on a
+#: long run of digits followed by a character neither part takes.
+_QUANTITY_RE = re.compile(r"([+-]?[0-9.]+)((?:[eEinumkKMGTP]+[-+]?|[-+])[0-9]*)?")
 _QUANTITY_ERR = (
     "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 )
@@ -318,10 +321,10 @@ def _quantity(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise GoDecodeError(_QUANTITY_ERR)
     text = value.strip() if isinstance(value, str) else repr(value)
-    m = _QUANTITY_RE.match(text)
+    m = _QUANTITY_RE.fullmatch(text)
     if m is None or m.group(1).count(".") > 1 or m.group(1) in ("+", "-", ".", ""):
         raise GoDecodeError(_QUANTITY_ERR)
-    suffix = m.group(2)
+    suffix = m.group(2) or ""
     if suffix not in _SUFFIXES and not re.fullmatch(r"[eE][-+]?[0-9]+", suffix):
         raise GoDecodeError("unable to parse quantity's suffix")
     return value if isinstance(value, str) else text.removesuffix(".0")

@@ -195,8 +195,10 @@ def update_scale(
     *,
     manager: str,
 ) -> dict[str, Any]:
-    """PUT ``<parent>/scale`` with a Scale ``body``."""
-    cur = api.get(rt, namespace, name)
+    """PUT ``<parent>/scale`` with a Scale ``body`` (a uid in it is a precondition on the
+    parent's, as for any update)."""
+    meta = body.get("metadata")
+    cur = api.check_uid(rt, namespace, name, meta if isinstance(meta, dict) else {})
     return _write(api, rt, cur, body, manager=manager)
 
 

@@ -51,7 +51,7 @@ from kubesim.registry.objects import (
     type_for,
 )
 from kubesim.registry.resource import ResourceType
-from kubesim.registry.stored import encode, storage_key, to_stored
+from kubesim.registry.stored import encode, etcd_key, storage_key, to_stored
 from kubesim.registry.types import ResourceRegistry
 from kubesim.registry.update import deleted_by_update, updated_object
 from kubesim.storage.mvcc import Mvcc, Stored, TypeStore
@@ -175,7 +175,8 @@ class Api:
         keep_status: bool = False,
         managed_fields: ManagedFields | None = None,
     ) -> Stored:
-        """POST: validate, default, stamp metadata and commit; 409 if the name is taken.
+        """POST: admit (the namespace), validate, default, stamp metadata and commit; 409 if
+        the name is taken.
         ``keep_status`` stores the body's status as given (no admission then);
         ``managed_fields`` replaces the Update entry the write would record (apply)."""
         strategy = rt.strategy
@@ -192,6 +193,9 @@ class Api:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+        # admission (NamespaceLifecycle) runs before the registry validates: a missing or
+        # terminating namespace answers before an invalid object does
+        check_creatable(self.mvcc, rt, namespace, str(meta.get("name") or ""))
         if not meta.get("name") and meta.get("generateName"):
             suffix = "".join(random.choices(_NAME_SUFFIX_ALPHABET, k=5))
             meta["name"] = f"{meta['generateName']}{suffix}"
@@ -203,7 +207,6 @@ class Api:
             raise invalid_object(rt, str(meta.get("name", "")), causes)
         ts = self.store(rt)
         name = meta["name"]
-        check_creatable(self.mvcc, rt, namespace, name)
         if (taken := ts.get(self.key(rt, namespace, name))) is not None:
             err = KubeSimApiError.already_exists(rt.plural, rt.stored_group, name)
             if b'"deletionTimestamp"' in taken.raw:  # the registry says why the name is taken
@@ -249,10 +252,10 @@ class Api:
         subresource: str | None = None,
         manager: str = "kubesim",
     ) -> Stored:
-        """PUT (of the object or its status). 409 on a stale resourceVersion; a write that
+        """PUT (of the object or its status). 409 when the body names another uid
+        (:meth:`check_uid`) or a stale resourceVersion; a write that
         changes nothing returns the stored object and commits nothing. Custom resources
         require the resourceVersion (422 without it), built-in kinds update unconditionally."""
-        cur = self._require(rt, namespace, name)
         new = clone(body)
         new_meta = new.get("metadata")
         if not isinstance(new_meta, dict):
@@ -262,6 +265,7 @@ class Api:
                 "the name of the object "
                 f"({new_meta.get('name')}) does not match the name on the URL ({name})"
             )
+        cur = self.check_uid(rt, namespace, name, new_meta)
         rv = new_meta.get("resourceVersion")
         if rv:
             if str(rv) != str(cur.rv):
@@ -274,6 +278,23 @@ class Api:
             )
             raise invalid_object(rt, name, [cause])
         return self.write(rt, cur, new, subresource, manager)
+
+    def check_uid(
+        self, rt: ResourceType, namespace: str | None, name: str, meta: Mapping[str, Any]
+    ) -> Stored:
+        """The stored object an update of ``name`` writes over, once the update's own uid
+        (``meta``'s, if any: a precondition, as kube-apiserver makes it of the object it
+        is sent) is its uid: 409 when it is not, also when there is no such object (then
+        "UID in object meta" is empty), before the 404 and the resourceVersion's 409."""
+        cur = self.store(rt).get(self.key(rt, namespace, name))
+        uid = meta.get("uid")
+        if uid and (actual := cur.uid if cur is not None else "") != uid:
+            raise KubeSimApiError.uid_precondition_failed(
+                rt.plural, rt.stored_group, name, etcd_key(rt, namespace, name), str(uid), actual
+            )
+        if cur is None:
+            raise KubeSimApiError.not_found(rt.plural, rt.stored_group, name)
+        return cur
 
     def patch(
         self,

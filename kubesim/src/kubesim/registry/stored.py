@@ -18,12 +18,37 @@ from kubesim.registry.resource import ResourceType
 from kubesim.storage.mvcc import Stored, exact_bytes
 from kubesim.storage.request_size import check_stored_size
 
-__all__ = ["encode", "storage_key", "to_stored"]
+__all__ = ["encode", "etcd_key", "storage_key", "to_stored"]
 
 
 def storage_key(rt: ResourceType, namespace: str | None, name: str) -> str:
     """The storage key of an object: ``namespace/name``, or ``name`` (cluster-scoped)."""
     return f"{namespace}/{name}" if rt.namespaced else name
+
+
+#: The resources kube-apiserver v1.28 stores under a prefix other than their plural
+#: (``SpecialDefaultResourcePrefixes``, pkg/kubeapiserver/default_storage_factory_builder.go).
+_ETCD_PREFIXES = {
+    ("", "replicationcontrollers"): "controllers",
+    ("", "endpoints"): "services/endpoints",
+    ("", "nodes"): "minions",
+    ("", "services"): "services/specs",
+    ("extensions", "ingresses"): "ingress",
+    ("networking.k8s.io", "ingresses"): "ingress",
+}
+#: The groups whose servers (apiextensions, the aggregator) prefix keys with the group.
+_GROUP_PREFIXED = ("apiextensions.k8s.io", "apiregistration.k8s.io")
+
+
+def etcd_key(rt: ResourceType, namespace: str | None, name: str) -> str:
+    """The etcd key kube-apiserver v1.28 keeps the object under (``/registry/pods/ns/x``,
+    ``/registry/minions/n``, ``/registry/<group>/<plural>/ns/x`` for a custom resource):
+    error texts that come from its storage name it."""
+    group = rt.stored_group
+    prefix = _ETCD_PREFIXES.get((group, rt.plural), rt.plural)
+    if rt.custom or group in _GROUP_PREFIXED:
+        prefix = f"{group}/{rt.plural}"
+    return f"/registry/{prefix}/{storage_key(rt, namespace, name)}"
 
 
 def encode(rt: ResourceType, obj: dict[str, Any]) -> bytes:

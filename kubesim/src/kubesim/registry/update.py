@@ -4,9 +4,13 @@ with the spec; and when an update deletes the object.
 
 A write of the status subresource takes only the status from the client (and the kind's
 status rules); any other write keeps the stored status (for kinds with one) and the
-metadata an update cannot change (name, namespace, uid, creationTimestamp,
-deletionTimestamp, deletionGracePeriodSeconds, generation, managedFields: the field manager
-starts from the ones the client sent).
+metadata an update cannot change (name, namespace, creationTimestamp, deletionTimestamp,
+deletionGracePeriodSeconds, generation, managedFields: the field manager starts from the
+ones the client sent). The uid is kept only where the client sent none: a patch that
+changes it is 422 ``metadata.uid: ... field is immutable``. ObjectMeta's update rules are
+checked twice, by the generic store (``validateCommonFields``) and by the kind, so each of
+their causes is listed twice, as kube-apiserver lists them. (A PUT naming another uid is
+refused before, by the store's uid precondition: :meth:`~kubesim.registry.store.Api.update`.)
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kubesim.machinery.validation import Cause, invalid, validate_object_meta_update
 from kubesim.registry.objects import STATUS_SUBRESOURCES, invalid_object, reorder, spec_changed
 from kubesim.registry.resource import ResourceType
 
@@ -32,6 +37,7 @@ def updated_object(
     name = old_meta["name"]
     requested: Any = None
     if subresource in STATUS_SUBRESOURCES:
+        new_meta_sent = new.get("metadata")
         # everything but the status from the stored state: only the top level and the
         # metadata are changed below (``reorder`` makes both anew), so they are shared
         merged = dict(old)
@@ -42,7 +48,8 @@ def updated_object(
             merged.pop("status", None)
         new = merged
         strategy.default_status(rt, new)
-        if causes := strategy.prepare_for_status_update(rt, old, new, subresource):
+        causes = _status_uid_causes(rt, old_meta, new_meta_sent)
+        if causes := causes + strategy.prepare_for_status_update(rt, old, new, subresource):
             raise invalid_object(rt, name, causes)
     else:
         new_meta = new["metadata"]
@@ -57,8 +64,9 @@ def updated_object(
         new_meta["name"] = name
         if rt.namespaced:
             new_meta["namespace"] = old_meta.get("namespace")
+        if not new_meta.get("uid"):
+            new_meta["uid"] = old_meta.get("uid")
         for k in (
-            "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
@@ -73,6 +81,8 @@ def updated_object(
         new["kind"] = rt.kind
         causes = strategy.prepare_for_update(rt, old, new, subresource)
         strategy.default(rt, new, creating=False)
+        # the generic store's own check of ObjectMeta, then the kind's (which checks it too)
+        causes += validate_object_meta_update(old_meta, new_meta)
         causes += strategy.validate_update(rt, old, new)
         if causes:
             raise invalid_object(rt, name, causes)
@@ -91,6 +101,17 @@ def updated_object(
     # as the Go types marshal it
     new = reorder(strategy.to_view(rt, strategy.to_storage(rt, new)), rt)
     return new, requested
+
+
+def _status_uid_causes(rt: ResourceType, old_meta: Mapping[str, Any], sent: Any) -> list[Cause]:
+    """A status write keeps the stored metadata, but a built-in kind's refuses another uid
+    first (the generic store's check and the kind's status validation: the cause twice); a
+    custom resource's status strategy takes the stored metadata without a word."""
+    uid = sent.get("uid") if isinstance(sent, dict) else None
+    if rt.custom or not uid or uid == old_meta.get("uid"):
+        return []
+    cause = invalid("metadata.uid", uid, "field is immutable")
+    return [cause, cause]
 
 
 def deleted_by_update(rt: ResourceType, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -10,17 +10,30 @@ wraps the server's protocol factory:
   ``header_timeout`` seconds is closed;
 * at most ``max_connections`` connections are open (by default the process's descriptor
   limit minus a reserve); a new one beyond that evicts the oldest connection still waiting
-  for its first request head, or is refused when every open connection is serving a
-  request (a watch, a list) - so well-behaved clients keep being served.
+  for its first request head, else the oldest idle keep-alive connection (its last
+  response sent, no request under way), or is refused when every open connection is
+  serving a request (a watch, a list) - so well-behaved clients keep being served;
+* an idle keep-alive connection is closed after ``IDLE_TIMEOUT`` (90 s, kube-apiserver's
+  ``IdleTimeout``; aiohttp's default keeps one for an hour): the runner's
+  ``keepalive_timeout``, which KubeSim sets (its ``idle_timeout``).
 
-The default cap leaves room for an accept burst: the event loop accepts up to ``backlog``
-connections (a descriptor each) in one go before the guard sees any of them, as it does
-when the server was busy while clients queued up. A cap of the limit minus a small reserve
-alone ran the process out of descriptors then (``accept()`` failing with EMFILE, logged at
-every retry); the default is the limit minus the backlog minus the reserve.
+The default cap leaves room for two accept bursts: the event loop accepts up to
+``backlog`` connections (a descriptor each) in one go before the guard sees any of them, as
+it does when the server was busy while clients queued up; and a connection the guard drops
+frees its descriptor only on the loop's next iteration, by when the next burst may have
+been accepted. A cap of the limit minus a small reserve alone ran the process out of
+descriptors (``accept()`` failing with EMFILE, logged at every retry), and so, now and
+then, did the limit minus one burst; the default is the limit minus twice the backlog
+minus the reserve (1024 descriptors: 704 connections).
 
-For https the TLS handshake is bounded by the same timeout (``ssl_handshake_timeout``);
-connections are counted once the handshake is done. :class:`GuardedSite` is aiohttp's
+For https a connection is counted from its accept, as for http, not once its TLS
+handshake is done: 1,100 connections that never started TLS used every descriptor while
+the guard counted none of them. The handshake is bounded by ``header_timeout`` too (Go's
+``http.Server`` bounds it by ``ReadHeaderTimeout``), and the request head then has its own
+``header_timeout``; a connection still in its handshake is "waiting" (the first evicted
+at the cap). KubeSim does the TLS itself (:class:`_Tls`: asyncio's TLS protocol, but its
+sockets are read into one buffer per thread instead of asyncio's 256 KiB per connection,
+which made 3,000 idle watches over https cost ~900 MB). :class:`GuardedSite` is aiohttp's
 socket site with the guard in place.
 """
 
@@ -29,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import resource
 import ssl
+import threading
+from asyncio import sslproto
 from typing import Any
 
 from aiohttp import web
@@ -37,22 +52,41 @@ __all__ = ["ConnectionGuard", "GuardedSite", "default_max_connections"]
 
 #: descriptors kept for everything that is not a client connection
 _RESERVE = 64
+#: Seconds an idle keep-alive connection is kept (kube-apiserver's ``IdleTimeout``).
+IDLE_TIMEOUT = 90.0
+#: Bytes of TLS read from a socket at a time, into one buffer per thread that every
+#: connection of its event loop shares (asyncio's protocol keeps 256 KiB per connection).
+TLS_READ_BUFFER = 256 * 1024
+#: Bytes of decrypted data taken from a connection's TLS stream at a time: one record's.
+TLS_RECORD = 16 * 1024
+_buffers = threading.local()
+
+
+def _read_buffer() -> memoryview:
+    """This thread's TLS read buffer: the loop reads a socket into it and hands it to one
+    protocol, which copies it out, in one callback, so connections can share it."""
+    view: memoryview | None = getattr(_buffers, "view", None)
+    if view is None:
+        view = _buffers.view = memoryview(bytearray(TLS_READ_BUFFER))
+    return view
 
 
 def default_max_connections(backlog: int = 128) -> int:
-    """The open-files soft limit minus an accept burst of ``backlog`` connections and a
-    reserve for everything else (at least 16)."""
+    """The open-files soft limit minus two accept bursts of ``backlog`` connections (one
+    accepted, one dropped and not closed yet) and a reserve for everything else (at least
+    16)."""
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         return 10_000
-    return max(16, int(soft) - backlog - _RESERVE)
+    return max(16, int(soft) - 2 * backlog - _RESERVE)
 
 
 class ConnectionGuard:
     """Counts connections and enforces the header timeout and the cap (module docstring).
 
     ``factory`` is the protocol factory to wrap (aiohttp's ``web.Server``); ``backlog`` the
-    most connections the server accepts at once (what the default cap leaves room for)."""
+    most connections the server accepts at once (what the default cap leaves room for);
+    ``ssl_context`` makes the connections https (the guard does the TLS)."""
 
     def __init__(
         self,
@@ -61,31 +95,40 @@ class ConnectionGuard:
         header_timeout: float = 32.0,
         max_connections: int | None = None,
         backlog: int = 128,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.factory = factory
         self.header_timeout = header_timeout
         self.max_connections = max_connections or default_max_connections(backlog)
+        self.ssl_context = ssl_context
         self.open: dict[_Guarded, None] = {}  # in arrival order
         self.waiting: dict[_Guarded, None] = {}  # no complete request head yet
         self.evicted = 0
         self.refused = 0
         self.timed_out = 0
 
-    def __call__(self) -> asyncio.Protocol:
-        return _Guarded(self.factory(), self)
+    def __call__(self) -> asyncio.BaseProtocol:
+        conn = _Guarded(self.factory(), self)
+        if self.ssl_context is None:
+            return conn
+        return _Tls(conn, self.ssl_context, self.header_timeout)
 
     def admit(self, conn: _Guarded) -> bool:
         """Register ``conn``; False when it must be refused (everything else is busy)."""
         if len(self.open) >= self.max_connections:
-            if not self.waiting:
+            victim = next(iter(self.waiting), None) or self._idle()
+            if victim is None:
                 self.refused += 1
                 return False
-            oldest = next(iter(self.waiting))
             self.evicted += 1
-            oldest.drop()
+            victim.drop()
         self.open[conn] = None
         self.waiting[conn] = None
         return True
+
+    def _idle(self) -> _Guarded | None:
+        """The oldest open connection between two requests (None if all are serving)."""
+        return next((conn for conn in self.open if conn.idle()), None)
 
     def forget(self, conn: _Guarded) -> None:
         self.open.pop(conn, None)
@@ -93,25 +136,56 @@ class ConnectionGuard:
 
 
 class _Guarded(asyncio.Protocol):
-    """One connection: delegates to aiohttp's protocol, watches for the request head."""
+    """One connection: delegates to aiohttp's protocol, watches for the request head.
+
+    Over http it is the socket's protocol. Over https :class:`_Tls` is, and tells this
+    one of the connection (:meth:`accepted`) before the handshake and passes the
+    decrypted stream on after it."""
 
     def __init__(self, inner: Any, guard: ConnectionGuard) -> None:
         self.inner = inner
         self.guard = guard
-        self.transport: asyncio.BaseTransport | None = None
+        self.transport: asyncio.BaseTransport | None = None  # the socket's
         self.timer: asyncio.TimerHandle | None = None
         self.tail = b""
         self.admitted = False
+        self.connected = False  # aiohttp's protocol has its transport
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+    def accepted(self, transport: asyncio.BaseTransport) -> bool:
+        """Count the connection (its socket's ``transport``) from now, start its timer;
+        False when it was refused (and aborted)."""
         self.transport = transport
         if not self.guard.admit(self):
             _abort(transport)
-            return
+            return False
         self.admitted = True
+        self._restart_timer()
+        return True
+
+    def _restart_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
         loop = asyncio.get_running_loop()
         self.timer = loop.call_later(self.guard.header_timeout, self._too_slow)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.transport is None:  # http: the socket's transport itself
+            if not self.accepted(transport):
+                return
+        elif self in self.guard.waiting:  # https, handshake done: the head's own time
+            self._restart_timer()
+        self.connected = True
         self.inner.connection_made(transport)
+
+    def idle(self) -> bool:
+        """Whether aiohttp's protocol is between two requests: it answered the last one and
+        has no other parsed (aiohttp's own state; not knowing counts as busy)."""
+        return (
+            self.connected
+            and self not in self.guard.waiting
+            and not getattr(self.inner, "_request_in_progress", True)
+            and not getattr(self.inner, "_messages", True)
+        )
 
     def _too_slow(self) -> None:
         self.timer = None
@@ -141,12 +215,17 @@ class _Guarded(asyncio.Protocol):
         result: bool | None = self.inner.eof_received()
         return result
 
-    def connection_lost(self, exc: Exception | None) -> None:
+    def release(self) -> None:
+        """The socket is closed: no longer counted, no timer."""
         self.guard.forget(self)
         if self.timer is not None:
             self.timer.cancel()
             self.timer = None
-        if self.admitted:
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.release()
+        if self.connected:
+            self.connected = False
             self.inner.connection_lost(exc)
 
     def pause_writing(self) -> None:
@@ -154,6 +233,42 @@ class _Guarded(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.inner.resume_writing()
+
+
+class _Tls(sslproto.SSLProtocol):
+    """asyncio's server-side TLS protocol on an accepted socket, reading into the thread's
+    shared buffer (:func:`_read_buffer`) instead of a buffer of its own; the connection is
+    counted (and its timer started) when the socket is accepted, before the handshake."""
+
+    max_size = TLS_RECORD  # what asyncio's protocol decrypts at a time, and sizes by
+
+    def __init__(self, conn: _Guarded, context: ssl.SSLContext, handshake_timeout: float) -> None:
+        super().__init__(
+            asyncio.get_running_loop(),
+            conn,
+            context,
+            None,  # type: ignore[arg-type]  # no waiter: the app protocol sees the handshake end
+            server_side=True,
+            # the guard's timer closes a slow handshake first (and counts it)
+            ssl_handshake_timeout=int(handshake_timeout) + 1,
+        )
+        self.conn = conn
+        self._ssl_buffer = bytearray()  # never read into: get_buffer gives the shared one
+        self._ssl_buffer_view = memoryview(self._ssl_buffer)
+
+    def get_buffer(self, n: int) -> memoryview:
+        # asyncio's buffer_updated copies from this view into the connection's own BIO
+        self._ssl_buffer_view = _read_buffer()
+        return self._ssl_buffer_view
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self.conn.accepted(transport):
+            super().connection_made(transport)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.conn.release()  # also when the handshake never finished (no app protocol)
+        if self.conn.admitted:
+            super().connection_lost(exc)
 
 
 def _abort(transport: asyncio.BaseTransport) -> None:
@@ -191,11 +306,17 @@ class GuardedSite(web.SockSite):
             header_timeout=self.header_timeout,
             max_connections=self.max_connections,
             backlog=self._backlog,
+            ssl_context=self._ssl_context,
         )
         loop = asyncio.get_running_loop()
-        extra: dict[str, Any] = {}
-        if self._ssl_context is not None:
-            extra["ssl_handshake_timeout"] = self.header_timeout
-        self._server = await loop.create_server(
-            self.guard, sock=self._sock, ssl=self._ssl_context, backlog=self._backlog, **extra
-        )
+        # no ssl= here: the guard's protocol does the TLS, so it sees the accept
+        self._server = await loop.create_server(self.guard, sock=self._sock, backlog=self._backlog)
+
+    async def stop(self) -> None:
+        """Stop accepting, and close the connections aiohttp does not know of yet (still in
+        their TLS handshake): the runner's shutdown closes the others."""
+        await super().stop()
+        if self.guard is not None:
+            for conn in list(self.guard.open):
+                if not conn.connected:
+                    conn.drop()
