@@ -66,7 +66,7 @@ examples:
   python -m aioinformer soak --simulation --seeds 2000
   python -m aioinformer soak --simulation --seed 417
   python -m aioinformer soak --simulation --seed 417 --without freeze,misroute
-  python -m aioinformer soak --simulation --target my_operator.py:build --seeds 500
+  python -m aioinformer soak --simulation --target op.py:build --seeds 500
 """
 
 
