@@ -107,7 +107,7 @@ class RequestFault:
 
     @property
     def kind(self) -> str:
-        """How :attr:`Faults.injected` counts it: ``http_STATUS``, ``raw_response`` or
+        """How ``Faults.injected`` counts it: ``http_STATUS``, ``raw_response`` or
         ``lost_answer``."""
         if self.lose_answer:
             return "lost_answer"
