@@ -69,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` and run one command; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # (a command may run itself again)
     try:
         return _run(args)
     except ModuleNotFoundError as exc:

@@ -177,3 +177,111 @@ async def test_inject_malformed_and_oversized_lines(
             rest += chunk
         assert rest == big
     assert sim.faults.injected["inject_line"] == 2
+
+
+async def test_lose_answers_serves_the_write_then_closes_without_an_answer(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """The write is committed (the object is there, its watch event went out) and the
+    client gets no answer: a closed connection, which cannot tell it the write happened."""
+    sim.faults.lose_answers(1, verbs=["create"])
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with http.post("/api/v1/namespaces/default/pods", json=pod("lost")) as r:
+            await r.read()
+    assert sim.get("pods", "lost", "default")["metadata"]["name"] == "lost"
+    assert sim.faults.injected["lost_answer"] == 1
+    async with http.post("/api/v1/namespaces/default/pods", json=pod("kept")) as r:
+        assert r.status == 201  # one answer lost, the next one answered
+
+
+async def test_lose_answers_loses_a_refusal_too(sim: KubeSim, http: aiohttp.ClientSession) -> None:
+    """A write the server refused (409) loses its answer the same way: from the client's
+    side, "no answer" says nothing about whether anything happened."""
+    sim.create("pods", pod("taken"), "default")
+    sim.faults.lose_answers(1)
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with http.post("/api/v1/namespaces/default/pods", json=pod("taken")) as r:
+            await r.read()
+
+
+async def test_lose_answers_leaves_lists_and_watches_alone(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """A list or a watch streams its answer as it goes: a lost-answer fault waits for a
+    request with one answer (a get). (aiohttp sends an idempotent request, GET, PUT or
+    DELETE, once more when the connection closes before its answer: two are lost.)"""
+    sim.create("pods", pod("a"), "default")
+    sim.faults.lose_answers(2, path_contains="/pods")
+    async with http.get("/api/v1/namespaces/default/pods") as r:
+        assert r.status == 200 and len((await r.json())["items"]) == 1
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with http.get("/api/v1/namespaces/default/pods/a") as r:
+            await r.read()
+    assert sim.faults.injected["lost_answer"] == 2
+
+
+async def test_request_faults_single_out_one_user(sim: KubeSim) -> None:
+    """``users=`` matches the requests of those users only: one client of many is hit."""
+    token = sim.add_user("replica-b", [("*", "*", "*")])
+    sim.fail_next(1, 500, users=["replica-b"])
+    sim.faults.respond_next(1, b"{}", status=200, content_type="application/json",
+                            users=["replica-b"])  # fmt: skip
+    base = {"Accept": "application/json"}
+    admin = {**base, "Authorization": f"Bearer {sim.token}"}
+    b = {**base, "Authorization": f"Bearer {token}"}
+    async with aiohttp.ClientSession(base_url=sim.url) as http:
+        async with http.get("/api/v1/namespaces/default/configmaps", headers=admin) as r:
+            assert r.status == 200 and "items" in await r.json()
+        async with http.get("/api/v1/namespaces/default/configmaps", headers=b) as r:
+            assert r.status == 500
+        async with http.get("/api/v1/namespaces/default/configmaps", headers=b) as r:
+            assert r.status == 200 and await r.json() == {}  # not served: the body given
+        async with http.get("/api/v1/namespaces/default/configmaps", headers=b) as r:
+            assert "items" in await r.json()
+
+
+async def test_a_scheduler_decides_request_by_request(
+    sim: KubeSim, http: aiohttp.ClientSession
+) -> None:
+    """The scheduler sees every resource request no pending fault took (method, path,
+    verb, user) and picks its fate; pending faults come first."""
+    from kubesim.server.faults import RequestFault, RequestInfo
+
+    seen: list[RequestInfo] = []
+
+    def decide(info: RequestInfo) -> RequestFault | None:
+        seen.append(info)
+        if info.verb == "create":
+            return RequestFault.lost()
+        if info.verb == "update":
+            return RequestFault.raw(b'{"kind":"ConfigMap"}')
+        if info.verb == "delete":
+            return RequestFault.status_error(503, retry_after=2)
+        return None
+
+    sim.faults.scheduler = decide
+    cm = {"metadata": {"name": "c"}, "data": {"k": "v"}}
+    with pytest.raises(aiohttp.ServerDisconnectedError):
+        async with http.post("/api/v1/namespaces/default/configmaps", json=cm) as r:
+            await r.read()
+    stored = sim.get("configmaps", "c", "default")  # created all the same
+    async with http.put("/api/v1/namespaces/default/configmaps/c", json=stored) as r:
+        assert r.status == 200 and await r.json() == {"kind": "ConfigMap"}
+    assert sim.get("configmaps", "c", "default") == stored  # not served
+    async with http.delete("/api/v1/namespaces/default/configmaps/c") as r:
+        assert r.status == 503 and r.headers["Retry-After"] == "2"
+    sim.fail_next(1, 500)
+    async with http.get("/api/v1/namespaces/default/configmaps/c") as r:
+        assert r.status == 500  # the pending fault; the scheduler is not asked
+    async with http.get("/api/v1/namespaces/default/configmaps/c") as r:
+        assert r.status == 200
+    assert [(i.method, i.verb, i.user) for i in seen] == [
+        ("POST", "create", "admin"),
+        ("PUT", "update", "admin"),
+        ("DELETE", "delete", "admin"),
+        ("GET", "get", "admin"),
+    ]
+    assert seen[0].path == "/api/v1/namespaces/default/configmaps"
+    assert sim.faults.injected["lost_answer"] == 1
+    assert sim.faults.injected["raw_response"] == 1
+    assert sim.faults.injected["http_503"] == 1

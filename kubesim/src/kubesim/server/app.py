@@ -10,6 +10,7 @@ with the recorded code and message; no request ever gets a traceback or a hung c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from dataclasses import dataclass, field
@@ -139,20 +140,22 @@ class SimServer:
                     name=route.name,
                     subresource=route.subresource,
                 )
-            fault = self.faults.take_request_fault(path, verb)
-            if fault is not None:
-                if fault.body is not None:
-                    ctype = {"Content-Type": fault.content_type}
-                    return web.Response(status=fault.status, body=fault.body, headers=ctype)
-                raise fault_error(fault.status, fault.retry_after)
-            return await self._resource(request, route, verb, user)
+            fault = self.faults.take_request_fault(path, verb, user.name, request.method)
+            if fault is None:
+                return await self._resource(request, route, verb, user)
+            if fault.lose_answer:  # served (or refused), then the answer is lost
+                with contextlib.suppress(KubeSimApiError):
+                    await self._resource(request, route, verb, user)
+                return _lost(request)
+            if fault.body is not None:
+                ctype = {"Content-Type": fault.content_type}
+                return web.Response(status=fault.status, body=fault.body, headers=ctype)
+            raise fault_error(fault.status, fault.retry_after)
         except KubeSimApiError as err:
             accept = request.headers.get("Accept", "")
             return error_response(err, on_resource and errors_as_protobuf(accept))
         except ConnectionResetError:  # the client went away mid-answer: nothing to report
-            if request.transport is not None:
-                request.transport.close()
-            return web.Response(status=499)  # never sent: the connection is closed
+            return _lost(request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug in the sim must still answer like a server
@@ -401,3 +404,11 @@ class SimServer:
             )
         finally:
             self.open_watches -= 1
+
+
+def _lost(request: web.Request) -> web.StreamResponse:
+    """Close the request's connection without an answer (the response returned is never
+    sent)."""
+    if request.transport is not None:
+        request.transport.close()
+    return web.Response(status=499)

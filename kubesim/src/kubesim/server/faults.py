@@ -21,7 +21,20 @@ The faults and what a client sees:
 * ``inject_line(data)``: the bytes are sent as one chunk on every matching open watch (a
   malformed or oversized line).
 * ``respond_next(n, body, status=..., content_type=...)``: the next ``n`` matching requests
-  get exactly these bytes (an HTML page from a proxy, a login page, a non-JSON 200).
+  get exactly these bytes (an HTML page from a proxy, a login page, a non-JSON 200), and
+  the server does nothing else with them (what a proxy or a misrouted request answers).
+* ``lose_answers(n)``: the next ``n`` matching requests are served (a write is committed)
+  and then their connection is closed with no answer: the client cannot tell whether its
+  write happened.
+
+Request faults match on the request's path (``path_contains``), Kubernetes verb (``verbs``)
+and authenticated user (``users``), so one client of many can be singled out. A
+``scheduler`` (``faults.scheduler = decide``) is asked about every resource request that no
+pending fault took, with a :class:`RequestInfo`, and answers a :class:`RequestFault` for
+that one request or None: a test or a simulation decides request by request, between each
+request and its answer (``RequestFault.status_error(...)``, ``.raw(...)``, ``.lost()``).
+Stalls are timed on ``faults.clock`` (``time.monotonic``; a test on virtual time sets its
+loop's).
 """
 
 from __future__ import annotations
@@ -33,12 +46,34 @@ from dataclasses import dataclass, field
 
 from kubesim.errors import KubeSimApiError, status_body
 
-__all__ = ["Faults", "RequestFault", "fault_error"]
+__all__ = ["LOSABLE_VERBS", "Faults", "RequestFault", "RequestInfo", "fault_error"]
+
+LOSABLE_VERBS = frozenset({"get", "create", "update", "patch", "delete"})
+"""The verbs whose answer :meth:`Faults.lose_answers` can lose (a list or a watch streams
+its answer as it is made: cut those with :meth:`Faults.cut_next` or a drop)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    """A request as a :attr:`Faults.scheduler` sees it, before it is served."""
+
+    method: str
+    """The HTTP method."""
+    path: str
+    """The request's path (no query)."""
+    verb: str
+    """The Kubernetes verb (get, list, watch, create, update, patch, delete, ...)."""
+    user: str
+    """The authenticated user's name."""
 
 
 @dataclass
 class RequestFault:
-    """One pending "answer N requests with an error" fault."""
+    """What happens to matching requests instead of (or after) being served: an error
+    ``status`` (the apiserver's Status body), exactly ``body`` (``status`` and
+    ``content_type`` as given), or, with ``lose_answer``, the request served and its
+    connection then closed with no answer. ``remaining`` counts the requests it still
+    takes."""
 
     status: int
     remaining: int
@@ -47,11 +82,54 @@ class RequestFault:
     verbs: frozenset[str] | None = None
     body: bytes | None = None  # None: the apiserver's Status for ``status``
     content_type: str = "application/json"
+    users: frozenset[str] | None = None
+    """Only requests of these users match (None: anyone's)."""
+    lose_answer: bool = False
+    """Serve the request, then close the connection without answering."""
 
-    def matches(self, path: str, verb: str) -> bool:
+    @classmethod
+    def status_error(cls, status: int, retry_after: int = 1) -> RequestFault:
+        """One request answered with ``status`` (429, 500, 503 or 504)."""
+        _check_status(status)
+        return cls(status, 1, retry_after)
+
+    @classmethod
+    def raw(
+        cls, body: bytes, status: int = 200, content_type: str = "application/json"
+    ) -> RequestFault:
+        """One request answered with exactly ``body``, and not served."""
+        return cls(status, 1, 0, body=body, content_type=content_type)
+
+    @classmethod
+    def lost(cls) -> RequestFault:
+        """One request served, its answer lost (the connection closed instead)."""
+        return cls(0, 1, 0, lose_answer=True)
+
+    @property
+    def kind(self) -> str:
+        """How ``Faults.injected`` counts it: ``http_STATUS``, ``raw_response`` or
+        ``lost_answer``."""
+        if self.lose_answer:
+            return "lost_answer"
+        return f"http_{self.status}" if self.body is None else "raw_response"
+
+    def matches(self, path: str, verb: str, user: str | None = None) -> bool:
         if self.path_contains is not None and self.path_contains not in path:
             return False
+        if self.users is not None and user not in self.users:
+            return False
+        if self.lose_answer and verb not in LOSABLE_VERBS:
+            return False
         return self.verbs is None or verb in self.verbs
+
+
+def _check_status(status: int) -> None:
+    if status not in (429, 500, 503, 504):
+        raise ValueError(f"unsupported fault status {status}: use 429, 500, 503 or 504")
+
+
+def _users(users: Iterable[str] | None) -> frozenset[str] | None:
+    return frozenset(users) if users is not None else None
 
 
 @dataclass
@@ -74,8 +152,13 @@ class Faults:
     """Responses still to be cut in the middle of a line."""
     cut_path_contains: str | None = None
     """Only responses to paths containing this are cut (None: all)."""
-    stalled_until: float = 0.0  # monotonic deadline; inf = until unstalled
-    """``time.monotonic()`` until which watches send nothing (inf: until unstalled)."""
+    stalled_until: float = 0.0  # a deadline on ``clock``; inf = until unstalled
+    """``clock()`` until which watches send nothing (inf: until unstalled)."""
+    clock: Callable[[], float] = time.monotonic
+    """What stalls are timed by (the event loop's clock on a virtual-time loop)."""
+    scheduler: Callable[[RequestInfo], RequestFault | None] | None = None
+    """Asked about every resource request no pending fault took: a fault for that one
+    request (its ``remaining`` is ignored), or None to serve it."""
     injected: dict[str, int] = field(default_factory=dict)  # fault kind -> times injected
     """Faults injected so far, by kind."""
     _unstall: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
@@ -99,27 +182,44 @@ class Faults:
         retry_after: int = 1,
         path_contains: str | None = None,
         verbs: Iterable[str] | None = None,
+        users: Iterable[str] | None = None,
     ) -> None:
         """Answer the next ``n`` matching requests with ``status`` (429, 500 or 504).
 
-        ``verbs`` are Kubernetes verbs (list, watch, get, create, update, patch, delete).
+        ``verbs`` are Kubernetes verbs (list, watch, get, create, update, patch, delete);
+        ``users`` the names of the users whose requests match (default: anyone's).
         """
-        if status not in (429, 500, 503, 504):
-            raise ValueError(f"unsupported fault status {status}: use 429, 500, 503 or 504")
+        _check_status(status)
         self.request_faults.append(
-            RequestFault(status, n, retry_after, path_contains, frozenset(verbs) if verbs else None)
+            RequestFault(
+                status,
+                n,
+                retry_after,
+                path_contains,
+                frozenset(verbs) if verbs else None,
+                users=_users(users),
+            )
         )
 
-    def take_request_fault(self, path: str, verb: str) -> RequestFault | None:
-        """Consume one matching request fault, if any."""
+    def take_request_fault(
+        self, path: str, verb: str, user: str | None = None, method: str = ""
+    ) -> RequestFault | None:
+        """Consume one matching pending request fault, if any; else ask the
+        :attr:`scheduler` (when set) about this request."""
         for rf in self.request_faults:
-            if rf.remaining > 0 and rf.matches(path, verb):
+            if rf.remaining > 0 and rf.matches(path, verb, user):
                 rf.remaining -= 1
-                self._count(f"http_{rf.status}" if rf.body is None else "raw_response")
+                self._count(rf.kind)
                 if rf.remaining == 0:
                     self.request_faults.remove(rf)
                 return rf
-        return None
+        if self.scheduler is None:
+            return None
+        fault = self.scheduler(RequestInfo(method, path, verb, user or ""))
+        if fault is None or (fault.lose_answer and verb not in LOSABLE_VERBS):
+            return None
+        self._count(fault.kind)
+        return fault
 
     def respond_next(
         self,
@@ -130,11 +230,30 @@ class Faults:
         content_type: str = "text/html",
         path_contains: str | None = None,
         verbs: Iterable[str] | None = None,
+        users: Iterable[str] | None = None,
     ) -> None:
         """Answer the next ``n`` matching requests with ``body`` as is (``status``,
-        ``content_type``): what a proxy, a login page or a broken gateway sends."""
+        ``content_type``), without serving them: what a proxy, a login page, a broken
+        gateway or a request routed to another server sends."""
         fault = RequestFault(status, n, 0, path_contains, frozenset(verbs) if verbs else None)
-        fault.body, fault.content_type = body, content_type
+        fault.body, fault.content_type, fault.users = body, content_type, _users(users)
+        self.request_faults.append(fault)
+
+    def lose_answers(
+        self,
+        n: int = 1,
+        *,
+        path_contains: str | None = None,
+        verbs: Iterable[str] | None = None,
+        users: Iterable[str] | None = None,
+    ) -> None:
+        """Serve the next ``n`` matching requests (a write is committed, its watch events
+        go out), then close each one's connection without an answer: the client gets a
+        connection error and cannot tell that its write happened. Only requests with one
+        answer (:data:`LOSABLE_VERBS`) match."""
+        verbs_set = frozenset(verbs) if verbs else None
+        fault = RequestFault(0, n, 0, path_contains, verbs_set, users=_users(users))
+        fault.lose_answer = True
         self.request_faults.append(fault)
 
     def set_latency(self, seconds: float, *, path_contains: str | None = None) -> None:
@@ -190,7 +309,7 @@ class Faults:
 
     def stall_watches(self, seconds: float | None = None) -> None:
         """Open watches send nothing for ``seconds`` (None: until :meth:`unstall_watches`)."""
-        self.stalled_until = float("inf") if seconds is None else time.monotonic() + seconds
+        self.stalled_until = float("inf") if seconds is None else self.clock() + seconds
         self._unstall = asyncio.Event()
         self._count("stall_watches")
         self.wake()
@@ -203,7 +322,7 @@ class Faults:
 
     def stall_remaining(self) -> float:
         """Seconds the current stall still lasts (0 when not stalled)."""
-        return max(0.0, self.stalled_until - time.monotonic())
+        return max(0.0, self.stalled_until - self.clock())
 
     async def wait_unstalled(self) -> None:
         """Return once no stall is in force."""

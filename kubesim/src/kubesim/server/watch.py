@@ -10,14 +10,14 @@ exactly one ERROR event (Status 410 Expired), then EOF. An object leaving the se
 DELETED with its old content and the new RV; entering is ADDED. Bookmarks carry only the
 RV, are sent about 2 s before the deadline and every ``bookmark_interval`` seconds, only
 when the RV moved past what the watcher has, and never on an etcd-served watch (RV unset
-with the WatchList gate off).
+with the WatchList gate off). Deadlines, bookmarks and event delays are timed on the store's
+clock (:attr:`kubesim.storage.mvcc.Mvcc.clock`), the one events are stamped with.
 """
 
 from __future__ import annotations
 
 import asyncio
 import random
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -197,7 +197,7 @@ class _Stream:
 
     async def run(self, ts: TypeStore, seq: int, initial: list[Stored] | None) -> None:
         spec = self.spec
-        now = time.monotonic()
+        now = self.mvcc.clock()
         timeout = spec.timeout if spec.timeout is not None else random.uniform(1800, 3600)
         deadline = now + timeout
         bookmarks = spec.bookmarks and spec.mode != "etcd"
@@ -236,7 +236,7 @@ class _Stream:
             pending: Event | None = None
             delay = self.faults.watch_delay
             for ev in events:
-                if delay and ev.t + delay > time.monotonic():
+                if delay and ev.t + delay > self.mvcc.clock():
                     pending = ev
                     break
                 seq += 1
@@ -248,7 +248,7 @@ class _Stream:
                 self.last_rv = ev.rv
             if gone:
                 return
-            now = time.monotonic()
+            now = self.mvcc.clock()
             if now >= deadline:
                 return
             if bookmarks and (now >= pre_deadline or now >= next_periodic):
