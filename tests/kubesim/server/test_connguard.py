@@ -12,12 +12,16 @@ import resource
 import signal
 import ssl
 import sys
+from collections.abc import Awaitable
 from pathlib import Path
+from typing import TypeVar
 
 import aiohttp
 import pytest
 
 from aioinformer.testing import KubeSim, eventually
+
+T = TypeVar("T")
 
 HALF = b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nAuthorization: Bea"
 
@@ -35,9 +39,17 @@ async def half_sent(port: int, n: int) -> list[tuple[asyncio.StreamReader, async
 async def closed_by_server(reader: asyncio.StreamReader) -> bool:
     """Whether the server closed the connection (EOF within 10 s, else the test fails)."""
     try:
-        return await asyncio.wait_for(reader.read(), 10) == b""
+        return await within(10, "the server closing a connection", reader.read()) == b""
     except ConnectionResetError:
         return True
+
+
+async def within(seconds: float, what: str, aw: Awaitable[T]) -> T:
+    """``await aw``, failing the test with ``what`` if it takes more than ``seconds``."""
+    try:
+        return await asyncio.wait_for(aw, seconds)
+    except TimeoutError:
+        pytest.fail(f"{what} took more than {seconds} s")
 
 
 def close_all(conns: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]) -> None:
@@ -145,19 +157,26 @@ async def test_1100_half_sent_connections_under_ulimit_1024(tmp_path: Path, sche
         ca = config["clusters"][0]["cluster"].get("certificate-authority")
         ctx = ssl.create_default_context(cafile=ca) if ca else True
         opening = half_sent if scheme == "http" else silent
-        conns = await opening(port, 1000)
-        proc.send_signal(signal.SIGSTOP)
-        try:  # connected in the kernel's backlog (100 < 128) while the sim does not run
-            conns += await opening(port, 100)
-        finally:
-            proc.send_signal(signal.SIGCONT)
-        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as s:
-            for _ in range(3):
-                async with s.get(
-                    f"{url}/api/v1/namespaces", ssl=ctx, timeout=aiohttp.ClientTimeout(total=10)
-                ) as r:
+        hdrs = {"Authorization": f"Bearer {token}"}
+
+        async def list_namespaces() -> None:
+            async with aiohttp.ClientSession(headers=hdrs) as s:
+                async with s.get(f"{url}/api/v1/namespaces", ssl=ctx) as r:
                     assert r.status == 200
                     assert len((await r.json())["items"]) == 4
+
+        conns = await within(60, "opening 1,000 connections", opening(port, 1000))
+        # A connection is open once the kernel queued it, whether the sim accepted it yet or
+        # not; the sim accepts in order, so once it answers a request on a newer one, it
+        # accepted all of them and its accept queue is empty.
+        await within(30, "a list after 1,000 connections", list_namespaces())
+        proc.send_signal(signal.SIGSTOP)
+        try:  # connected in the kernel's backlog (100 < 128) while the sim does not run
+            conns += await within(30, "100 connections to the stopped sim", opening(port, 100))
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        for i in range(3):
+            await within(10, f"list {i + 1} of 3 after the burst", list_namespaces())
         # the oldest half-sent connections were dropped to make room
         assert await closed_by_server(conns[0][0])
     finally:
