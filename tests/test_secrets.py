@@ -423,12 +423,6 @@ async def test_no_error_carries_a_secret_anywhere_reachable(
     assert leaks([*errors, *stats, *caplog.records], [TOKEN]) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="aioinformer/_client/client.py Client._decode raises DecodeError `from exc`, exc the "
-    "orjson error whose .doc is the whole body (also `from None` keeps it as __context__); "
-    "client.py is not this branch's file: reported for its owner",
-)
 async def test_a_client_decode_error_carries_no_body() -> None:
     """A 2xx answer that is not JSON and echoes the token: the read/write client's
     DecodeError carries no piece of the body (the JSON error's ``doc`` holds all of it)."""

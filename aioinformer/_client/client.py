@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import copy
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +62,8 @@ __all__ = [
     "WriteRequest",
     "merge_diff",
 ]
+
+_NOT_JSON = object()  # (a sentinel: no JSON value is this)
 
 ObjectLike: TypeAlias = "KubeObject | Mapping[str, Any]"
 """An object to write: a cached KubeObject or a body with apiVersion, kind and metadata."""
@@ -346,10 +349,14 @@ class Client:
         it named them); a ``Status`` is None when ``status_ok`` (a delete that is done), else a
         :class:`~aioinformer.DecodeError`, as is any other object: a proxy's or a
         misrouted answer with a 2xx status is not the object."""
-        try:
+        # the errors are raised outside the except blocks: orjson's error holds the whole
+        # body (its ``doc``), which may echo a credential, and ``from None`` would still
+        # keep it as ``__context__``
+        data: Any = _NOT_JSON
+        with contextlib.suppress(orjson.JSONDecodeError):
             data = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise DecodeError(f"{about.where()}: the answer is not JSON") from None
+        if data is _NOT_JSON:
+            raise DecodeError(f"{about.where()}: the answer is not JSON")
         if isinstance(data, dict) and data.get("kind") == "Status":
             if status_ok:
                 return None
@@ -363,9 +370,11 @@ class Client:
             meta["resourceVersion"] = "0"  # a dry-run create stored nothing: no version
             body = orjson.dumps(data)
         try:
-            obj = decode_object(body)
+            obj: KubeObject | DecodeError = decode_object(body)
         except DecodeError as exc:
-            raise DecodeError(f"{about.where()}: {exc}") from None
+            obj = exc
+        if isinstance(obj, DecodeError):
+            raise DecodeError(f"{about.where()}: {obj}")
         wrong = _not_the_object(obj, res, about)
         if wrong:
             raise DecodeError(f"{about.where()}: the server answered {wrong}, not the object")
