@@ -345,7 +345,7 @@ class Manager(Service):
                 elif self.shards is not None:
                     await self._shard(self.shards)
                 else:
-                    await self._run_controllers(None)
+                    await self._act_alone()
         finally:
             self._group = None
             self._end()
@@ -401,6 +401,15 @@ class Manager(Service):
                 await until.wait()
             for run in runs:
                 run.cancel()
+
+    async def _act_alone(self) -> None:
+        """Controllers on every key (no leader election, no sharding): this replica is
+        the one that acts, so ``aioinformer_leader`` reads 1 while they run."""
+        self.metrics.leader.set(1)
+        try:
+            await self._run_controllers(None)
+        finally:
+            self.metrics.leader.set(0)
 
     async def _lead(self, elector: LeaderElector) -> None:
         """Controllers while leading. Lost leadership (a renewal past ``renew_deadline``,
