@@ -41,7 +41,8 @@ Contract:
 * Handing over: a shard given up to another replica stops being owned first, then every
   ``on_release`` callback is awaited with the shards about to be released (a controller
   cancels its running reconciles of their keys there), bounded by ``renew_deadline``, and
-  only then is its Lease released.
+  only then is its Lease released. Meanwhile :attr:`ShardManager.handing_over` names them,
+  so an ``on_change`` callback tells a shard handed over from one lost.
 * Cancelling :meth:`ShardManager.run` drops every shard locally first, then (with
   ``release_on_cancel``) releases the shard leases and the member lease.
 
@@ -185,6 +186,7 @@ class ShardManager(Service):
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
         self._published: frozenset[int] = frozenset()
+        self._handing_over: frozenset[int] = frozenset()
         self._instance = new_instance()
         self._duplicates: set[str] = set()  # other instances of this identity, logged
         self._tg: asyncio.TaskGroup | None = None
@@ -208,6 +210,13 @@ class ShardManager(Service):
         """The shards :meth:`owns` is True for, right now."""
         now = self._clock()
         return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
+
+    @property
+    def handing_over(self) -> frozenset[int]:
+        """The shards this replica stopped owning to hand them over and has not released
+        yet (their ``on_release`` callbacks run): their reconciles are the callbacks' to
+        cancel, with a grace, not lost ones to abort at once."""
+        return self._handing_over
 
     @property
     def members(self) -> frozenset[str]:
@@ -246,10 +255,12 @@ class ShardManager(Service):
         held: list[tuple[str, dict[str, Any] | None]] = [
             (self.shard_name(s), h.lease) for s, h in self._held.items()
         ]
+        self._handing_over = frozenset(self._held)
         self._held.clear()
         self._publish()
         if held:
-            await self._before_release(frozenset(range(self.shards)))
+            await self._before_release(self._handing_over)
+        self._handing_over = frozenset()
         if self.release_on_cancel:
             held.append((self.member_lease, self._member))
             async with asyncio.TaskGroup() as tg:
@@ -377,9 +388,11 @@ class ShardManager(Service):
             if held.keeper is not None:
                 held.keeper.cancel()
             releases.append((self.shard_name(s), held.lease))
+        self._handing_over = frozenset(surplus)
         self._publish()  # stop owning the surplus before anyone can take it
         if surplus:
-            await self._before_release(frozenset(surplus))
+            await self._before_release(self._handing_over)
+        self._handing_over = frozenset()
         free = [
             s
             for s in range(self.shards)

@@ -18,7 +18,8 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
 * losing a Lease cancels the running reconciles of its keys at once: the elector sets
   ``leadership_lost`` (and the shard manager calls ``on_change``) the moment a renewal
   misses its deadline or finds the Lease taken, with no polling; a shard handed over to
-  another replica has its reconciles cancelled before its Lease is released;
+  another replica has its reconciles cancelled, and waited for up to ``min(1 s,
+  renew_deadline / 4)``, before its Lease is released;
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
 """
@@ -441,25 +442,28 @@ class Manager(Service):
     async def _shard(self, shards: ShardManager) -> None:
         """Controllers on the keys of the shards held. A shard lost (its renewal past
         ``renew_deadline``) has its running reconciles aborted the moment the shard
-        manager says so; a shard handed over has them cancelled before its Lease is
-        released; a shutdown stops the controllers gracefully while the shard Leases are
+        manager says so; a shard handed over has them cancelled, and waited for up to
+        ``min(1 s, renew_deadline / 4)`` (a timed-out reconcile's grace), before its Lease
+        is released; a shutdown stops the controllers gracefully while the shard Leases are
         still renewed, and releases them only after (the shard manager stops last)."""
+
+        def lost(key: str) -> bool:  # (a shard handed over is hand_over's to cancel)
+            return not shards.owns(key) and shards.shard_for(key) not in shards.handing_over
 
         def owned_changed(_owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
             for ctl in self.controllers:
-                ctl.abort_reconciles(lambda k: not shards.owns(k))
+                ctl.abort_reconciles(lost)
                 for obj in ctl.primary.snapshot().list():
                     if shards.owns(obj.key):
                         ctl.queue.add(obj.key)
 
         async def hand_over(released: frozenset[int]) -> None:
-            # their writes in flight are answered before the Leases go (the client settles
-            # a cancelled write), within the handover's bound
+            # cancelled once, their cleanups and writes in flight get the grace a timed-out
+            # reconcile gets (the client settles a cancelled write) before the Leases go
+            grace = min(1.0, shards.renew_deadline / 4)
             for ctl in self.controllers:
-                await ctl.cancel_reconciles(
-                    lambda k: shards.shard_for(k) in released, timeout=shards.renew_deadline
-                )
+                await ctl.cancel_reconciles(lambda k: shards.shard_for(k) in released, grace)
 
         shards.on_change.append(owned_changed)
         shards.on_release.append(hand_over)
