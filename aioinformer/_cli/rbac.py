@@ -11,7 +11,8 @@ cannot drift from the code:
 * a controller's primary: ``update``, ``patch`` on it (finalizers) and on its ``status``;
 * what a controller owns: ``create``, ``update``, ``patch``, ``delete``;
 * an event recorder: ``create``, ``patch`` on ``events``;
-* leader election: ``get``, ``create``, ``update`` on ``leases``; sharding also ``list``;
+* leader election: ``get``, ``create``, ``update`` on ``leases``; sharding also ``list``
+  and ``delete`` (member Leases);
 * whatever the operator declared with :meth:`aioinformer.Manager.require_permission`.
 """
 
@@ -46,7 +47,8 @@ rules are derived from what it registers, so the manifests cannot drift from the
   a controller's primary     update, patch on it (finalizers) and on its status
   what a controller owns     create, update, patch, delete
   an event recorder          create, patch on events
-  leader election            get, create, update on leases (sharding: also list)
+  leader election            get, create, update on leases (sharding: also list,
+                             delete)
   Manager.require_permission what the operator declared
 
 TARGET is package.module:build or path/to/file.py:build, a function that receives a
@@ -150,7 +152,7 @@ def rbac_manifests(
             per_ns[manager.shards.namespace],
             "coordination.k8s.io",
             "leases",
-            ("get", "list", "create", "update"),
+            ("get", "list", "create", "update", "delete"),
         )
     for group, resource, needed, namespace in manager.required_permissions:
         _add(scope(namespace), group, resource, needed)

@@ -384,9 +384,10 @@ async def test_the_leader_gauge_reads_1_on_a_replica_that_acts_alone_or_leads(
         for options in ({}, {"leader_election": le}):
             m = build(api, activity, "solo", **on_the_loop(**options))
             assert m.metrics.leader._value.get() == 0
+            gauge = m.metrics.leader
             async with m:
-                await eventually(lambda: m.metrics.leader._value.get() == 1, "1", timeout=LONG)
-            assert m.metrics.leader._value.get() == 0
+                await eventually(lambda g=gauge: g._value.get() == 1, "1", timeout=LONG)
+            assert gauge._value.get() == 0
         m = build(api, activity, "sharded", **on_the_loop(sharding=sh))
         async with m:
             await eventually(lambda: m.metrics.shards_owned._value.get() == 2, "2", timeout=LONG)
