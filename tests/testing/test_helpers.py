@@ -19,7 +19,7 @@ pytestmark = pytest.mark.looptime
 async def test_a_falsy_result_is_not_yet_and_the_timeout_says_what_was_awaited() -> None:
     results = iter([None, 0, {}, [], {"found": 1}])
     await eventually(lambda: next(results), "the fifth check")
-    with pytest.raises(AssertionError, match="timed out after 10s waiting for a miracle$"):
+    with pytest.raises(AssertionError, match=r"timed out after 10s waiting for a miracle$"):
         await eventually(lambda: False, "a miracle")
 
 
