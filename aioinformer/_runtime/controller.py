@@ -54,6 +54,7 @@ from typing import TypeAlias
 from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
+from aioinformer._core.callables import check_callable, check_callables
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
@@ -231,6 +232,10 @@ class Controller(Service):
         may_act: Callable[[str], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        check_callable(reconcile, "reconcile")
+        check_callables(predicates, "predicates")
+        for i, (_, mapper) in enumerate(watches):
+            check_callable(mapper, f"the mapper of watches[{i}]")
         self._options = options or ControllerOptions()
         self.name = name
         self._reconcile = reconcile

@@ -43,7 +43,9 @@ async def test_an_exception_ends_the_wait_at_once_unless_retry_on_names_it() -> 
     def never() -> bool:
         raise LookupError("x is not there")
 
-    with pytest.raises(AssertionError, match=r"waiting for x \(last check raised LookupError") as err:
+    with pytest.raises(
+        AssertionError, match=r"waiting for x \(last check raised LookupError"
+    ) as err:
         await eventually(never, "x", retry_on=(LookupError, NotFound))
     assert isinstance(err.value.__cause__, LookupError)
 
