@@ -56,6 +56,7 @@ from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics
+from aioinformer._runtime.rbac import UndeclaredWrites
 
 if TYPE_CHECKING:
     from aioinformer._coordination.leader import LeaderElector
@@ -188,11 +189,16 @@ class Manager(Service):
             self.factory.rest,
             field_manager=field_manager,
             discovery=self.discovery,
-            hooks=[ControllerWrites(lambda: self.factory.informers, self.factory.rest)],
+            hooks=[
+                ControllerWrites(lambda: self.factory.informers, self.factory.rest),
+                UndeclaredWrites(lambda: self),
+            ],
         )
         """The write client: inside a reconcile, every write is fenced and keeps the
         controller's expectations and read-your-writes (see
-        :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client."""
+        :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client. A write the
+        RBAC ``python -m aioinformer rbac`` generates would not grant is logged once
+        (WARNING) with the :meth:`require_permission` call to add."""
         self.metrics = Metrics()
         self.metrics.add_informer_source(lambda: [i.statistics() for i in self.factory.informers])
         self.watchdog: LoopWatchdog | None = (
