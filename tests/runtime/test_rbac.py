@@ -72,6 +72,7 @@ async def test_a_write_the_generated_rbac_lacks_names_the_call_to_add(
         assert len(warnings) == 1  # once for a and b: one (verb, resource, namespace)
         assert granted(manager, "default", "configmaps") == set()
         assert warnings[0].startswith("patch configmaps in namespace 'default': ")
-        assert "manager.require_permission('', 'configmaps', ['patch'], namespace='default')" in (
-            warnings[0]
+        assert (
+            "manager.require_permission('', 'configmaps', ['patch'], namespace='default')"
+            in (warnings[0])
         )
