@@ -355,9 +355,7 @@ class KubeSim:
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
 
-    def find(
-        self, resource: str, name: str, namespace: str | None = None
-    ) -> dict[str, Any] | None:
+    def find(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
         """One object as a dict, or None when there is none of that name: the read for
         "not there yet" in a test (``eventually(lambda: sim.find("statefulsets", "db",
         "ns"))``). A resource that is not served still raises, as for :meth:`get`."""
