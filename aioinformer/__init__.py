@@ -48,6 +48,7 @@ from aioinformer._client.discovery import Discovery as Discovery
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
+from aioinformer._coordination.sharding import shard_of as shard_of
 from aioinformer._core.conditions import is_condition_true as is_condition_true
 from aioinformer._core.errors import AioinformerError as AioinformerError
 from aioinformer._core.errors import AlreadyExists as AlreadyExists
@@ -206,6 +207,7 @@ __all__ = [
     "owner_reference",
     "run",
     "set_owner",
+    "shard_of",
 ]
 
 # Tracebacks and reprs show the public names (httpx does the same).

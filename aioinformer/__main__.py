@@ -1,10 +1,21 @@
-"""``python -m aioinformer COMMAND``: see :mod:`aioinformer._cli.main`."""
+"""``python -m aioinformer COMMAND`` and the ``aioinformer`` command: see
+:mod:`aioinformer._cli.main`. The process ends as soon as the command returned
+(:func:`~aioinformer._cli.exiting.exit_promptly`); :func:`main` itself returns the status."""
 
 from __future__ import annotations
 
-import sys
+from typing import NoReturn
 
+from aioinformer._cli.exiting import exit_promptly
 from aioinformer._cli.main import main
 
+__all__ = ["console", "main"]
+
+
+def console() -> NoReturn:
+    """Run the command line's command, then end the process with its exit status."""
+    exit_promptly(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

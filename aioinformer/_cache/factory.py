@@ -43,6 +43,7 @@ from aioinformer._cache.watcher import WatchOptions
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import ApiClientLike, RestClient
 from aioinformer._core import logs
+from aioinformer._core.callables import check_callable
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._core.objects import Transform
 from aioinformer._core.service import Service, wait_ended
@@ -293,6 +294,8 @@ class InformerFactory(Service):
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
         check_indexers(indexers)
+        if spec.transform is not None:
+            check_callable(spec.transform, "transform")
         inf = self._informers.get(spec)
         if inf is not None:
             for name, fn in (indexers or {}).items():

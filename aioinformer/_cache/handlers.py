@@ -76,6 +76,7 @@ from typing import Self, TypeAlias
 
 from aioinformer._cache.deltas import Change, ChangeType
 from aioinformer._core import logs
+from aioinformer._core.callables import check_callable
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
@@ -554,6 +555,9 @@ class Dispatcher:
         :meth:`aclose`.
         """
         handlers = (on_add, on_update, on_delete)
+        for what, fn in zip(("on_add", "on_update", "on_delete"), handlers, strict=True):
+            if fn is not None:
+                check_callable(fn, what)
         first = next((fn for fn in handlers if fn is not None), None)
         if first is None:
             raise ConfigError("add_handler needs on_add, on_update or on_delete (or changes())")

@@ -81,6 +81,7 @@ from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
+from aioinformer._core.callables import check_callable
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.labels import label_matcher
@@ -243,6 +244,8 @@ class Informer(Service):
             raise ConfigError(f"batch_size must be at least 1, not {batch_size}")
         if staleness_bound is not None and staleness_bound <= 0:
             raise ConfigError(f"staleness_bound must be positive, not {staleness_bound}")
+        if transform is not None:
+            check_callable(transform, "transform")
         self.name = name
         self._namespace: str | None = getattr(list_watch, "namespace", None) or None
         self.group: str = getattr(list_watch, "group", "")

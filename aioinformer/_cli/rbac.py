@@ -4,15 +4,11 @@ Builds the operator's Manager (as ``run`` does, with the same coordination flags
 contacting a cluster) and prints, as YAML, a ServiceAccount, the ClusterRole (for
 informers of all namespaces) and Roles (for informers of one namespace, and the Leases)
 its informers, controllers, event recorders and leader election or sharding need, and the
-bindings to the ServiceAccount. Derived from what the operator registers, so the manifests
-cannot drift from the code:
-
-* every informer: ``get``, ``list``, ``watch`` on its resource;
-* a controller's primary: ``update``, ``patch`` on it (finalizers) and on its ``status``;
-* what a controller owns: ``create``, ``update``, ``patch``, ``delete``;
-* an event recorder: ``create``, ``patch`` on ``events``;
-* leader election: ``get``, ``create``, ``update`` on ``leases``; sharding also ``list``;
-* whatever the operator declared with :meth:`aioinformer.Manager.require_permission`.
+bindings to the ServiceAccount. Derived from what the operator registers
+(:func:`aioinformer._runtime.rbac.derive_rules` lists the rules), so the manifests cannot
+drift from the code. A write to anything else (a ConfigMap no informer watches) cannot be
+derived: the running operator logs a WARNING naming the ``require_permission`` call for
+each such write.
 """
 
 from __future__ import annotations
@@ -27,12 +23,10 @@ from aioinformer._cli.helpformat import PROG, add_command
 from aioinformer._cli.run import _lease_prefix, add_manager_arguments, manager_from_args
 from aioinformer._core.errors import ConfigError
 from aioinformer._runtime.manager import Manager
+from aioinformer._runtime.rbac import Rules, derive_rules
 from aioinformer._runtime.target import build_manager, load_target
 
 __all__ = ["add_rbac_parser", "rbac_manifests", "run_rbac"]
-
-_READ = ("get", "list", "watch")
-_WRITE = ("create", "update", "patch", "delete")
 
 
 _DESCRIPTION = """
@@ -46,8 +40,13 @@ rules are derived from what it registers, so the manifests cannot drift from the
   a controller's primary     update, patch on it (finalizers) and on its status
   what a controller owns     create, update, patch, delete
   an event recorder          create, patch on events
-  leader election            get, create, update on leases (sharding: also list)
+  leader election            get, create, update on leases (sharding: also list,
+                             delete)
   Manager.require_permission what the operator declared
+
+Writes to anything else (a ConfigMap no informer watches) cannot be derived: declare them
+with Manager.require_permission. The running operator logs a WARNING naming the call to
+add for each write these rules do not grant (a test run shows them).
 
 TARGET is package.module:build or path/to/file.py:build, a function that receives a
 Manager and registers informers and controllers on it.
@@ -110,50 +109,13 @@ async def _build(args: argparse.Namespace) -> Manager:
     return manager
 
 
-Rules = dict[tuple[str, str], set[str]]
-
-
-def _add(rules: Rules, group: str, resource: str, verbs: tuple[str, ...] | list[str]) -> None:
-    rules[(group, resource)].update(verbs)
-
-
 def rbac_manifests(
     manager: Manager, *, name: str, service_account: str, service_account_namespace: str
 ) -> list[dict[str, Any]]:
-    """The ServiceAccount, roles and bindings ``manager``'s registrations need."""
-    cluster: Rules = defaultdict(set)
-    per_ns: dict[str, Rules] = defaultdict(lambda: defaultdict(set))
-
-    def scope(namespace: str | None) -> Rules:
-        return cluster if namespace is None else per_ns[namespace]
-
-    for inf in manager.factory.informers:
-        _add(scope(inf.namespace), inf.group, inf.plural, _READ)
-    for ctl in manager.controllers:
-        primary = ctl.primary
-        _add(scope(primary.namespace), primary.group, primary.plural, ("update", "patch"))
-        status = f"{primary.plural}/status"
-        _add(scope(primary.namespace), primary.group, status, ("get", "update", "patch"))
-        for owned in ctl.owns:
-            _add(scope(owned.namespace), owned.group, owned.plural, _WRITE)
-    if manager.event_recorders:
-        _add(cluster, "", "events", ("create", "patch"))
-    if manager.elector is not None:
-        _add(
-            per_ns[manager.elector.namespace],
-            "coordination.k8s.io",
-            "leases",
-            ("get", "create", "update"),
-        )
-    if manager.shards is not None:
-        _add(
-            per_ns[manager.shards.namespace],
-            "coordination.k8s.io",
-            "leases",
-            ("get", "list", "create", "update"),
-        )
-    for group, resource, needed, namespace in manager.required_permissions:
-        _add(scope(namespace), group, resource, needed)
+    """The ServiceAccount, roles and bindings ``manager``'s registrations need
+    (:func:`~aioinformer._runtime.rbac.derive_rules`)."""
+    derived = derive_rules(manager)
+    cluster, per_ns = derived.cluster, derived.per_namespace
     subject = {"kind": "ServiceAccount", "name": service_account,
                "namespace": service_account_namespace}  # fmt: skip
     docs: list[dict[str, Any]] = [

@@ -6,7 +6,7 @@
 * :meth:`Discovery.resolve` ``(group_version, plural)`` -> :class:`ApiResource` (kind,
   namespaced or not, verbs, subresources), or a :class:`~aioinformer.ConfigError` saying
   what the server does serve: ``example.com serves v1, not v2``; ``no resource 'pod' in v1:
-  did you mean 'pods'?``;
+  did you mean 'pods'?``; ``no resource 'statefulsets' in v1: did you mean apps/v1?``;
 * :meth:`Discovery.for_kind` ``(api_version, kind)`` -> the resource of a kind (what a write
   of an object needs: ``Pod`` in ``v1`` is ``pods``, namespaced).
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from aioinformer._client.rest import Request, RestClient
 from aioinformer._core import logs
-from aioinformer._core.errors import ConfigError, NotFound
+from aioinformer._core.errors import AioinformerError, ConfigError, NotFound
 
 __all__ = ["ApiResource", "Discovery", "split_group_version"]
 
@@ -151,10 +151,44 @@ class Discovery:
                 return [str(v.get("version")) for v in entry.get("versions") or ()]
         return []
 
+    async def group_versions(self) -> list[str]:
+        """Every served group/version: ``v1`` first, then each group's, its preferred
+        version first."""
+        core = await self.rest.request_json("GET", "/api", Request("get", "discovery /api"))
+        found = [str(v) for v in core.get("versions") or ()]
+        doc = await self.rest.request_json("GET", "/apis", Request("get", "discovery /apis"))
+        for entry in doc.get("groups") or ():
+            preferred = (entry.get("preferredVersion") or {}).get("groupVersion")
+            versions = [str(v.get("groupVersion")) for v in entry.get("versions") or ()]
+            found += sorted(versions, key=lambda gv: gv != preferred)
+        return found
+
+    async def served_elsewhere(self, name: str, *, skip: str = "") -> list[ApiResource]:
+        """The resources of every served group/version but ``skip`` that ``name`` names
+        exactly: as plural, singular, kind or short name, in any case (a resource asked for
+        in the wrong group, or by its kind). Group/versions whose discovery fails are left
+        out."""
+
+        async def listed(gv: str) -> tuple[ApiResource, ...]:
+            try:
+                return await self.resources(gv)
+            except AioinformerError:
+                return ()
+
+        wanted = name.lower()
+        gvs = [gv for gv in await self.group_versions() if gv != skip]
+        found = []
+        for resources in await asyncio.gather(*(listed(gv) for gv in gvs)):
+            found += [res for res in resources if wanted in _aliases(res)]
+        return found
+
     async def resolve(self, group_version: str, plural: str) -> ApiResource:
         """The served resource ``plural`` of ``group_version``, or a :class:`ConfigError`
-        saying what is served instead (after waiting up to :attr:`wait` seconds for a
-        group/version that is not served yet, as a CRD just created is not)."""
+        saying what is served instead: another name in the same group/version (``'pod'``:
+        did you mean ``'pods'``?), else the group/versions that serve it under that name
+        (``statefulsets`` in ``v1``: did you mean ``apps/v1``?, at once), else the versions
+        the group serves; a group/version not served yet (a CRD just created) is waited for
+        up to :attr:`wait` seconds first."""
         loop = asyncio.get_running_loop()
         give_up = loop.time() + self.wait
         fresh = False
@@ -167,6 +201,8 @@ class Discovery:
                 for res in listed:
                     if res.plural == plural:
                         return res
+                if not fresh and await self.served_elsewhere(plural, skip=group_version):
+                    raise await self._unserved(group_version, plural, listed)  # (no wait)
             if loop.time() >= give_up:
                 raise await self._unserved(group_version, plural, listed)
             log.debug("%s %s is not served yet; asking again", group_version, plural)
@@ -203,12 +239,27 @@ class Discovery:
             )
         names: dict[str, str] = {}
         for res in listed:
-            for alias in (res.plural, res.singular, res.kind.lower(), *res.short_names):
-                if alias:
-                    names.setdefault(alias, res.plural)
-        close = difflib.get_close_matches(plural.lower(), list(names), n=3, cutoff=0.6)
-        guess = {names[c] for c in close} | (
-            {names[plural.lower()]} if plural.lower() in names else set()
+            for alias in _aliases(res):
+                names.setdefault(alias, res.plural)
+        wanted = plural.lower()
+        elsewhere = (
+            [] if wanted in names else await self.served_elsewhere(plural, skip=group_version)
         )
-        hint = f": did you mean {' or '.join(repr(g) for g in sorted(guess))}?" if guess else ""
+        if elsewhere:
+            serving = [
+                res.group_version
+                if res.plural == plural
+                else f"{res.plural!r} in {res.group_version}"
+                for res in elsewhere
+            ]
+            hint = f": did you mean {' or '.join(serving)}?"
+        else:
+            close = difflib.get_close_matches(wanted, list(names), n=3, cutoff=0.6)
+            guess = {names[c] for c in close} | ({names[wanted]} if wanted in names else set())
+            hint = f": did you mean {' or '.join(repr(g) for g in sorted(guess))}?" if guess else ""
         return ConfigError(f"no resource {plural!r} in {group_version}{hint}")
+
+
+def _aliases(res: ApiResource) -> set[str]:
+    """The names ``res`` goes by: plural, singular, lower-case kind, short names."""
+    return {a for a in (res.plural, res.singular, res.kind.lower(), *res.short_names) if a}

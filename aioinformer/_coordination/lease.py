@@ -96,7 +96,7 @@ class LeaseRecord:
 
 
 class LeaseClient:
-    """Lease get/create/update/list/release in one namespace.
+    """Lease get/create/update/list/release/delete in one namespace.
 
     ``client`` is a :class:`~aioinformer._client.rest.RestClient` or a kubernetes_asyncio
     ``ApiClient``. A non-2xx answer raises the error tree's class (``get`` returns None for
@@ -195,6 +195,25 @@ class LeaseClient:
                 raise
             return await self.release(name, None, identity, instance, retry=False)
         return record
+
+    async def delete(self, lease: dict[str, Any]) -> bool:
+        """Delete ``lease``, conditional on its uid and resourceVersion (a Lease written
+        since is left alone). Returns whether it was deleted: False when it changed or
+        was gone already."""
+        meta = lease["metadata"]
+        name = meta["name"]
+        preconditions = {"resourceVersion": meta["resourceVersion"]}
+        if meta.get("uid"):
+            preconditions["uid"] = meta["uid"]
+        body = {"apiVersion": "v1", "kind": "DeleteOptions", "preconditions": preconditions}
+        about = self._about("delete", name)
+        try:
+            await self.rest.request_json(
+                "DELETE", f"{self._base}/{quote(name, safe='')}", about, body=body
+            )
+        except (NotFound, Conflict):
+            return False
+        return True
 
     # -- checking what the server answered --------------------------------------------------------
 

@@ -41,9 +41,19 @@ Contract:
 * Handing over: a shard given up to another replica stops being owned first, then every
   ``on_release`` callback is awaited with the shards about to be released (a controller
   cancels its running reconciles of their keys there), bounded by ``renew_deadline``, and
-  only then is its Lease released.
+  only then is its Lease released. Meanwhile :attr:`ShardManager.handing_over` names them,
+  so an ``on_change`` callback tells a shard handed over from one lost.
 * Cancelling :meth:`ShardManager.run` drops every shard locally first, then (with
-  ``release_on_cancel``) releases the shard leases and the member lease.
+  ``release_on_cancel``) releases the shard leases and deletes the member lease (its name
+  carries the identity, new at every pod restart: left behind, they would pile up).
+* A member lease unchanged for :data:`STALE_MEMBER_DURATIONS` lease durations (by the
+  observer's clock, since it last saw it change) is a replica that died without saying so:
+  any live member deletes it at its balancing round, conditional on the resourceVersion
+  it saw (a renewal since wins). Three durations: it stopped counting as a member one
+  duration after its last renewal, so a live replica (which renews every
+  ``retry_period`` and stops owning after ``renew_deadline``) is never a candidate, and a
+  replica merely cut off that long re-creates its lease at its next renewal; a rolling
+  restart's leftovers are gone within a minute with the defaults (45 s).
 
 Every renewal is one write per held shard per ``retry_period`` (client-go's cadence), and
 every balancing round lists the Leases of the namespace: give sharded controllers a
@@ -69,11 +79,14 @@ from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from aioinformer._core.service import Service
 
-__all__ = ["ShardManager", "shard_of"]
+__all__ = ["STALE_MEMBER_DURATIONS", "ShardManager", "shard_of"]
 
 log = logs.logger("aioinformer.sharding")
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+STALE_MEMBER_DURATIONS = 3
+"""A member lease unchanged for this many lease durations is deleted (module docstring)."""
 
 ChangeCallback = Callable[[frozenset[int]], object]
 ReleaseCallback = Callable[[frozenset[int]], Awaitable[None]]
@@ -84,7 +97,18 @@ def _digest(text: str) -> int:
 
 
 def shard_of(key: str, shards: int) -> int:
-    """The shard of ``key`` among ``shards``: stable across processes and Python runs."""
+    """The shard of ``key`` among ``shards``: the first 8 bytes of the SHA-1 of its UTF-8
+    form modulo ``shards``, the same in every process and Python run (whatever
+    ``PYTHONHASHSEED``), so every replica agrees. Which replica holds it is
+    :meth:`ShardManager.owns`'s to say.
+
+    Args:
+        key: an object's key, ``"namespace/name"`` (``"name"`` if cluster-scoped).
+        shards: how many shards keys are hashed into (``Sharding.shards``).
+
+    Returns:
+        The shard number, from 0 to ``shards - 1``.
+    """
     return _digest(key) % shards
 
 
@@ -122,9 +146,9 @@ class ShardManager(Service):
         renew_deadline: seconds after the start of its last successful renewal that a
             holder still counts as holding (must be below ``lease_duration``).
         retry_period: seconds between two renewals (and two tries to acquire).
-        release_on_cancel: on cancellation, release the shard and member Leases (empty
-            holder) so other replicas take over at once instead of after
-            ``lease_duration``.
+        release_on_cancel: on cancellation, release the shard Leases (empty holder) so
+            other replicas take over at once instead of after ``lease_duration``, and
+            delete the member Lease.
         clock: the local clock every duration is measured by (``time.monotonic``).
         on_change: callbacks called with the new owned set (a ``frozenset`` of shard
             numbers) whenever it changes.
@@ -185,6 +209,7 @@ class ShardManager(Service):
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
         self._published: frozenset[int] = frozenset()
+        self._handing_over: frozenset[int] = frozenset()
         self._instance = new_instance()
         self._duplicates: set[str] = set()  # other instances of this identity, logged
         self._tg: asyncio.TaskGroup | None = None
@@ -196,11 +221,15 @@ class ShardManager(Service):
         return f"{self.name}-shard-{shard}"
 
     def shard_for(self, key: str) -> int:
-        """The shard ``key`` belongs to (:func:`shard_of`)."""
+        """The shard ``key`` (``"namespace/name"``) belongs to: :func:`shard_of` with this
+        manager's ``shards``, the same on every replica."""
         return shard_of(key, self.shards)
 
     def owns(self, key: str) -> bool:
-        """True while this replica holds ``key``'s shard and renewed it in time."""
+        """Whether this replica may act on ``key`` (``"namespace/name"``) now: True while
+        it holds the Lease of ``key``'s shard (:meth:`shard_for`) and renewed it less than
+        ``renew_deadline`` ago by its clock. The manager checks it before each reconcile
+        and each write; code of its own (a webhook, a periodic job) may ask too."""
         held = self._held.get(shard_of(key, self.shards))
         return held is not None and self._clock() - held.renewed < self.renew_deadline
 
@@ -208,6 +237,13 @@ class ShardManager(Service):
         """The shards :meth:`owns` is True for, right now."""
         now = self._clock()
         return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
+
+    @property
+    def handing_over(self) -> frozenset[int]:
+        """The shards this replica stopped owning to hand them over and has not released
+        yet (their ``on_release`` callbacks run): their reconciles are the callbacks' to
+        cancel, with a grace, not lost ones to abort at once."""
+        return self._handing_over
 
     @property
     def members(self) -> frozenset[str]:
@@ -246,15 +282,33 @@ class ShardManager(Service):
         held: list[tuple[str, dict[str, Any] | None]] = [
             (self.shard_name(s), h.lease) for s, h in self._held.items()
         ]
+        self._handing_over = frozenset(self._held)
         self._held.clear()
         self._publish()
         if held:
-            await self._before_release(frozenset(range(self.shards)))
+            await self._before_release(self._handing_over)
+        self._handing_over = frozenset()
         if self.release_on_cancel:
-            held.append((self.member_lease, self._member))
             async with asyncio.TaskGroup() as tg:
                 for name, lease in held:
                     tg.create_task(self._release(name, lease))
+                tg.create_task(self._leave())
+
+    async def _leave(self) -> None:
+        """Delete this replica's member lease (if it still holds it): it leaves for good,
+        as its identity is not used again."""
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                for lease in (self._member, None):  # (a stale copy: read it again, once)
+                    lease = lease or await self._client.get(self.member_lease)
+                    if lease is None:
+                        return
+                    if not LeaseRecord.from_lease(lease).held_by(self.identity, self._instance):
+                        return
+                    if await self._client.delete(lease):
+                        return
+        except FAILURES as exc:
+            log.warning("member lease %s: delete failed: %r", self.member_lease, exc)
 
     # -- holding: one keeper task per held shard, its only writer ------------------------------
 
@@ -363,6 +417,7 @@ class ShardManager(Service):
             log.warning("shards %s: list failed: %r", self.name, exc)
             return
         listed = self._observe_all(leases)
+        stale = self._stale_members(listed)
         live = {
             s.record.holder
             for n, s in self._seen.items()
@@ -377,9 +432,11 @@ class ShardManager(Service):
             if held.keeper is not None:
                 held.keeper.cancel()
             releases.append((self.shard_name(s), held.lease))
+        self._handing_over = frozenset(surplus)
         self._publish()  # stop owning the surplus before anyone can take it
         if surplus:
-            await self._before_release(frozenset(surplus))
+            await self._before_release(self._handing_over)
+        self._handing_over = frozenset()
         free = [
             s
             for s in range(self.shards)
@@ -394,6 +451,8 @@ class ShardManager(Service):
             if mine and s not in take and s not in surplus:
                 releases.append((name, listed[name]))
         async with asyncio.TaskGroup() as tg:
+            for lease in stale:
+                tg.create_task(self._delete_stale(lease))
             for name, lease in releases:
                 tg.create_task(self._release(name, lease))
             for s in take:
@@ -414,6 +473,39 @@ class ShardManager(Service):
             if not self._valid(name):
                 del self._seen[name]
         return listed
+
+    def _stale_members(self, listed: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        """The listed member leases of other replicas unchanged, by this clock, for
+        :data:`STALE_MEMBER_DURATIONS` lease durations (only a member deletes them)."""
+        if self._member is None:
+            return []
+        now = self._clock()
+        stale = []
+        for name, lease in listed.items():
+            seen = self._seen[name]
+            if not name.startswith(f"{self.name}-member-") or name == self.member_lease:
+                continue
+            duration = max(seen.record.duration_s, self._duration_s)
+            if now >= seen.at + STALE_MEMBER_DURATIONS * duration:
+                stale.append(lease)
+        return stale
+
+    async def _delete_stale(self, lease: dict[str, Any]) -> None:
+        name = lease["metadata"]["name"]
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                deleted = await self._client.delete(lease)
+        except FAILURES as exc:
+            log.warning("member lease %s: delete failed: %r", name, exc)
+            return
+        if deleted:
+            log.info(
+                "shards %s: deleted the member lease %s, unchanged for %d lease durations "
+                "(a replica gone)",
+                self.name,
+                name,
+                STALE_MEMBER_DURATIONS,
+            )
 
     def _note(self, name: str, record: LeaseRecord, now: float) -> None:
         """Observe ``record`` in the Lease ``name`` (its time, if it changed); a change to a

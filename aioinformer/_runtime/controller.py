@@ -54,6 +54,7 @@ from typing import TypeAlias
 from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
+from aioinformer._core.callables import check_callable, check_callables
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
 from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
@@ -231,6 +232,10 @@ class Controller(Service):
         may_act: Callable[[str], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        check_callable(reconcile, "reconcile")
+        check_callables(predicates, "predicates")
+        for i, (_, mapper) in enumerate(watches):
+            check_callable(mapper, f"the mapper of watches[{i}]")
         self._options = options or ControllerOptions()
         self.name = name
         self._reconcile = reconcile
@@ -526,7 +531,8 @@ class Controller(Service):
         grace = min(1.0, timeout / 4)
         if inflight and timeout - grace > 0:
             await asyncio.wait(inflight, timeout=timeout - grace)
-        await self._cancel(inflight, deadline, f"stopping, shutdown_timeout {timeout:g}s")
+        why = f"stopping, shutdown_timeout {timeout:g}s"
+        await self._cancel(inflight, deadline, why, logging.WARNING)
 
     def abort_reconciles(self, keys: Callable[[str], bool] | None = None) -> int:
         """Cancel, without waiting, the running reconciles of the keys ``keys(key)``
@@ -544,24 +550,32 @@ class Controller(Service):
         self, keys: Callable[[str], bool] | None = None, timeout: float = 1.0
     ) -> None:
         """Cancel the running reconciles of the keys ``keys(key)`` selects (all when None):
-        this replica just lost them. Returns within ``timeout``; the keys stay queued, and
-        :meth:`may_act` decides whether they are reconciled again."""
+        this replica hands them over. Returns within ``timeout``; the keys stay queued, and
+        :meth:`may_act` decides whether they are reconciled again. A hand-over whose
+        reconciles all ended in time is logged at INFO; one still running then is
+        abandoned (ERROR: its writes through the manager's client are refused)."""
         chosen = [t for k, t in self._inflight.items() if keys is None or keys(k)]
         deadline = asyncio.get_running_loop().time() + timeout
-        await self._cancel(chosen, deadline, "this replica no longer holds their keys")
+        await self._cancel(chosen, deadline, "handing their keys over", logging.INFO)
 
-    async def _cancel(self, tasks: list[asyncio.Task[None]], deadline: float, why: str) -> None:
+    async def _cancel(
+        self, tasks: list[asyncio.Task[None]], deadline: float, why: str, level: int
+    ) -> None:
+        """Cancel ``tasks`` (logged at ``level``), wait for them until ``deadline``, and
+        say at INFO that they ended, or at ERROR which are abandoned still running."""
         running = [t for t in tasks if not t.done()]
         if not running:
             return
-        log.warning("%s: cancelling %d running reconciles (%s)", self.name, len(running), why)
+        log.log(level, "%s: cancelling %d running reconciles (%s)", self.name, len(running), why)
         for task in running:
             task.cancel()
         left = deadline - asyncio.get_running_loop().time()
         if left > 0:
             await asyncio.wait(running, timeout=left)
         stuck = [t.get_name() for t in running if not t.done()]
-        if stuck:
+        if not stuck:
+            log.info("%s: the %d cancelled reconciles ended", self.name, len(running))
+        else:
             log.error(
                 "%s: abandoned %d reconciles still running after their cancellation (%s): "
                 "their writes through the manager's client are refused",

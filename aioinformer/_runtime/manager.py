@@ -18,7 +18,8 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
 * losing a Lease cancels the running reconciles of its keys at once: the elector sets
   ``leadership_lost`` (and the shard manager calls ``on_change``) the moment a renewal
   misses its deadline or finds the Lease taken, with no polling; a shard handed over to
-  another replica has its reconciles cancelled before its Lease is released;
+  another replica has its reconciles cancelled, and waited for up to ``min(1 s,
+  renew_deadline / 4)``, before its Lease is released;
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
 """
@@ -55,6 +56,7 @@ from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics
+from aioinformer._runtime.rbac import UndeclaredWrites
 
 if TYPE_CHECKING:
     from aioinformer._coordination.leader import LeaderElector
@@ -187,11 +189,16 @@ class Manager(Service):
             self.factory.rest,
             field_manager=field_manager,
             discovery=self.discovery,
-            hooks=[ControllerWrites(lambda: self.factory.informers, self.factory.rest)],
+            hooks=[
+                ControllerWrites(lambda: self.factory.informers, self.factory.rest),
+                UndeclaredWrites(lambda: self),
+            ],
         )
         """The write client: inside a reconcile, every write is fenced and keeps the
         controller's expectations and read-your-writes (see
-        :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client."""
+        :mod:`~aioinformer._runtime.bookkeeping`); outside, a plain client. A write the
+        RBAC ``python -m aioinformer rbac`` generates would not grant is logged once
+        (WARNING) with the :meth:`require_permission` call to add."""
         self.metrics = Metrics()
         self.metrics.add_informer_source(lambda: [i.statistics() for i in self.factory.informers])
         self.watchdog: LoopWatchdog | None = (
@@ -345,7 +352,7 @@ class Manager(Service):
                 elif self.shards is not None:
                     await self._shard(self.shards)
                 else:
-                    await self._run_controllers(None)
+                    await self._act_alone()
         finally:
             self._group = None
             self._end()
@@ -402,6 +409,15 @@ class Manager(Service):
             for run in runs:
                 run.cancel()
 
+    async def _act_alone(self) -> None:
+        """Controllers on every key (no leader election, no sharding): this replica is
+        the one that acts, so ``aioinformer_leader`` reads 1 while they run."""
+        self.metrics.leader.set(1)
+        try:
+            await self._run_controllers(None)
+        finally:
+            self.metrics.leader.set(0)
+
     async def _lead(self, elector: LeaderElector) -> None:
         """Controllers while leading. Lost leadership (a renewal past ``renew_deadline``,
         or the Lease taken) aborts the running reconciles at once and stops the
@@ -432,25 +448,28 @@ class Manager(Service):
     async def _shard(self, shards: ShardManager) -> None:
         """Controllers on the keys of the shards held. A shard lost (its renewal past
         ``renew_deadline``) has its running reconciles aborted the moment the shard
-        manager says so; a shard handed over has them cancelled before its Lease is
-        released; a shutdown stops the controllers gracefully while the shard Leases are
+        manager says so; a shard handed over has them cancelled, and waited for up to
+        ``min(1 s, renew_deadline / 4)`` (a timed-out reconcile's grace), before its Lease
+        is released; a shutdown stops the controllers gracefully while the shard Leases are
         still renewed, and releases them only after (the shard manager stops last)."""
+
+        def lost(key: str) -> bool:  # (a shard handed over is hand_over's to cancel)
+            return not shards.owns(key) and shards.shard_for(key) not in shards.handing_over
 
         def owned_changed(_owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
             for ctl in self.controllers:
-                ctl.abort_reconciles(lambda k: not shards.owns(k))
+                ctl.abort_reconciles(lost)
                 for obj in ctl.primary.snapshot().list():
                     if shards.owns(obj.key):
                         ctl.queue.add(obj.key)
 
         async def hand_over(released: frozenset[int]) -> None:
-            # their writes in flight are answered before the Leases go (the client settles
-            # a cancelled write), within the handover's bound
+            # cancelled once, their cleanups and writes in flight get the grace a timed-out
+            # reconcile gets (the client settles a cancelled write) before the Leases go
+            grace = min(1.0, shards.renew_deadline / 4)
             for ctl in self.controllers:
-                await ctl.cancel_reconciles(
-                    lambda k: shards.shard_for(k) in released, timeout=shards.renew_deadline
-                )
+                await ctl.cancel_reconciles(lambda k: shards.shard_for(k) in released, grace)
 
         shards.on_change.append(owned_changed)
         shards.on_release.append(hand_over)

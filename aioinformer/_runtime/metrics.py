@@ -18,7 +18,8 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 (label ``name``); ``reconcile_total`` (labels ``controller``, ``result``),
 ``reconcile_duration_seconds``, ``stale_reads_avoided_total`` (labels ``controller``,
 ``reason``: ``freshness``, ``expectations`` or ``unsettled``: a write whose outcome is
-unknown not learned yet); ``leader`` (1 while leading),
+unknown not learned yet); ``leader`` (1 while this replica acts as the leader:
+with leader election, while it leads; without election or sharding, while it runs),
 ``shards_owned``.
 """
 
@@ -152,7 +153,12 @@ class Metrics:
             ["controller", "reason"],
             registry=r,
         )
-        self.leader = Gauge("aioinformer_leader", "1 while this replica leads.", registry=r)
+        self.leader = Gauge(
+            "aioinformer_leader",
+            "1 while this replica acts as the leader (always, without leader election "
+            "or sharding).",
+            registry=r,
+        )
         self.shards_owned = Gauge(
             "aioinformer_shards_owned", "Shards this replica owns.", registry=r
         )

@@ -2,7 +2,8 @@
 
 :func:`eventually` waits for a condition without sleeping blindly: it checks it, then again
 every ``interval`` seconds, and fails with ``AssertionError("timed out after Ns waiting for
-<what>")`` once ``timeout`` has passed. :func:`install_crd` creates a
+<what>")`` once ``timeout`` has passed; an exception the condition raises ends it at once,
+unless ``retry_on`` names it. :func:`install_crd` creates a
 CustomResourceDefinition (a dict, a YAML string or a path) and returns once the API server
 serves its resource (discovery lists it), as a CRD takes a moment to be established.
 """
@@ -23,13 +24,20 @@ __all__ = ["crd_resource", "eventually", "install_crd", "load_crd"]
 
 
 async def eventually(
-    condition: Callable[[], bool | Awaitable[bool]],
+    condition: Callable[[], object | Awaitable[object]],
     what: str = "the condition",
     *,
     timeout: float = 10.0,
     interval: float = 0.02,
+    retry_on: type[BaseException] | tuple[type[BaseException], ...] = (),
 ) -> None:
-    """Return once ``condition()`` (sync or async) is true.
+    """Return once ``condition()`` (sync or async) is true (truthy).
+
+    A falsy result means "not yet": checked again. An exception the condition raises
+    ends the wait at once, as a bug in the test would, unless it is one of ``retry_on``:
+    then it too means "not yet" (``retry_on=AssertionError`` polls a check written with
+    ``assert``; ``retry_on=NotFound`` a read through a client). For a KubeSim read, prefer
+    ``sim.find(...)``: None while the object is absent.
 
     Args:
         condition: checked at once, then every ``interval`` seconds; a plain function or
@@ -37,20 +45,28 @@ async def eventually(
         what: names what is awaited in the failure message.
         timeout: seconds until it fails.
         interval: seconds between two checks.
+        retry_on: exception classes that mean "not yet" (default: none).
 
     Raises:
-        AssertionError: ``timed out after Ns waiting for <what>``.
+        AssertionError: ``timed out after Ns waiting for <what>`` (the last exception
+            retried, if the last check raised one, as its cause).
     """
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
-        result = condition()
-        if inspect.isawaitable(result):
-            result = await result
+        failure: BaseException | None = None
+        try:
+            result = condition()
+            if inspect.isawaitable(result):
+                result = await result
+        except retry_on as exc:
+            failure, result = exc, False
         if result:
             return
         if loop.time() >= deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+            last = f" (last check raised {failure!r})" if failure is not None else ""
+            message = f"timed out after {timeout:g}s waiting for {what}{last}"
+            raise AssertionError(message) from failure
         await asyncio.sleep(interval)
 
 

@@ -62,7 +62,7 @@ async def test_informers_of_one_namespace_and_shard_leases_get_roles() -> None:
     ]
     assert ("", "pods") not in rules(docs[1])
     assert rules(docs[3]) == {
-        ("coordination.k8s.io", "leases"): ["create", "get", "list", "update"]
+        ("coordination.k8s.io", "leases"): ["create", "delete", "get", "list", "update"]
     }
     assert rules(docs[5]) == {
         ("", "pods"): ["create", "delete", "get", "list", "patch", "update", "watch"]

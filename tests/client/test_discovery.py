@@ -40,6 +40,21 @@ async def test_resolve_built_ins(discovery: Discovery) -> None:
         ("apps/v2", "deployments", "apps serves v1, not v2"),
         ("v2", "pods", "the core group serves v1, not v2"),
         ("example.com/v1", "things", "is its CustomResourceDefinition installed?"),
+        ("v1", "statefulsets", "no resource 'statefulsets' in v1: did you mean apps/v1?"),
+        ("apps/v1", "cronjobs", "no resource 'cronjobs' in apps/v1: did you mean batch/v1?"),
+        ("v1", "StatefulSet", "did you mean 'statefulsets' in apps/v1?"),
+        ("v1", "deployment", "did you mean 'deployments' in apps/v1?"),
+        (
+            "v1",
+            "hpa",
+            "did you mean 'horizontalpodautoscalers' in autoscaling/v2 or "
+            "'horizontalpodautoscalers' in autoscaling/v1?",
+        ),
+        (
+            "apps/v1",
+            "StatefulSet",
+            "no resource 'StatefulSet' in apps/v1: did you mean 'statefulsets'?",
+        ),
     ],
 )
 async def test_what_is_not_served_is_a_clear_error(
@@ -60,3 +75,15 @@ async def test_a_crd_created_while_resolving_is_found(sim: KubeSim, discovery: D
     sim.create("customresourcedefinitions", crd)
     podsets = await resolving
     assert podsets.kind == "PodSet" and podsets.namespaced and "status" in podsets.subresources
+
+
+@pytest.mark.looptime
+async def test_a_resource_served_in_another_group_fails_at_once(discovery: Discovery) -> None:
+    """Asked in the wrong group, a resource another group serves is no CRD on its way:
+    the error comes at once, without waiting ``wait`` seconds for it to be served."""
+    loop = asyncio.get_running_loop()
+    discovery.wait = 3600.0
+    start = loop.time()
+    with pytest.raises(ConfigError, match="did you mean apps/v1"):
+        await discovery.resolve("v1", "statefulsets")
+    assert loop.time() == start

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -297,6 +298,53 @@ async def test_shard_rebalancing_hands_keys_over_without_overlap(sim: KubeSim) -
         assert released is not None
         assert all(w.rv < released.rv for w in ledger.by_writer("a") if w.key == key)
         assert min(w.rv for w in ledger.by_writer("b") if w.key == key) > released.rv
+
+
+async def test_a_hand_over_lets_cancelled_reconciles_clean_up_and_logs_no_error(
+    sim: KubeSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    """b joins while a's reconciles of every key run: the shards a hands over have their
+    reconciles cancelled once (not aborted, then cancelled again mid-cleanup), their
+    cleanup (0.5 s) runs to its end within the hand-over's grace (``min(1 s,
+    renew_deadline / 4)``) before the Lease goes, and a hand-over that ended cleanly logs
+    at INFO, never WARNING or ERROR."""
+    loop = asyncio.get_running_loop()
+    started: dict[str, float] = {}
+    cleaned: dict[str, float] = {}
+
+    async def reconcile(key: str) -> None:
+        started[key] = loop.time()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)  # a cleanup: a second cancellation would cut it
+            cleaned[key] = loop.time()
+            raise
+
+    caplog.set_level("INFO", logger="aioinformer")
+    async with recorded(sim, "sharded"), contextlib.AsyncExitStack() as stack:
+        api_a = await stack.enter_async_context(sim.api_client())
+        api_b = await stack.enter_async_context(sim.api_client())
+        a = replica("sharded", api_a, "a", reconcile=reconcile)
+        b = replica("sharded", api_b, "b", reconcile=reconcile)
+        await stack.enter_async_context(a.manager)
+        await eventually(lambda: len(started) == len(KEYS), "a reconciles every key")
+        await stack.enter_async_context(b.manager)
+        await balanced(a, b)
+        handed = set(KEYS) - a.keys()
+        assert handed
+        loud = [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name in ("aioinformer.controller",
+                                                           "aioinformer.manager")
+        ]  # fmt: skip
+        assert loud == []
+        for key in handed:
+            cleaned_at = cleaned[f"{NAMESPACE}/{key}"]
+            released = a.released(shard_lease_of(key))
+            assert released is not None and cleaned_at <= released, (key, cleaned_at, released)
+    assert "abandoned" not in caplog.text
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from aioinformer._coordination.sharding import ShardManager, shard_of
+from aioinformer._coordination.sharding import STALE_MEMBER_DURATIONS, ShardManager, shard_of
 from aioinformer._core.errors import ConfigError
 from aioinformer.testing import KubeSim, eventually
 
@@ -304,5 +304,45 @@ async def test_cancel_releases_every_lease(sim: KubeSim) -> None:
         await c.stop("solo")
         assert replica.owned_shards() == frozenset()
     assert set(c.holders().values()) == {""}
-    member = sim.get("leases", f"{NAME}-member-solo", NS)["spec"]
-    assert member["holderIdentity"] == ""
+    assert member_leases(sim) == set()  # deleted: an identity is not used again
+
+
+def member_leases(sim: KubeSim) -> set[str]:
+    """The names of the member Leases stored."""
+    names = {lease["metadata"]["name"] for lease in sim.list("leases", NS)}
+    return {n for n in names if n.startswith(f"{NAME}-member-")}
+
+
+async def test_the_member_lease_of_a_replica_gone_without_a_word_is_deleted(
+    sim: KubeSim,
+) -> None:
+    """A replica that crashed leaves its member Lease behind (each restart a new identity):
+    a live member deletes it once it was unchanged for STALE_MEMBER_DURATIONS lease
+    durations by its clock, never sooner, and never a live replica's."""
+    loop = asyncio.get_running_loop()
+    async with cluster(sim) as c:
+        await c.start("ghost", release_on_cancel=False)
+        await c.start("live")
+        await c.until(lambda: c.covered({16}), "balanced over two")
+        await c.stop("ghost")  # a crash: nothing released, nothing deleted
+        crashed = loop.time()
+        assert member_leases(sim) == {f"{NAME}-member-ghost", f"{NAME}-member-live"}
+        await c.until(lambda: member_leases(sim) == {f"{NAME}-member-live"}, "ghost's deleted")
+        gone = loop.time()
+        await c.start("late")
+        await c.until(lambda: c.covered({16}), "balanced over live and late")
+        assert member_leases(sim) == {f"{NAME}-member-live", f"{NAME}-member-late"}
+    stale_after = STALE_MEMBER_DURATIONS * LEASE_DURATION
+    # its last renewal was at most one retry_period before the crash; a balancing round
+    # comes every retry_period (+20% jitter)
+    assert crashed - RETRY_PERIOD + stale_after <= gone <= crashed + stale_after + 2 * RETRY_PERIOD
+
+
+def test_which_shard_owns_a_key_is_public() -> None:
+    """``aioinformer.shard_of`` is the stable hash every replica agrees on, and
+    ``ShardManager.shard_for`` applies it with the manager's shard count."""
+    import aioinformer
+
+    assert aioinformer.shard_of is shard_of
+    m = ShardManager(object(), name=NAME, namespace=NS, identity="a", shards=7)  # type: ignore[arg-type]
+    assert [m.shard_for(k) for k in KEYS[:20]] == [shard_of(k, 7) for k in KEYS[:20]]

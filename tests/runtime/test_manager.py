@@ -368,3 +368,27 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
         )
         movers = {k: {r for r, kk in activity.done if kk == f"default/{k}"} for k in victim_keys}
         assert all(len(rs) == 1 and rs <= {"a", "b"} for rs in movers.values()), movers
+
+
+@pytest.mark.looptime
+async def test_the_leader_gauge_reads_1_on_a_replica_that_acts_alone_or_leads(
+    sim: KubeSim,
+) -> None:
+    """``aioinformer_leader`` is 1 while the controllers run on a replica without leader
+    election (it acts alone: a "no leader" alert must not fire on it) and while an elected
+    replica leads; 0 once the manager stopped, and 0 with sharding."""
+    activity = Activity()
+    le = LeaderElection("cm-leader", "default", "a", **LEASE)
+    sh = Sharding("cm", "default", "a", 2, **LEASE)
+    async with sim.api_client() as api:
+        for options in ({}, {"leader_election": le}):
+            m = build(api, activity, "solo", **on_the_loop(**options))
+            assert m.metrics.leader._value.get() == 0
+            gauge = m.metrics.leader
+            async with m:
+                await eventually(lambda g=gauge: g._value.get() == 1, "1", timeout=LONG)
+            assert gauge._value.get() == 0
+        m = build(api, activity, "sharded", **on_the_loop(sharding=sh))
+        async with m:
+            await eventually(lambda: m.metrics.shards_owned._value.get() == 2, "2", timeout=LONG)
+            assert m.metrics.leader._value.get() == 0

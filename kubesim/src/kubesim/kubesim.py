@@ -23,6 +23,7 @@ from kubesim.controllers.cluster import ClusterEmulator
 from kubesim.controllers.event_expiry import DEFAULT_EVENT_TTL, EventExpiry
 from kubesim.controllers.manager import Controllers
 from kubesim.encoding.timefmt import now_rfc3339
+from kubesim.errors import KubeSimApiError
 from kubesim.machinery.fields import FieldSelector
 from kubesim.machinery.labels import LabelSelector
 from kubesim.registry.resource import ResourceType
@@ -350,9 +351,21 @@ class KubeSim:
 
     def get(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any]:
         """One object as a dict (raises :class:`~kubesim.errors.KubeSimApiError` 404 when
-        missing)."""
+        missing; :meth:`find` says None instead)."""
         rt = self.resource(resource)
         return self._out(rt, self.api.get(rt, namespace, name))
+
+    def find(self, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        """One object as a dict, or None when there is none of that name: the read for
+        "not there yet" in a test (``eventually(lambda: sim.find("statefulsets", "db",
+        "ns"))``). A resource that is not served still raises, as for :meth:`get`."""
+        rt = self.resource(resource)
+        try:
+            return self._out(rt, self.api.get(rt, namespace, name))
+        except KubeSimApiError as exc:
+            if exc.code == 404:
+                return None
+            raise
 
     def patch(
         self,
