@@ -14,7 +14,8 @@ and most custom resources follow that convention).
   (a new reason or message is not a transition), ``observedGeneration`` records the
   generation the condition was computed from, and it returns whether anything changed,
   so a reconcile can skip a status write that would change nothing.
-* :func:`find_condition` and :func:`remove_condition` read and drop one by type.
+* :func:`find_condition` and :func:`remove_condition` read (in a list, a status dict or
+  an object) and drop one by type.
 
 What is set is checked as ``metav1.Condition``'s validation checks it (a server whose
 schema is that type would refuse it): ``type`` a (optionally domain-prefixed) name of at
@@ -106,16 +107,21 @@ def _conditions(target: list[Any] | MutableMapping[str, Any], create: bool) -> l
 
 
 def find_condition(
-    conditions: list[Any] | MutableMapping[str, Any], condition_type: str
+    conditions: KubeObject | list[Any] | MutableMapping[str, Any], condition_type: str
 ) -> dict[str, Any] | None:
-    """The condition of ``condition_type`` (the entry itself, not a copy), or None
-    (``meta.FindStatusCondition``).
+    """The condition of ``condition_type``, or None (``meta.FindStatusCondition``): the
+    entry itself in a list or status dict, a decoded copy of an object's.
 
     Args:
-        conditions: a list of conditions, or a status dict holding one as ``"conditions"``.
+        conditions: a list of conditions, a status dict holding one as ``"conditions"``,
+            or an object (its ``status.conditions``).
         condition_type: the condition's ``type``.
     """
-    found = _conditions(conditions, create=False) or []
+    if isinstance(conditions, KubeObject):
+        listed = conditions.field("status.conditions")
+        found = listed if isinstance(listed, list) else []
+    else:
+        found = _conditions(conditions, create=False) or []
     for entry in found:
         if isinstance(entry, dict) and entry.get("type") == condition_type:
             return entry

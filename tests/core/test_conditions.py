@@ -179,3 +179,17 @@ def test_the_limits_and_the_generation_are_checked() -> None:
     assert set_condition([], "example.com/Synced", True, reason="Done_1,2:ok", message="m" * 32768)
     with pytest.raises(ConfigError, match="is a list, not dict"):
         set_condition({"conditions": {"Ready": "True"}}, "Ready", True, reason="R")
+
+
+def test_an_objects_condition_is_found_as_a_copy() -> None:
+    status: dict[str, Any] = {}
+    set_condition(status, "Ready", False, reason="PodsNotReady", now=T0)
+    pod = obj(status)
+    found = find_condition(pod, "Ready")
+    assert found == status["conditions"][0]
+    assert found is not None
+    found["status"] = "True"  # a copy: the object is not changed
+    assert not is_condition_true(pod, "Ready")
+    assert find_condition(pod, "Other") is None
+    assert find_condition(obj({"conditions": "malformed"}), "Ready") is None
+    assert find_condition(obj(None), "Ready") is None
