@@ -25,11 +25,11 @@ Contracts:
   API error, the same status code too), whatever its message, key or retry. They are
   counted in ``errors`` and in ``aioinformer_reconcile_errors_total`` (by controller and
   error type), told on the object as a Warning Event ``ReconcileError`` (see
-  :attr:`ControllerOptions.error_events`) and retried with per-key exponential backoff; a reconcile
-  taking longer than ``reconcile_timeout`` is cancelled and counts as an error, and one
-  still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation is abandoned
-  (logged; its writes through the manager's client are refused; its key waits for it to
-  end), so a worker is never held longer than that by a cleanup;
+  :attr:`ControllerOptions.error_events`) and retried with per-key exponential backoff;
+  a reconcile taking longer than ``reconcile_timeout`` is cancelled and counts as an
+  error, and one still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation
+  is abandoned (logged; its writes through the manager's client are refused; its key
+  waits for it to end), so a worker is never held longer than that by a cleanup;
   ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
 * Owned objects map to their controller owner: the controller ownerReference whose kind and
   API group are the primary's (the kind discovered from the server unless given), in the
@@ -71,6 +71,8 @@ from aioinformer._runtime.ratelimit import RateLimiter, default_controller_rate_
 from aioinformer._runtime.workqueue import WorkQueue, WorkQueueStatistics
 
 __all__ = [
+    "ERROR_EVENT_INTERVAL",
+    "ERROR_EVENT_REASON",
     "Controller",
     "ControllerStatistics",
     "Mapper",
