@@ -49,7 +49,12 @@ from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
 from aioinformer._coordination.sharding import shard_of as shard_of
+from aioinformer._core.conditions import Condition as Condition
+from aioinformer._core.conditions import ConditionStatus as ConditionStatus
+from aioinformer._core.conditions import find_condition as find_condition
 from aioinformer._core.conditions import is_condition_true as is_condition_true
+from aioinformer._core.conditions import remove_condition as remove_condition
+from aioinformer._core.conditions import set_condition as set_condition
 from aioinformer._core.errors import AioinformerError as AioinformerError
 from aioinformer._core.errors import AlreadyExists as AlreadyExists
 from aioinformer._core.errors import ApiError as ApiError
@@ -129,6 +134,8 @@ __all__ = [
     "ChangeType",
     "Client",
     "ClosedError",
+    "Condition",
+    "ConditionStatus",
     "ConfigError",
     "Conflict",
     "Controller",
@@ -200,12 +207,15 @@ __all__ = [
     "default_controller_rate_limiter",
     "drop_managed_fields",
     "finalizer",
+    "find_condition",
     "generation_changed",
     "install_log_context",
     "is_condition_true",
     "merge_diff",
     "owner_reference",
+    "remove_condition",
     "run",
+    "set_condition",
     "set_owner",
     "shard_of",
 ]

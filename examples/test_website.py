@@ -3,7 +3,7 @@
 import pytest
 import website
 
-from aioinformer import BuildFunction, Client, Manager
+from aioinformer import BuildFunction, Client, Manager, find_condition
 from aioinformer.testing import KubeSim, eventually
 
 pytestmark = pytest.mark.kubesim(nodes=2, cluster=True, crds=[website.CRD])
@@ -24,6 +24,8 @@ async def test_website(kubesim: KubeSim, manager: Manager, kube_client: Client) 
         return seen and count == n == len(kubesim.list("pods"))
 
     await eventually(lambda: ready(2), "2 pods ready")
+    condition = find_condition(await kube_client.refresh(site), "Ready")
+    assert condition and (condition["status"], condition["reason"]) == ("True", "PodsReady")
     assert kubesim.get("configmaps", "blog-pages", "default")["data"] == {"index.html": "Hi"}
     assert kubesim.get("configmaps", "websites", "default")["data"] == {"blog": "index.html"}
     events = [e["message"] for e in kubesim.list("events", "default")]
@@ -38,3 +40,18 @@ async def test_website(kubesim: KubeSim, manager: Manager, kube_client: Client) 
         return names == ["websites"] and "data" not in directory and not kubesim.list("pods")
 
     await eventually(cleaned_up, "the directory entry removed and the children collected")
+
+
+async def test_a_failing_reconcile_shows_on_the_website(
+    kubesim: KubeSim, manager: Manager, kube_client: Client
+) -> None:
+    """A ConfigMap holds at most 1 MiB: the server refuses this site's pages, the
+    reconcile raises, and `kubectl describe website huge` shows why (a Warning Event)."""
+    await kube_client.create(website.website_body("huge", {"index.html": "x" * 1_100_000}))
+
+    def warnings() -> list[str]:
+        events = kubesim.list("events", "default")
+        return [e["message"] for e in events if e["reason"] == "ReconcileError"]
+
+    await eventually(lambda: bool(warnings()), "a ReconcileError event on the website")
+    assert "must have at most 1048576 bytes" in warnings()[0]

@@ -4,7 +4,8 @@ A Website (``examples/crds/website.yaml``) has ``spec.pages`` (file name -> HTML
 ``spec.replicas``. Its operator keeps a ConfigMap NAME-pages holding the pages and that many
 pods mounting it, both owned by the Website (the garbage collector removes them after it);
 lists the site in its namespace's ``websites`` ConfigMap, a directory no Website owns, which
-a finalizer cleans before the Website may go; patches ``status`` and records Events.
+a finalizer cleans before the Website may go; patches ``status`` (with a ``Ready``
+condition) and records Events.
 Run: ``python examples/website.py``, or ``python -m aioinformer run examples/website.py:build``.
 """
 
@@ -14,7 +15,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aioinformer import Client, KubeObject, Manager, Result, finalizer, is_condition_true
+from aioinformer import (
+    Client,
+    KubeObject,
+    Manager,
+    Result,
+    finalizer,
+    is_condition_true,
+    set_condition,
+)
 
 GROUP_VERSION = "example.aioinformer.dev/v1"
 CRD = Path(__file__).resolve().parent / "crds" / "website.yaml"
@@ -52,8 +61,17 @@ class WebsiteOperator:
             await self.client.delete(pod, missing_ok=True)
             self.events.record(site, "Normal", "Deleted", f"Deleted pod {pod.name}")
         ready = sum(is_condition_true(p, "Ready") for p in pods[:replicas])
-        status = {"readyReplicas": ready, "observedGeneration": site.generation}
-        if site.field("status") != status:
+        status = site.field("status", {}, type=dict[str, Any])  # a copy, to change
+        status.update(readyReplicas=ready, observedGeneration=site.generation)
+        set_condition(
+            status,
+            "Ready",
+            ready == replicas,
+            reason="PodsReady" if ready == replicas else "PodsNotReady",
+            message=f"{ready} of {replicas} pods ready",
+            observed_generation=site.generation,
+        )
+        if status != site.field("status"):  # (an unchanged condition keeps its time)
             await self.client.patch_status(site, {"status": status})
         return None
 

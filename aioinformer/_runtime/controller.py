@@ -19,13 +19,17 @@ Contracts:
   informer has seen the writes recorded for it, and is requeued with backoff if one has not;
   while its expectations are pending it is not reconciled (checked again each second).
   Both are counted in ``stale_reads_avoided``.
-* Errors are logged with the key (the first of each exception type with its traceback,
-  then a summary at most every 10 s: :mod:`~aioinformer._core.failurelog`), counted in
-  ``errors`` and retried with per-key exponential backoff; a reconcile
-  taking longer than ``reconcile_timeout`` is cancelled and counts as an error, and one
-  still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation is abandoned
-  (logged; its writes through the manager's client are refused; its key waits for it to
-  end), so a worker is never held longer than that by a cleanup;
+* Errors are logged with the key, once per distinct error: the first of each kind with
+  its traceback, then a summary at most every 10 s (:mod:`~aioinformer._core.failurelog`),
+  a kind being an exception type raised through one code path (the same frames; for an
+  API error, the same status code too), whatever its message, key or retry. They are
+  counted in ``errors`` and in ``aioinformer_reconcile_errors_total`` (by controller and
+  error type), told on the object as a Warning Event ``ReconcileError`` (see
+  :attr:`ControllerOptions.error_events`) and retried with per-key exponential backoff;
+  a reconcile taking longer than ``reconcile_timeout`` is cancelled and counts as an
+  error, and one still running ``min(1 s, reconcile_timeout / 4)`` after its cancellation
+  is abandoned (logged; its writes through the manager's client are refused; its key
+  waits for it to end), so a worker is never held longer than that by a cleanup;
   ``Result(requeue=True)`` retries with backoff, ``Result(requeue_after=s)`` after ``s``.
 * Owned objects map to their controller owner: the controller ownerReference whose kind and
   API group are the primary's (the kind discovered from the server unless given), in the
@@ -49,6 +53,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import TracebackType
 from typing import TypeAlias
 
 from aioinformer._cache.informer import Informer
@@ -60,12 +65,15 @@ from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
 from aioinformer._core.service import Service, wait_ended
 from aioinformer._runtime import context
+from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.expectations import Expectations
 from aioinformer._runtime.metrics import Metrics, WorkQueueMetricsAdapter
 from aioinformer._runtime.ratelimit import RateLimiter, default_controller_rate_limiter
 from aioinformer._runtime.workqueue import WorkQueue, WorkQueueStatistics
 
 __all__ = [
+    "ERROR_EVENT_INTERVAL",
+    "ERROR_EVENT_REASON",
     "Controller",
     "ControllerStatistics",
     "Mapper",
@@ -86,6 +94,10 @@ Reconciler: TypeAlias = Callable[[str], Awaitable["Result | None"]]
 """``async def reconcile(key) -> Result | None``."""
 
 _EXPECTATIONS_RECHECK = 1.0
+ERROR_EVENT_INTERVAL = 60.0
+"""Seconds within which a key failing again the same way records no new Warning Event."""
+ERROR_EVENT_REASON = "ReconcileError"
+"""The reason of the Warning Event a failing reconcile records on its object."""
 
 
 def _of(inf: Informer, resource: ApiResource) -> bool:
@@ -141,6 +153,14 @@ class ControllerOptions:
     shutdown_timeout: float = 30.0
     """Seconds a stop may take: running reconciles may finish until shortly before, then
     they are cancelled."""
+    error_events: bool = True
+    """A failing reconcile records a Warning Event ``ReconcileError`` on its primary
+    object, with the error's type and message (cleaned of credentials, cut to 1024
+    bytes), as ``kubectl describe`` shows it: once per distinct error per key, and again
+    at most every 60 s while the key fails that way (the recorder counts the repeats
+    into one Event, and rate-limits per object). With the manager's event recorder
+    (:meth:`aioinformer.Manager.controller` gives it one, needing RBAC ``create`` and
+    ``patch`` on ``events``); False: no events."""
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
@@ -215,6 +235,9 @@ class Controller(Service):
             sharding); the key is skipped and the write refused.
         clock: what its work queue, expectations, default rate limiter and reconcile
             durations are measured by (``time.monotonic``; the manager passes its own).
+        events: where a failing reconcile's Warning Event is recorded (see
+            :attr:`ControllerOptions.error_events`); None: nowhere. The manager passes a
+            recorder named after the controller.
     """
 
     def __init__(
@@ -231,6 +254,7 @@ class Controller(Service):
         metrics: Metrics | None = None,
         may_act: Callable[[str], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        events: EventRecorder | None = None,
     ) -> None:
         check_callable(reconcile, "reconcile")
         check_callables(predicates, "predicates")
@@ -258,6 +282,9 @@ class Controller(Service):
         self.reconciles = 0
         self.errors = 0
         self._failures = FailureLog(log, clock=self._clock)
+        self.events = events
+        """The recorder of its Warning Events (None: it records none)."""
+        self._told: dict[str, tuple[object, float]] = {}  # key -> its last event's kind, when
         self._settle_failures = FailureLog(log, logging.WARNING, clock=self._clock)
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
@@ -351,6 +378,7 @@ class Controller(Service):
 
     def _on_primary_delete(self, obj: KubeObject) -> None:
         self.expectations.forget(obj.key)
+        self._told.pop(obj.key, None)
         self._unsettled.pop(obj.key, None)
         self.queue.add(obj.key)
 
@@ -639,6 +667,7 @@ class Controller(Service):
             context.current.reset(token)
             self.reconciles += 1
             self.metrics.reconcile_duration.labels(self.name).observe(self._clock() - t0)
+        self._told.pop(key, None)  # (it succeeded: a new failure is told at once)
         if result is not None and result.requeue_after is not None:
             self.metrics.reconciles.labels(self.name, "requeue_after").inc()
             self.queue.forget(key)
@@ -717,13 +746,41 @@ class Controller(Service):
         attempt.add_done_callback(ended)
 
     def _failed(self, key: str, what: str, exc: Exception | None) -> None:
+        """A reconcile of ``key`` failed (``exc`` raised, or timed out when None): count,
+        log, tell and retry it, as the module docstring says."""
         self.errors += 1
+        kind = _kind(exc)
+        error = "timeout" if exc is None else type(exc).__name__
         if exc is not None:
             what = f"{what}: {exc!r}"
         self._failures.failed(exc, "%s: reconcile of %s %s; retrying with backoff", self.name,
-                              key, what)  # fmt: skip
+                              key, what, kind=kind)  # fmt: skip
         self.metrics.reconciles.labels(self.name, "error").inc()
+        self.metrics.reconcile_errors.labels(self.name, error).inc()
+        if exc is None:
+            message = f"reconcile {what} (reconcile_timeout)"
+        else:
+            message = f"{error}: {exc}" if str(exc) else error
+        self._tell(key, kind, message)
         self.queue.add_rate_limited(key)
+
+    def _tell(self, key: str, kind: object, message: str) -> None:
+        """Record the failure of ``key`` as a Warning Event on its object: unless the last
+        one recorded for ``key`` was of the same kind less than ERROR_EVENT_INTERVAL ago."""
+        if self.events is None or not self.options.error_events:
+            return
+        obj = self.primary.snapshot().get(key)
+        if obj is None:  # (gone: nothing to tell it on)
+            return
+        now = self._clock()
+        told = self._told.get(key)
+        if told is not None and told[0] == kind and now - told[1] < ERROR_EVENT_INTERVAL:
+            return
+        self._told[key] = (kind, now)
+        try:
+            self.events.record(obj, "Warning", ERROR_EVENT_REASON, message)
+        except (ClosedError, ConfigError) as exc:  # (stopping; an object without a kind)
+            log.debug("%s: %s: the failure was not recorded as an event: %s", self.name, key, exc)
 
     async def _fresh_enough(self, key: str) -> bool:
         pending = self._writes.get(key)
@@ -755,3 +812,21 @@ class Controller(Service):
             in_flight=len(self._inflight) + len(self._lingering),
             queue=self.queue.statistics(),
         )
+
+
+def _kind(exc: BaseException | None) -> object:
+    """What tells one reconcile error from another (the kind its log lines are counted
+    under): its type, the code locations its traceback passes through and, for an API
+    error, the status code; not its message (it names keys, resourceVersions, times).
+    None (a timeout) is a kind of its own."""
+    if exc is None:
+        return None
+    return (type(exc), _frames(exc.__traceback__), getattr(exc, "code", None))
+
+
+def _frames(tb: TracebackType | None) -> tuple[tuple[str, int], ...]:
+    frames = []
+    while tb is not None:
+        frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+        tb = tb.tb_next
+    return tuple(frames)

@@ -21,6 +21,10 @@ EventRecorder does, so that a controller stuck in a loop cannot flood the API se
 * **Valid names.** An Event is named ``<object name>.<hex timestamp>`` (cut to 253
   characters), in the object's namespace (``default`` for a cluster-scoped object), as
   client-go names them; the server accepts every one.
+* **Clean messages.** A message is cleaned of the credentials the library knows
+  (:func:`~aioinformer._core.redact.redact_known`, as every log line is) and then cut to
+  :data:`MESSAGE_LIMIT` bytes (the API's limit on an event's note), so an error's text can
+  be recorded as it is.
 """
 
 from __future__ import annotations
@@ -39,9 +43,17 @@ from aioinformer._core import logs
 from aioinformer._core.errors import ApiError, ClosedError, ConfigError
 from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.objects import KubeObject
+from aioinformer._core.redact import redact_known
 from aioinformer._core.service import Service
 
-__all__ = ["AGGREGATION_WINDOW", "BURST", "REFILL_SECONDS", "EventRecorder", "EventType"]
+__all__ = [
+    "AGGREGATION_WINDOW",
+    "BURST",
+    "MESSAGE_LIMIT",
+    "REFILL_SECONDS",
+    "EventRecorder",
+    "EventType",
+]
 
 log = logs.logger("aioinformer.events")
 
@@ -53,6 +65,9 @@ BURST = 25
 """Events one object may get at once from one source."""
 REFILL_SECONDS = 300.0
 """Seconds after which an object's bucket gets one more event."""
+MESSAGE_LIMIT = 1024
+"""Bytes of a message kept (``events.k8s.io/v1``'s limit on ``note``); a longer one is cut,
+ending with "..."."""
 DRAIN_TIMEOUT = 10.0
 """Seconds a stopping recorder spends sending what is still recorded."""
 _NAME_LIMIT = 253
@@ -125,12 +140,14 @@ class EventRecorder(Service):
     ) -> None:
         """Record an event about ``obj`` (a cached object or a body with apiVersion, kind
         and metadata): ``type`` "Normal" or "Warning", a CamelCase ``reason``, a human
-        ``message``. Returns at once; the event is sent in the background."""
+        ``message`` (cleaned of known credentials, cut to :data:`MESSAGE_LIMIT` bytes).
+        Returns at once; the event is sent in the background."""
         if self._closed:
             raise ClosedError(f"EventRecorder {self.component} is closed")
         if type not in ("Normal", "Warning"):
             raise ConfigError(f"an event's type is 'Normal' or 'Warning', not {type!r}")
         involved = _involved(obj)
+        message = _clean_message(message)
         source = (involved["uid"] or f"{involved['namespace']}/{involved['name']}", self.component)
         if not self._take(source):
             self.dropped += 1
@@ -249,6 +266,16 @@ class EventRecorder(Service):
             body["action"] = event["action"]
         await self.client.create(body)
         self._sent[key] = _Sent(name, namespace, 1, now)
+
+
+def _clean_message(text: str) -> str:
+    """``text`` cleaned of known credentials, then cut to :data:`MESSAGE_LIMIT` bytes of
+    UTF-8 (at a character's boundary, ending with "...")."""
+    text = redact_known(text)
+    data = text.encode()
+    if len(data) <= MESSAGE_LIMIT:
+        return text
+    return data[: MESSAGE_LIMIT - 3].decode(errors="ignore") + "..."
 
 
 def _involved(obj: KubeObject | Mapping[str, Any]) -> dict[str, str]:

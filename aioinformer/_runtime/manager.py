@@ -259,8 +259,10 @@ class Manager(Service):
         """A :class:`~aioinformer.Controller` the manager runs once every informer has
         synced (while this replica leads, with leader election; on the keys of its shards,
         with sharding). The arguments are the Controller's, which documents each one; the
-        manager supplies ``metrics`` and ``may_act`` (whether this replica holds the key:
-        its leader Lease, or the key's shard).
+        manager supplies ``metrics``, ``may_act`` (whether this replica holds the key:
+        its leader Lease, or the key's shard) and, unless ``options.error_events`` is
+        False, ``events``: its :meth:`event_recorder` named after the controller (the
+        one already made with that name, if any).
 
         Args:
             name: the controller's name (logs, metrics, work queue).
@@ -284,6 +286,7 @@ class Manager(Service):
             metrics=self.metrics,
             may_act=self._may_act,
             clock=self.clock,
+            events=self._recorder(name) if (options or ControllerOptions()).error_events else None,
         )
         self.controllers.append(ctl)
         return ctl
@@ -309,6 +312,11 @@ class Manager(Service):
         if self._group is not None:
             self._group.create_task(recorder.run(), name=f"event-recorder:{component}")
         return recorder
+
+    def _recorder(self, component: str) -> EventRecorder:
+        """The recorder named ``component``: the one made already, or a new one."""
+        made = [r for r in self._recorders if r.component == component]
+        return made[0] if made else self.event_recorder(component)
 
     def _service_name(self) -> str:
         return "aioinformer-manager"

@@ -16,10 +16,11 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 ``workqueue_adds_total``, ``workqueue_retries_total``, ``workqueue_queue_duration_seconds``,
 ``workqueue_work_duration_seconds``, ``workqueue_longest_running_processor_seconds``
 (label ``name``); ``reconcile_total`` (labels ``controller``, ``result``),
-``reconcile_duration_seconds``, ``stale_reads_avoided_total`` (labels ``controller``,
-``reason``: ``freshness``, ``expectations`` or ``unsettled``: a write whose outcome is
-unknown not learned yet); ``leader`` (1 while this replica acts as the leader:
-with leader election, while it leads; without election or sharding, while it runs),
+``reconcile_errors_total`` (labels ``controller``, ``error``: the exception's type name,
+or ``timeout``), ``reconcile_duration_seconds``, ``stale_reads_avoided_total`` (labels
+``controller``, ``reason``: ``freshness``, ``expectations`` or ``unsettled``: a write
+whose outcome is unknown not learned yet); ``leader`` (1 while this replica acts as the
+leader: with leader election, while it leads; without election or sharding, while it runs),
 ``shards_owned``.
 """
 
@@ -139,6 +140,12 @@ class Metrics:
         )
         self.reconciles = Counter(
             "aioinformer_reconcile", "Reconciles by result.", ["controller", "result"], registry=r
+        )
+        self.reconcile_errors = Counter(
+            "aioinformer_reconcile_errors",
+            "Reconciles that raised or timed out, by error type.",
+            ["controller", "error"],
+            registry=r,
         )
         self.reconcile_duration = Histogram(
             "aioinformer_reconcile_duration_seconds",

@@ -173,3 +173,27 @@ async def test_a_server_refusing_every_event_is_one_warning(
     assert recorder.failed == 50
     logged = [r for r in caplog.records if "an event was not recorded" in r.getMessage()]
     assert len(logged) == 1 and "403" in logged[0].getMessage(), logged
+
+
+async def test_messages_are_cleaned_of_credentials_and_cut_to_the_limit(
+    sim: KubeSim, client: Client
+) -> None:
+    """An error's text recorded as it is: the client's token it echoes is redacted, and a
+    message longer than the API's limit (1024 bytes) is cut at a character, not refused."""
+    cm = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "m", "namespace": "default"},
+    }
+    made = await client.create(cm)
+    recorder = EventRecorder(client, "c")
+    async with recorder:
+        recorder.record(made, "Warning", "Echo", f"the server said: token {sim.token} refused")
+        recorder.record(made, "Warning", "Long", "é" * 2000)  # 2 bytes each
+        recorder.record(made, "Normal", "Short", "é" * 512)  # at the limit: kept whole
+    got = {e["reason"]: e["message"] for e in about(sim, "m")}
+    assert sim.token not in got["Echo"] and "<redacted>" in got["Echo"]
+    long = got["Long"]
+    assert long.endswith("...") and long[:-3] == "é" * 510
+    assert len(long.encode()) <= events_module.MESSAGE_LIMIT
+    assert got["Short"] == "é" * 512
