@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["TOP_COLUMNS", "add_parsers", "run", "top_table"]
+__all__ = ["TOP_COLUMNS", "add_parsers", "human_bytes", "run", "top_table"]
 
 _RESOURCE_HELP = """
 RESOURCE is a name as kubectl takes it (pods, pod, po, statefulsets, sts,
@@ -187,11 +187,28 @@ TOP_COLUMNS = (
     Column("FIFO", priority=1),
     Column("peak", priority=4),
     Column("staleness", short="stale"),
+    Column("cached bytes", priority=2, short="bytes"),
+    Column("bytes/object", priority=3, short="B/obj"),
+    Column("plain bytes", priority=5, short="plain"),
     Column("relists", priority=3),
     Column("restarts", priority=4),
     Column("decode errors", priority=5, short="errors"),
 )
-"""The columns of ``top``, most important at priority 0 (always shown)."""
+"""The columns of ``top``, most important at priority 0 (always shown). The bytes are
+``InformerStatistics.cached_bytes`` (as held), per object, and ``plain_bytes`` (bodies
+uncompressed: more than the cached bytes only in compact mode)."""
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes in binary units: ``"512 B"``, ``"3.0 KiB"``, ``"41.2 MiB"``."""
+    if n < 1024:
+        return f"{n:.0f} B"
+    unit = "KiB"
+    for unit in ("KiB", "MiB", "GiB"):
+        n /= 1024
+        if n < 1024:
+            break
+    return f"{n:.1f} {unit}"
 
 
 def top_table(
@@ -208,6 +225,9 @@ def top_table(
             str(s.fifo_depth),
             str(s.fifo_peak),
             f"{s.staleness * 1000:.0f} ms",
+            human_bytes(s.cached_bytes),
+            human_bytes(s.cached_bytes / s.objects) if s.objects else "-",
+            human_bytes(s.plain_bytes),
             str(s.relists),
             str(s.watch_restarts),
             str(s.decode_errors),
