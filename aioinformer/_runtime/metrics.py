@@ -8,7 +8,8 @@ at scrape time; the rest are updated as things happen. ``serve(host, port)`` exp
 Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_depth``,
 ``informer_fifo_peak_depth``, ``informer_staleness_seconds``, ``informer_resource_version``,
 ``informer_cached_bytes``, ``informer_plain_bytes`` (``InformerStatistics.cached_bytes`` and
-``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_relists_total``, ``informer_watch_restarts_total``,
+``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_relists_total``,
+``informer_watch_restarts_total``,
 ``informer_decode_errors_total`` (label ``informer``); ``handler_queue_depth``,
 ``handler_queue_peak_depth``, ``handler_coalescing`` (1 while merging per key),
 ``handler_handled_total``, ``handler_errors_total``, ``handler_overflows_total`` (labels
