@@ -401,6 +401,7 @@ class SnapshotWriter:
         bodies as held, compressed when compact, plus managedFields)."""
         self.plain_bytes = 0
         """:attr:`cached_bytes` with every body uncompressed (equal without compact mode)."""
+        self._tally = Tally()  # (one per writer, reset per batch)
 
     def apply(self, batch: Sequence[Delta], *, changes: bool = True) -> builtins.list[Change]:
         """Apply ``batch`` and publish one snapshot (none for an empty batch); return the
@@ -416,7 +417,8 @@ class SnapshotWriter:
         base = self._current
         state = _SnapshotState(base, self._plan, owned)
         building = self._building
-        tally = Tally()
+        tally = self._tally
+        tally.held = tally.expanded = 0
         try:
             applied, rv = apply_batch(
                 state, batch, base._rv, changes or bool(building), upserts=upserts, tally=tally
@@ -443,7 +445,8 @@ class SnapshotWriter:
             apply_batch(_Replay(objects), self._missed, base._rv, False)
         state = _SnapshotState(base, self._plan, objects=objects)
         building = self._building
-        tally = Tally()
+        tally = self._tally
+        tally.held = tally.expanded = 0
         try:
             applied, rv = apply_batch(
                 state, batch, base._rv, changes or bool(building), upserts=upserts, tally=tally
