@@ -667,6 +667,7 @@ def main(argv: list[str] | None = None) -> int:
         ("pipeline_before_after.json", before_after_section),
         ("store_before_after.json", before_after_section),
         ("footprint_before_after.json", before_after_section),
+        ("footprint_store_before_after.json", before_after_section),
     ]
     for name, render in sections:
         path = RESULTS / name
