@@ -85,6 +85,8 @@ from aioinformer._core.objects import decode_object as decode_object
 from aioinformer._core.objects import drop_managed_fields as drop_managed_fields
 from aioinformer._core.owners import owner_reference as owner_reference
 from aioinformer._core.owners import set_owner as set_owner
+from aioinformer._core.projection import Projection as Projection
+from aioinformer._core.projection import project as project
 from aioinformer._runtime.context import Reconciling as Reconciling
 from aioinformer._runtime.context import current_reconcile as current_reconcile
 from aioinformer._runtime.context import install_log_context as install_log_context
@@ -175,6 +177,7 @@ __all__ = [
     "PatchType",
     "Predicate",
     "ProcessSettings",
+    "Projection",
     "RateLimiter",
     "Reconciler",
     "Reconciling",
@@ -213,6 +216,7 @@ __all__ = [
     "is_condition_true",
     "merge_diff",
     "owner_reference",
+    "project",
     "remove_condition",
     "run",
     "set_condition",

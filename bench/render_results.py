@@ -314,6 +314,41 @@ def memory_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def projection_memory_section(data: dict[str, Any]) -> list[str]:
+    """Memory per pod, plain, compact and projected, from one run
+    (bench/projection_memory.py)."""
+    paths = ", ".join(f'"{p}"' for p in data["paths"])
+    out = heading("## Memory per pod: plain, compact, projected (bench/projection_memory.py)", data)
+    out += [
+        f"{data['pods']:,} StatefulSet-shaped pods on KubeSim (its own process); one fresh "
+        "informer process per mode. RSS/pod: the process's RSS after the sync (a gc, the heap "
+        "trimmed) minus before it, / pods. Cached and plain bytes/pod: "
+        "`InformerStatistics.cached_bytes` (bodies as held plus managedFields) and "
+        "`plain_bytes` (bodies uncompressed), / pods: what the writer counts, the typed "
+        f"metadata not included. Projected: `project({paths})` (compact mode leaves bodies "
+        "under 64 bytes plain).",
+        "",
+        "| mode | RSS/pod | cached bytes/pod | plain bytes/pod | RSS/pod vs plain | sync | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    by = {r["mode"]: r for r in data["rows"]}
+    base = by.get("plain", data["rows"][0])["rss_per_pod_bytes"]
+    for r in data["rows"]:
+        out.append(
+            f"| {r['mode']} | {kb(r['rss_per_pod_bytes'])} | {kb(r['cached_per_pod_bytes'])} | "
+            f"{kb(r['plain_per_pod_bytes'])} | {ratio(r['rss_per_pod_bytes'], base)} | "
+            f"{r['sync_seconds']:.1f} s | {load(r)} |"
+        )
+    c = data["costs"]
+    out += [
+        "",
+        f"Per object, in one process (pods of {c['body_bytes']:,} B of body; best of 5 passes "
+        f"over 20,000): `decode_event` {c['decode_event_us']:.2f} us, `drop_managed_fields` "
+        f"{c['drop_managed_fields_us']:.2f} us, the projection {c['project_us']:.2f} us.",
+    ]
+    return out
+
+
 def million_section(data: dict[str, Any]) -> list[str]:
     r = data["rows"][0]
     p = data["populated"][0]
@@ -621,6 +656,7 @@ def main(argv: list[str] | None = None) -> int:
         ("staleness_200k.json", rerun_section),
         ("memory.json", memory_section),
         ("million.json", million_section),
+        ("projection_memory.json", projection_memory_section),
         ("pipeline.json", pipeline_section),
         ("objects.json", objects_section),
         ("peers.json", peers_section),
@@ -630,6 +666,8 @@ def main(argv: list[str] | None = None) -> int:
         ("manager.json", manager_section),
         ("pipeline_before_after.json", before_after_section),
         ("store_before_after.json", before_after_section),
+        ("footprint_before_after.json", before_after_section),
+        ("footprint_store_before_after.json", before_after_section),
     ]
     for name, render in sections:
         path = RESULTS / name

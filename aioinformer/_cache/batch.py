@@ -15,6 +15,9 @@ a Bookmark's, a ObjectDelta's object's): the store then reflects the server's st
 item, even when the server's revisions went backwards (an etcd restore, a new server on the
 same address), which only a Replace can bring about. Within a watch, RVs only grow.
 
+The batch also counts what it changed in the store's size (:mod:`~aioinformer._cache.footprint`)
+into a :class:`~aioinformer._cache.footprint.Tally`: O(1) per item, inline for plain objects.
+
 :func:`check_batch` rejects a malformed batch (an item that is not a ObjectDelta of a KubeObject, a
 Replace of KubeObjects or a Bookmark) with ``TypeError`` before a store changes anything.
 """
@@ -26,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
 from aioinformer._cache.deltas import Bookmark, Change, ChangeType, Delta, ObjectDelta, Replace
+from aioinformer._cache.footprint import Tally
 from aioinformer._core.objects import KubeObject
 
 if TYPE_CHECKING:
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["BatchState", "apply_batch", "check_batch"]
 
 _ADDED, _UPDATED, _DELETED = ChangeType.ADDED, ChangeType.UPDATED, ChangeType.DELETED
+_KubeObject = KubeObject
 
 
 class BatchState(Protocol):
@@ -66,16 +71,22 @@ def apply_batch(
     collect: bool = True,
     *,
     upserts: bool = False,
+    tally: Tally | None = None,
 ) -> tuple[builtins.list[Change], int]:
     """Apply ``batch`` to ``state``; return the changes (none built unless ``collect``) and
     the resourceVersion after it (see the module docstring; ``rv`` if the batch is empty).
     ``upserts``: every item is a ObjectDelta that adds or updates (:func:`check_batch` tells),
-    and the batch takes the bulk path."""
+    and the batch takes the bulk path. ``tally`` receives the change in bytes once the
+    whole batch is applied (nothing if it raises)."""
+    if tally is None:
+        tally = Tally()
     if upserts and len(batch) > 1:  # (for one item the lists cost more than they save)
-        return _apply_upserts(state, cast("Sequence[ObjectDelta]", batch), collect)
+        return _apply_upserts(state, cast("Sequence[ObjectDelta]", batch), collect, tally)
     changes: list[Change] = []
     append = changes.append if collect else None
     get, put, pop, reindex, same = state.get, state.put, state.pop, state.reindex, state.same
+    other, kube = tally.other, _KubeObject
+    held = 0  # (the sizes inline: a call per object costs twice as much)
     for item in batch:
         if type(item) is ObjectDelta:
             obj = item.obj
@@ -84,15 +95,25 @@ def apply_batch(
             if item.type == _DELETED:
                 old = pop(key)
                 if old is not None:
+                    held -= (
+                        len(old.body) + len(old.managed_fields)
+                        if type(old) is kube
+                        else other(old, -1)
+                    )
                     reindex(key, old, None)
                     if append is not None:
                         append(Change(_DELETED, obj, old))
                 continue
             old = put(key, obj)
+            held += len(obj.body) + len(obj.managed_fields) if type(obj) is kube else other(obj, 1)
             if old is None:
                 reindex(key, None, obj)
-            elif same is None or same(old.metadata) != same(obj.metadata):
-                reindex(key, old, obj)
+            else:
+                held -= (
+                    len(old.body) + len(old.managed_fields) if type(old) is kube else other(old, -1)
+                )
+                if same is None or same(old.metadata) != same(obj.metadata):
+                    reindex(key, old, obj)
             if append is not None:
                 append(Change(_ADDED if old is None else _UPDATED, obj, old))
         elif type(item) is Replace:
@@ -103,22 +124,25 @@ def apply_batch(
                 old = get(key)
                 if old is None or old.rv != obj.rv:
                     put(key, obj)
+                    held += other(obj, 1) - (0 if old is None else other(old, -1))
                     reindex(key, old, obj)
                     if append is not None:
                         append(Change(_ADDED if old is None else _UPDATED, obj, old))
             for key in vanished:
                 old = pop(key)
                 if old is not None:
+                    held -= other(old, -1)
                     reindex(key, old, None)
                     if append is not None:
                         append(Change(_DELETED, old, old))
         else:
             rv = cast("Bookmark", item).resource_version
+    tally.held += held
     return changes, rv
 
 
 def _apply_upserts(
-    state: BatchState, batch: Sequence[ObjectDelta], collect: bool
+    state: BatchState, batch: Sequence[ObjectDelta], collect: bool, tally: Tally
 ) -> tuple[builtins.list[Change], int]:
     """:func:`apply_batch` for a batch of Deltas that all add or update (the usual batch
     of a watch): the map takes them in one call, then the indexes follow in order."""
@@ -128,15 +152,21 @@ def _apply_upserts(
     same, reindex = state.same, state.reindex
     changes: list[Change] = []
     append = changes.append if collect else None
+    other, kube = tally.other, _KubeObject
+    held = 0
     # (one entry per item in each list; zip(strict=True) parses its keyword at every
     # call, a cost small batches notice)
     for key, obj, old in zip(keys, objs, olds):  # noqa: B905
+        held += len(obj.body) + len(obj.managed_fields) if type(obj) is kube else other(obj, 1)
         if old is None:
             reindex(key, None, obj)
-        elif same is None or same(old.metadata) != same(obj.metadata):
-            reindex(key, old, obj)
+        else:
+            held -= len(old.body) + len(old.managed_fields) if type(old) is kube else other(old, -1)
+            if same is None or same(old.metadata) != same(obj.metadata):
+                reindex(key, old, obj)
         if append is not None:
             append(Change(_ADDED if old is None else _UPDATED, obj, old))
+    tally.held += held
     return changes, objs[-1].rv
 
 

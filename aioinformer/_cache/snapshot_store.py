@@ -41,6 +41,10 @@ Contract:
   applies itself (left-right, two maps taking turns); while anyone still holds it the
   batch copies from the current one as usual. An interrupted in-place batch changed
   only a map nobody can see: it is dropped, and the exception propagates.
+* **Size.** :attr:`SnapshotWriter.cached_bytes` and :attr:`~SnapshotWriter.plain_bytes`
+  are the totals of :mod:`~aioinformer._cache.footprint` over the current snapshot's
+  objects, counted by each batch as it applies (O(1) per delta), updated right after
+  the publish.
 """
 
 from __future__ import annotations
@@ -62,6 +66,7 @@ from aioinformer._cache.buckets import (
     finish_bucket,
 )
 from aioinformer._cache.deltas import Change, ChangeType, Delta, Replace
+from aioinformer._cache.footprint import Tally, totals
 from aioinformer._cache.index import (
     IndexFunc,
     IndexGuard,
@@ -391,6 +396,12 @@ class SnapshotWriter:
         """Batches applied."""
         self.in_place_batches = 0
         """Batches that changed the current map in place (see :func:`_unshared`)."""
+        self.cached_bytes = 0
+        """The current snapshot's objects' cached bytes (:mod:`~aioinformer._cache.footprint`:
+        bodies as held, compressed when compact, plus managedFields)."""
+        self.plain_bytes = 0
+        """:attr:`cached_bytes` with every body uncompressed (equal without compact mode)."""
+        self._tally = Tally()  # (one per writer, reset per batch)
 
     def apply(self, batch: Sequence[Delta], *, changes: bool = True) -> builtins.list[Change]:
         """Apply ``batch`` and publish one snapshot (none for an empty batch); return the
@@ -406,16 +417,19 @@ class SnapshotWriter:
         base = self._current
         state = _SnapshotState(base, self._plan, owned)
         building = self._building
+        tally = self._tally
+        tally.held = tally.expanded = 0
         try:
             applied, rv = apply_batch(
-                state, batch, base._rv, changes or bool(building), upserts=upserts
+                state, batch, base._rv, changes or bool(building), upserts=upserts, tally=tally
             )
         except BaseException:
             if owned:  # interrupted half-way (MemoryError, KeyboardInterrupt): what changed
                 self._current = self._reindexed(state.objects.finish(), base)  # stays
+                self.cached_bytes, self.plain_bytes = totals(self._current._objects.values())
             raise
         self._current = state.publish(base, rv)
-        return self._applied(applied, owned, changes)
+        return self._applied(applied, owned, changes, tally)
 
     def _apply_threaded(self, batch: Sequence[Delta], changes: bool) -> builtins.list[Change]:
         """:meth:`apply` with readers on other threads: in place only on the retired map
@@ -431,9 +445,11 @@ class SnapshotWriter:
             apply_batch(_Replay(objects), self._missed, base._rv, False)
         state = _SnapshotState(base, self._plan, objects=objects)
         building = self._building
+        tally = self._tally
+        tally.held = tally.expanded = 0
         try:
             applied, rv = apply_batch(
-                state, batch, base._rv, changes or bool(building), upserts=upserts
+                state, batch, base._rv, changes or bool(building), upserts=upserts, tally=tally
             )
         except BaseException:
             self._retired = None  # (an in-place map half-written: nobody can see it)
@@ -442,11 +458,13 @@ class SnapshotWriter:
         # the retired snapshot misses this batch; after a relist it would miss everything
         relist = not upserts and any(type(item) is Replace for item in batch)
         self._retired, self._missed = (None, ()) if relist else (base, batch)
-        return self._applied(applied, owned, changes)
+        return self._applied(applied, owned, changes, tally)
 
     def _applied(
-        self, applied: builtins.list[Change], owned: bool, changes: bool
+        self, applied: builtins.list[Change], owned: bool, changes: bool, tally: Tally
     ) -> builtins.list[Change]:
+        self.cached_bytes += tally.held
+        self.plain_bytes += tally.held + tally.expanded
         self.batches += 1
         self.in_place_batches += owned
         for pending in self._building.values():
@@ -552,6 +570,16 @@ class SnapshotReader:
     def index_errors(self) -> int:
         """Index function calls that raised (each left its object out of that index)."""
         return self._writer._guard.errors
+
+    @property
+    def cached_bytes(self) -> int:
+        """The latest published objects' cached bytes (:attr:`SnapshotWriter.cached_bytes`)."""
+        return self._writer.cached_bytes
+
+    @property
+    def plain_bytes(self) -> int:
+        """The latest published objects' plain bytes (:attr:`SnapshotWriter.plain_bytes`)."""
+        return self._writer.plain_bytes
 
     def __repr__(self) -> str:
         return f"<SnapshotReader {self._writer._current!r}>"

@@ -31,12 +31,13 @@ from aioinformer._client.discovery import ApiResource
 from aioinformer._client.rest import RestClient
 from aioinformer._core.errors import AioinformerError, ConfigError
 from aioinformer._core.objects import KubeObject, drop_managed_fields
+from aioinformer._core.projection import project
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["TOP_COLUMNS", "add_parsers", "run", "top_table"]
+__all__ = ["TOP_COLUMNS", "add_parsers", "human_bytes", "run", "top_table"]
 
 _RESOURCE_HELP = """
 RESOURCE is a name as kubectl takes it (pods, pod, po, statefulsets, sts,
@@ -61,16 +62,19 @@ examples:
 
 _TOP = """
 Show the statistics of one informer per RESOURCE until interrupted (Ctrl-C): cached
-objects, resourceVersion, events per second, FIFO depth and peak, staleness, relists,
+objects, resourceVersion, events per second, FIFO depth and peak, staleness, the bytes
+the cache holds (in all and per object; plain: with bodies uncompressed), relists,
 watch restarts and decode errors. On a terminal the table updates in place; otherwise
 a table is printed every --interval seconds. Columns that do not fit the terminal's
-width are left out, the least important first.
+width are left out, the least important first. --compact and --project show what
+compact mode and a projection would hold for your objects.
 """
 
 _TOP_EXAMPLES = """
 examples:
   python -m aioinformer top pods
   python -m aioinformer top -n default pods configmaps leases
+  python -m aioinformer top --project spec.nodeName --project status.phase pods
 """
 
 
@@ -111,6 +115,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     dump.add_argument("resource", metavar="RESOURCE", help="what to dump")
     top.add_argument(
         "--interval", type=float, default=1.0, metavar="SECONDS", help="time between updates"
+    )
+    top.add_argument(
+        "--compact", action="store_true", help="keep the bodies compressed (compact mode)"
+    )
+    top.add_argument(
+        "--project",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="cache only this body field path (repeat it; metadata is always kept)",
     )
     top.add_argument("resources", nargs="+", metavar="RESOURCE", help="what to watch")
 
@@ -187,11 +201,28 @@ TOP_COLUMNS = (
     Column("FIFO", priority=1),
     Column("peak", priority=4),
     Column("staleness", short="stale"),
+    Column("cached bytes", priority=2, short="bytes"),
+    Column("bytes/object", priority=3, short="B/obj"),
+    Column("plain bytes", priority=5, short="plain"),
     Column("relists", priority=3),
     Column("restarts", priority=4),
     Column("decode errors", priority=5, short="errors"),
 )
-"""The columns of ``top``, most important at priority 0 (always shown)."""
+"""The columns of ``top``, most important at priority 0 (always shown). The bytes are
+``InformerStatistics.cached_bytes`` (as held), per object, and ``plain_bytes`` (bodies
+uncompressed: more than the cached bytes only in compact mode)."""
+
+
+def human_bytes(n: float) -> str:
+    """``n`` bytes in binary units: ``"512 B"``, ``"3.0 KiB"``, ``"41.2 MiB"``."""
+    if n < 1024:
+        return f"{n:.0f} B"
+    n /= 1024
+    units = ["KiB", "MiB", "GiB"]
+    while n >= 1024 and len(units) > 1:
+        n /= 1024
+        units.pop(0)
+    return f"{n:.1f} {units[0]}"
 
 
 def top_table(
@@ -208,6 +239,9 @@ def top_table(
             str(s.fifo_depth),
             str(s.fifo_peak),
             f"{s.staleness * 1000:.0f} ms",
+            human_bytes(s.cached_bytes),
+            human_bytes(s.cached_bytes / s.objects) if s.objects else "-",
+            human_bytes(s.plain_bytes),
             str(s.relists),
             str(s.watch_restarts),
             str(s.decode_errors),
@@ -222,11 +256,15 @@ async def _top(args: argparse.Namespace) -> int:
     from rich.live import Live
 
     console = Console()
+    transform = project(*args.project) if args.project else None  # (bad paths: before connecting)
     async with await load_api_client(args.kubeconfig, args.context) as api:
         rest = RestClient(api)
         resources = [await resolve_resource(rest, r) for r in args.resources]
         async with InformerFactory(rest) as factory:
-            informers = [_informer(factory, r, args) for r in resources]
+            informers = [
+                _informer(factory, r, args, compact=args.compact, transform=transform)
+                for r in resources
+            ]
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):

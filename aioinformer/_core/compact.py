@@ -97,6 +97,15 @@ class CompactObject(KubeObject, frozen=True, gc=False):
         """How many bytes the compressed body takes."""
         return len(_STORED_BODY.__get__(self, KubeObject))
 
+    @property
+    def plain_size(self) -> int:
+        """How many bytes the body takes decompressed (read from the frame's header)."""
+        frame: bytes = _STORED_BODY.__get__(self, KubeObject)
+        if self.codec is None:
+            return len(frame)
+        size: int = zstandard.frame_content_size(frame)
+        return size
+
 
 class Compactor:
     """The transform that makes :class:`CompactObject` s (see the module docstring)."""

@@ -41,6 +41,7 @@ import aiorwlock
 
 from aioinformer._cache.batch import apply_batch, check_batch
 from aioinformer._cache.deltas import Change, Delta
+from aioinformer._cache.footprint import Tally
 from aioinformer._cache.index import (
     IndexFunc,
     IndexGuard,
@@ -241,6 +242,10 @@ class LockedWriter:
         """Batches applied."""
         self.in_place_batches = 0
         """Always 0: the baseline has no copy-on-write to avoid."""
+        self.cached_bytes = 0
+        """The objects' cached bytes (:mod:`~aioinformer._cache.footprint`)."""
+        self.plain_bytes = 0
+        """:attr:`cached_bytes` with every body uncompressed."""
 
     @asynccontextmanager
     async def writing(self) -> AsyncIterator[None]:
@@ -257,7 +262,12 @@ class LockedWriter:
             return []
         upserts = check_batch(batch)
         state = _DictState(self._objects, self._indexes, self._plan)
-        applied, self._rv = apply_batch(state, batch, self._rv, changes, upserts=upserts)
+        tally = Tally()
+        applied, self._rv = apply_batch(
+            state, batch, self._rv, changes, upserts=upserts, tally=tally
+        )
+        self.cached_bytes += tally.held
+        self.plain_bytes += tally.held + tally.expanded
         self._seq += 1
         self.batches += 1
         return applied
@@ -334,6 +344,16 @@ class LockedReader:
     def index_errors(self) -> int:
         """Index function calls that raised (each left its object out of that index)."""
         return self._writer._guard.errors
+
+    @property
+    def cached_bytes(self) -> int:
+        """The objects' cached bytes (:attr:`LockedWriter.cached_bytes`)."""
+        return self._writer.cached_bytes
+
+    @property
+    def plain_bytes(self) -> int:
+        """The objects' plain bytes (:attr:`LockedWriter.plain_bytes`)."""
+        return self._writer.plain_bytes
 
     def __repr__(self) -> str:
         return f"<LockedReader {self._writer._view!r}>"

@@ -7,7 +7,9 @@ at scrape time; the rest are updated as things happen. ``serve(host, port)`` exp
 
 Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_depth``,
 ``informer_fifo_peak_depth``, ``informer_staleness_seconds``, ``informer_resource_version``,
-``informer_relists_total``, ``informer_watch_restarts_total``,
+``informer_cached_bytes``, ``informer_plain_bytes`` (``InformerStatistics.cached_bytes`` and
+``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_relists_total``,
+``informer_watch_restarts_total``,
 ``informer_decode_errors_total`` (label ``informer``); ``handler_queue_depth``,
 ``handler_queue_peak_depth``, ``handler_coalescing`` (1 while merging per key),
 ``handler_handled_total``, ``handler_errors_total``, ``handler_overflows_total`` (labels
@@ -75,6 +77,15 @@ class _InformerCollector:
                 lambda s: s.staleness,
             ),
             "resource_version": ("RV of the last published state.", lambda s: s.resource_version),
+            "cached_bytes": (
+                "Bytes of JSON the cached objects hold besides their metadata (bodies as "
+                "held, compressed in compact mode, plus managedFields).",
+                lambda s: s.cached_bytes,
+            ),
+            "plain_bytes": (
+                "cached_bytes with every body uncompressed (equal without compact mode).",
+                lambda s: s.plain_bytes,
+            ),
         }
         counters: _Specs[InformerStatistics] = {
             "relists": ("Relists after a 410 or a restart.", lambda s: s.relists),

@@ -236,7 +236,8 @@ async def test_top_shows_a_table_that_fits_the_terminal(
     staleness = headers.index("staleness")
     assert all(row[staleness].endswith(" ms") for row in rows.values())
     all_headers = ["informer", "synced", "objects", "RV", "deltas/s", "FIFO", "peak",
-                   "staleness", "relists", "restarts", "decode errors"]  # fmt: skip
+                   "staleness", "cached bytes", "bytes/object", "plain bytes", "relists",
+                   "restarts", "decode errors"]  # fmt: skip
     if columns >= 140:
         assert headers == all_headers and "not shown" not in text
     else:
@@ -245,7 +246,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
 
 
 def test_top_table_columns_are_chosen_by_priority() -> None:
-    """In process, at every width from 150 down to 64: the table fits, the informer name is
+    """In process, at every width from 200 down to 64: the table fits, the informer name is
     whole, and columns go least important first; narrower, the name folds (never "…")."""
     import io
 
@@ -263,7 +264,7 @@ def test_top_table_columns_are_chosen_by_priority() -> None:
         )
     ]  # fmt: skip
     kept: list[tuple[str, ...]] = []
-    for width in range(150, 63, -1):
+    for width in range(200, 63, -1):
         console = Console(file=io.StringIO(), width=width, color_system=None)
         console.print(top_table(console, stats))
         text: Any = console.file.getvalue()  # type: ignore[attr-defined]

@@ -1,0 +1,133 @@
+"""Projections: the kept paths read back as the original's, the metadata kept whole, odd
+shapes, bad paths refused when made, one Projection per set of paths, and an informer over
+real HTTP that caches only the projection, plain and compact."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+
+from aioinformer import ConfigError, InformerFactory, KubeObject, Projection, project
+from aioinformer._cache.footprint import cached_bytes, totals
+from aioinformer._core.compact import CompactObject
+from aioinformer._core.objects import decode_object
+from aioinformer._harness.workload import realistic_pod
+from aioinformer.testing import KubeSim
+
+
+def pod(i: int = 1, **meta: Any) -> KubeObject:
+    doc = realistic_pod("default", "web", i, node="n1", phase="Running")
+    doc["metadata"].update({"resourceVersion": "7", **meta})
+    return decode_object(orjson.dumps(doc))
+
+
+def test_the_named_paths_and_the_metadata_are_kept_and_nothing_else() -> None:
+    original = pod(annotations={"a": "1"}, finalizers=["f"], generation=3)
+    original = decode_object(
+        orjson.dumps({**original.to_dict(), "metadata": {**original.to_dict()["metadata"],
+                      "managedFields": [{"manager": "m"}]}})
+    )  # fmt: skip
+    assert original.managed_fields
+    slim = project("spec.nodeName", "status.phase", "status.conditions")(original)
+    assert type(slim) is KubeObject
+    assert slim.body_dict() == {
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running", "conditions": original.field("status.conditions")},
+    }
+    for path in ("spec.nodeName", "status.phase", "status.conditions", "status.conditions.0"):
+        assert slim.field(path) == original.field(path), path
+    assert slim.field("spec.containers") is None
+    assert (slim.metadata, slim.key, slim.rv, slim.api_version, slim.kind) == (
+        original.metadata, original.key, original.rv, original.api_version, original.kind,
+    )  # fmt: skip
+    assert slim.managed_fields == b""
+    assert cached_bytes(slim) * 5 < cached_bytes(original)  # (the conditions: 400 bytes)
+
+
+def test_absent_paths_null_values_and_bodies_of_another_shape() -> None:
+    keep = project("spec.nodeName", "status.phase", "data")
+    bare = decode_object(b'{"metadata":{"name":"a","resourceVersion":"1"},"spec":{"x":1}}')
+    assert keep(bare).body_dict() == {"spec": {}}
+    nulls = decode_object(
+        b'{"metadata":{"name":"a","resourceVersion":"1"},"spec":null,"status":{"phase":null}}'
+    )
+    assert keep(nulls).body_dict() == {"spec": None, "status": {"phase": None}}
+    odd = decode_object(
+        b'{"metadata":{"name":"a","resourceVersion":"1"},"spec":[1,2],"status":"up","data":{"k":"v"}}'
+    )
+    assert keep(odd).body_dict() == {"spec": [1, 2], "status": "up", "data": {"k": "v"}}
+    escaped = decode_object(
+        '{"metadata":{"name":"a","resourceVersion":"1"},"status":{"phase":"R\\u00e9 \\"q\\""}}'
+    )
+    assert keep(escaped).field("status.phase") == 'Ré "q"'
+
+
+def test_annotations_can_be_dropped() -> None:
+    big = {"kubectl.kubernetes.io/last-applied-configuration": "x" * 2000}
+    original = pod(annotations=big, labels={"app": "web"})
+    slim = project("status.phase", annotations=False)(original)
+    assert slim.annotations == {} and slim.labels == {"app": "web"}
+    assert project("status.phase")(original).annotations == big
+
+
+@pytest.mark.parametrize(
+    ("paths", "message"),
+    [
+        ((), "at least one field path"),
+        (("",), "'' is not a dotted field path"),
+        (("spec..a",), "'spec..a' is not a dotted field path"),
+        (("spec.",), "'spec.' is not a dotted field path"),
+        ((" spec",), "' spec' is not a dotted field path"),
+        (("metadata.labels",), "metadata is always kept"),
+        (("kind",), "kind is always kept"),
+        (("spec.containers.0.image",), r"keep the list \('spec.containers'\)"),
+        ((3,), "a field path is a str, not int"),
+    ],
+)
+def test_bad_paths_are_refused_when_the_projection_is_made(
+    paths: tuple[Any, ...], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        project(*paths)
+
+
+def test_one_projection_per_set_of_paths() -> None:
+    one = project("status.phase", "spec.nodeName")
+    assert project("spec.nodeName", "status.phase") is one
+    assert project("spec", "spec.nodeName").paths == ("spec",)  # covered: left out
+    assert project("spec.nodeName", "spec").paths == ("spec",)
+    assert project("status.phase", annotations=False) is not project("status.phase")
+    assert isinstance(one, Projection) and repr(one) == "project('spec.nodeName', 'status.phase')"
+
+
+@pytest.mark.parametrize("compact", [False, True])
+async def test_an_informer_caches_the_projection(sim: KubeSim, compact: bool) -> None:
+    """Over real HTTP, in both modes: every cached pod is the server's pod projected, and
+    two informers asked for with equal projections share one cache."""
+    sim.create_many("pods", (realistic_pod("default", "web", i) for i in range(1030)), "default")
+    keep = ("spec.nodeName", "spec.containers", "status.phase")  # (over 64 bytes: compacted)
+    async with sim.api_client() as api:
+        async with InformerFactory(api, compact=compact) as factory:
+            informer = factory.informer("v1", "pods", transform=project(*keep))
+            assert factory.informer("v1", "pods", transform=project(*reversed(keep))) is informer
+            await factory.wait_for_sync(timeout=30)
+            made = sim.patch(
+                "pods", "web-7", {"status": {"phase": "Failed"}}, "default", subresource="status"
+            )
+            snap = await informer.wait_for_rv(made["metadata"]["resourceVersion"], timeout=10)
+            assert snap.get("default/web-7").field("status.phase") == "Failed"
+            for obj in snap.list():
+                server = sim.get("pods", obj.name, "default")
+                want = {
+                    top: {k: v for k, v in server[top].items() if f"{top}.{k}" in keep}
+                    for top in ("spec", "status")
+                }
+                assert obj.body_dict() == want, obj.key
+                assert obj.metadata == decode_object(orjson.dumps(server)).metadata
+            stats = informer.statistics()
+            assert (stats.cached_bytes, stats.plain_bytes) == totals(snap.list())
+            assert stats.plain_bytes / stats.objects < 2000  # (of 3 KB)
+            compacted = sum(type(o) is CompactObject for o in snap.list())
+            assert compacted >= (30 if compact else 0) and (compacted > 0) == compact
