@@ -28,12 +28,18 @@ Contract:
   round and it acquires the released shards at its own (each round is one
   ``retry_period`` apart, plus up to 20% jitter).
 * The Leases are trusted as :mod:`aioinformer._coordination.leader` trusts its one: a
-  Lease that vanished (deleted) counts as last seen until that record would have expired
-  (its holder re-creates it at its next renewal); every answer is checked to be the Lease
-  asked for (a bogus 2xx is a failed renewal or a failed balancing round); a record
-  naming this identity with another instance (``coordination.aioinformer.dev/instance``)
-  is another replica's: a replica whose member Lease another live instance of its
-  identity renews is no member, takes no shard, and says so once at ERROR.
+  missing shard Lease (deleted, or never made) is created by its holder at its next
+  renewal, by any other replica only once that one's balancing rounds have seen it missing
+  for ``ceil(lease_duration)`` seconds, looking at least every ``(2 + 1.2) *
+  retry_period`` seconds (so a fresh deployment's shards are first taken
+  ``ceil(lease_duration)`` seconds after the replicas start, 15 s by default); a member
+  Lease, which guards no key, is created again by its holder at once, by another instance
+  of its identity once the record it last saw would have expired; every answer is
+  checked to be the Lease asked for (a bogus 2xx is a failed renewal or a failed
+  balancing round); a record naming this identity with another instance
+  (``coordination.aioinformer.dev/instance``) is another replica's: a replica whose
+  member Lease another live instance of its identity renews is no member, takes no shard,
+  and says so once at ERROR.
 * Every replica must use the same ``name``, ``namespace`` and ``shards``; a change of
   ``shards`` moves most keys.
 * ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
@@ -63,8 +69,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aioinformer._client.rest import ApiClientLike, RestClient
-from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, check_timings
-from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time, new_instance
+from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, JITTER, check_timings
+from aioinformer._coordination.lease import (
+    Absence,
+    LeaseClient,
+    LeaseRecord,
+    micro_time,
+    new_instance,
+)
 from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from aioinformer._core.service import Service
@@ -181,6 +193,10 @@ class ShardManager(Service):
         self._duration_s = max(1, math.ceil(lease_duration))
         self._held: dict[int, _Held] = {}
         self._seen: dict[str, _Seen] = {}
+        self._absent = {
+            self.shard_name(s): Absence(self._duration_s, (2 + JITTER) * retry_period)
+            for s in range(shards)
+        }  # each shard Lease's absence, as the balancing rounds' lists saw it
         self._member: dict[str, Any] | None = None
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
@@ -324,8 +340,8 @@ class ShardManager(Service):
         )
         if lease is None:
             self._member = await self._client.create(self.member_lease, record)
-        else:
-            self._member = await self._client.update(lease, record)
+        else:  # (its holder creates it again at once if it was deleted)
+            self._member = await self._rewrite(self.member_lease, lease, record)
 
     async def _before_release(self, shards: frozenset[int]) -> None:
         """Await every ``on_release`` callback (bounded by ``renew_deadline`` in all)."""
@@ -356,13 +372,14 @@ class ShardManager(Service):
             await self._balance()
 
     async def _balance(self) -> None:
+        sent = self._clock()
         try:
             async with asyncio.timeout(self.renew_deadline):
                 leases = await self._client.list()
         except FAILURES as exc:
             log.warning("shards %s: list failed: %r", self.name, exc)
             return
-        listed = self._observe_all(leases)
+        listed = self._observe_all(leases, sent)
         live = {
             s.record.holder
             for n, s in self._seen.items()
@@ -399,10 +416,11 @@ class ShardManager(Service):
             for s in take:
                 tg.create_task(self._acquire(s, listed.get(self.shard_name(s))))
 
-    def _observe_all(self, leases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Observe the listed Leases of this manager; a Lease that vanished is remembered
-        as last seen until that record would have expired (a deleted Lease is no news
-        from its holder, who may still count on it)."""
+    def _observe_all(self, leases: list[dict[str, Any]], sent: float) -> dict[str, dict[str, Any]]:
+        """Observe the Leases of this manager a list sent at ``sent`` found; a Lease that
+        vanished is remembered as last seen until that record would have expired, and a
+        missing shard Lease counts its absence (a deleted Lease is no news from its
+        holder, who may still count on it)."""
         now = self._clock()
         listed: dict[str, dict[str, Any]] = {}
         for lease in leases:
@@ -410,6 +428,11 @@ class ShardManager(Service):
             if name.startswith(f"{self.name}-"):
                 listed[name] = lease
                 self._note(name, LeaseRecord.from_lease(lease), now)
+        for name, absence in self._absent.items():
+            if name in listed:
+                absence.present()
+            else:
+                absence.missing(sent, now)
         for name in set(self._seen) - set(listed):
             if not self._valid(name):
                 del self._seen[name]
@@ -442,9 +465,14 @@ class ShardManager(Service):
         )
 
     def _takeable(self, name: str) -> bool:
-        """Whether this replica may write the Lease ``name``: never seen held, released,
-        held by this very instance, or expired by this clock since it last changed (a
-        record naming this identity with another instance is another replica's)."""
+        """Whether this replica may write the Lease ``name``: a shard Lease missing at the
+        last look only once seen missing for a whole Lease duration (its holder, who
+        creates it again at once, is not asking); else never seen held, released, held by
+        this very instance, or expired by this clock since it last changed (a record
+        naming this identity with another instance is another replica's)."""
+        absence = self._absent.get(name)
+        if absence is not None and absence.since is not None:
+            return absence.long_enough()
         seen = self._seen.get(name)
         if seen is None or not seen.record.holder:
             return True

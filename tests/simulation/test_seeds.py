@@ -20,24 +20,7 @@ SEEDS = 150
 CHUNKS = 3
 PER_CHUNK = SEEDS // CHUNKS
 
-FROZEN_THEN_DELETED = (
-    "a replica frozen past the Lease duration resumes, finds the Lease deleted meanwhile, "
-    "creates it and leads at once while the holder it never saw leads until its next renewal"
-)
-KNOWN: dict[int, tuple[frozenset[str], str]] = {
-    30: (frozenset({"two-holders"}), FROZEN_THEN_DELETED),
-    81: (
-        frozenset({"two-writers", "two-holders"}),
-        FROZEN_THEN_DELETED + "; and a write that passed its fencing check before the "
-        "freeze is sent after it, when another replica holds the Lease",
-    ),
-    83: (frozenset({"two-holders"}), FROZEN_THEN_DELETED),
-    164: (
-        frozenset({"duplicate-child"}),
-        "a replica that just took the leader Lease reconciles on a pods cache older than "
-        "its predecessor's last creates (watch lag) and creates the children again",
-    ),
-}
+KNOWN: dict[int, tuple[frozenset[str], str]] = {}
 """Seed -> (the invariants it breaks, what happens): see the replay command's output."""
 
 _BROKEN = re.compile(r"^seed (\d+) \(.*\): BROKEN: (.*)$", re.M)
