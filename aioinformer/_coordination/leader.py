@@ -279,6 +279,13 @@ class LeaderElector(Service):
         return (self._observed.holder or None) if self._observed else None
 
     @property
+    def lease_version(self) -> int | None:
+        """The resourceVersion of the Lease as this candidate last read or wrote it (while
+        leading: its last renewal, first the write that took the Lease); None before."""
+        rv = ((self._lease or {}).get("metadata") or {}).get("resourceVersion")
+        return int(rv) if isinstance(rv, str) and rv.isdigit() else None
+
+    @property
     def observed_record(self) -> LeaseRecord | None:
         """The election record last read or written by this candidate."""
         return self._observed

@@ -225,6 +225,13 @@ class ShardManager(Service):
         now = self._clock()
         return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
 
+    def lease_version(self, shard: int) -> int | None:
+        """The resourceVersion of shard ``shard``'s Lease as this replica last wrote it
+        (None when it does not hold it): first the write that took it."""
+        held = self._held.get(shard)
+        rv = held.lease.get("metadata", {}).get("resourceVersion") if held else None
+        return int(rv) if isinstance(rv, str) and rv.isdigit() else None
+
     @property
     def members(self) -> frozenset[str]:
         """The live replicas (identities) as of the last balancing round, this one included."""
