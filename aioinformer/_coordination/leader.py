@@ -261,6 +261,7 @@ class LeaderElector(Service):
         self._observed_time = -math.inf
         self._renewed = -math.inf  # clock() when the last successful write started
         self._absence = Absence(self._duration_s, (2 + JITTER) * retry_period)
+        self._created: float | None = None  # clock() when it sent the create of a missing Lease
         self._reported = ""
         self._instance = new_instance()
         self._duplicates: set[str] = set()  # other instances of this identity, logged
@@ -335,7 +336,11 @@ class LeaderElector(Service):
     async def _acquire(self) -> None:
         while True:
             if await self._attempt(self.renew_deadline):
-                return
+                if self._created is None or self._clock() >= self._created + self.renew_deadline:
+                    self._created = None
+                    return
+            elif not self._holds():
+                self._created = None
             await asyncio.sleep(self.retry_period * (1 + JITTER * random.random()))
 
     async def _renew(self) -> None:
@@ -395,9 +400,13 @@ class LeaderElector(Service):
             # renewal: the leader creates it again at once; anyone else only once it has
             # seen it missing for a whole lease duration (a first deployment included)
             self._absence.missing(sent, self._clock())
-            if not (self.leading.is_set() and self._holds()) and not self._absence.long_enough():
+            if self.leading.is_set() and self._holds():
+                await self._write(self._client.create(self.name, record))
+                return True
+            if self._observed is not None and not self._absence.long_enough():
                 return False
             await self._write(self._client.create(self.name, record))
+            self._created = sent  # (it leads renew_deadline later: see _acquire)
             return True
         current = self._see(lease)
         # 3. held by another and not expired by our clock

@@ -106,6 +106,7 @@ class _Held:
     record: LeaseRecord
     renewed: float  # clock() when the last successful write started
     keeper: asyncio.Task[None] | None = None  # the task renewing it
+    owned_from: float = -math.inf  # clock() from which it is owned (a created Lease: later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +198,7 @@ class ShardManager(Service):
             self.shard_name(s): Absence(self._duration_s, (2 + JITTER) * retry_period)
             for s in range(shards)
         }  # each shard Lease's absence, as the balancing rounds' lists saw it
+        self._ever_listed: set[str] = set()  # the shard Leases a list ever showed
         self._member: dict[str, Any] | None = None
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
@@ -218,12 +220,17 @@ class ShardManager(Service):
     def owns(self, key: str) -> bool:
         """True while this replica holds ``key``'s shard and renewed it in time."""
         held = self._held.get(shard_of(key, self.shards))
-        return held is not None and self._clock() - held.renewed < self.renew_deadline
+        now = self._clock()
+        return held is not None and held.owned_from <= now < held.renewed + self.renew_deadline
 
     def owned_shards(self) -> frozenset[int]:
         """The shards :meth:`owns` is True for, right now."""
         now = self._clock()
-        return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
+        return frozenset(
+            s
+            for s, h in self._held.items()
+            if h.owned_from <= now < h.renewed + self.renew_deadline
+        )
 
     def lease_version(self, shard: int) -> int | None:
         """The resourceVersion of shard ``shard``'s Lease as this replica last wrote it
@@ -285,7 +292,13 @@ class ShardManager(Service):
         """Renew one held shard every retry_period until a renewal misses the deadline or
         finds the lease changed hands (then stop owning it), or until cancelled."""
         while True:
-            await asyncio.sleep(self.retry_period)
+            wait = self.retry_period
+            pending = held.owned_from + DEADLINE_SLACK - self._clock()
+            if 0 < pending < wait:  # a created shard Lease becomes owned now: say so
+                await asyncio.sleep(pending)
+                self._publish()
+                wait -= pending
+            await asyncio.sleep(wait)
             if not await self._renew(shard, held):
                 break
         if self._held.get(shard) is held:
@@ -438,6 +451,7 @@ class ShardManager(Service):
         for name, absence in self._absent.items():
             if name in listed:
                 absence.present()
+                self._ever_listed.add(name)
             else:
                 absence.missing(sent, now)
         for name in set(self._seen) - set(listed):
@@ -479,7 +493,7 @@ class ShardManager(Service):
         naming this identity with another instance is another replica's)."""
         absence = self._absent.get(name)
         if absence is not None and absence.since is not None:
-            return absence.long_enough()
+            return absence.long_enough() or name not in self._ever_listed
         seen = self._seen.get(name)
         if seen is None or not seen.record.holder:
             return True
@@ -512,6 +526,8 @@ class ShardManager(Service):
             log.info("shard %s: not acquired: %r", name, exc)
             return
         held = self._held[shard] = _Held(written, record, start)
+        if lease is None:  # a missing Lease created: owned once any unseen holder stopped
+            held.owned_from = start + self.renew_deadline
         assert self._tg is not None
         held.keeper = self._tg.create_task(self._keep(shard, held))
         self._publish()
