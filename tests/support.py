@@ -57,8 +57,8 @@ def transcript(name: str) -> dict[str, Any]:
 
 def released_lease(name: str, namespace: str) -> dict[str, Any]:
     """The body of a Lease its last holder released (what a rollout finds): a candidate
-    takes it at once, where a missing Lease (a fresh deployment) is first waited for, one
-    Lease duration."""
+    takes it at once, where the creator of a missing Lease (a fresh deployment) leads
+    only a renew deadline later."""
     return {
         "apiVersion": "coordination.k8s.io/v1",
         "kind": "Lease",

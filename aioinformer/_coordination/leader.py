@@ -13,15 +13,19 @@ Contract (the semantics of client-go's ``tryAcquireOrRenew``, made safe where it
   ``leaseDurationSeconds`` since this candidate first observed it (``observedTime``).
   ``renewTime`` written by others is never compared with the local clock.
 * A missing Lease is no news from its holder (``kubectl delete lease``; a holder paused
-  meanwhile): the leader creates it again at its next renewal and leads on, while any
-  other candidate creates it only once it has seen it missing for ``ceil(lease_duration)``
-  seconds by its own clock, looking at least every ``(2 + 1.2) * retry_period`` seconds (a
-  longer gap, such as a pause of the process, starts the count again). So the first leader
-  of a fresh deployment (no Lease yet) starts ``ceil(lease_duration)`` seconds after the
-  candidates (15 s by default; client-go's leads at once), and a rollout, which finds the
-  Lease its predecessor released, does not wait. A holder that finds its Lease taken
-  (another create or write came first) stops leading at once, without waiting for its
-  renew deadline.
+  meanwhile): the leader creates it again at its next renewal and leads on. Any other
+  candidate that has seen the Lease before creates it only once it has seen it missing
+  for ``ceil(lease_duration)`` seconds by its own clock, looking at least every
+  ``(2 + 1.2) * retry_period`` seconds (a longer gap, such as a pause of the process,
+  starts the count again); and a candidate that creates a missing Lease leads only
+  ``renew_deadline`` after it sent the create (renewing it meanwhile): a holder it never
+  saw (the Lease created and deleted again between two of its looks) counts itself leader
+  no more by then, and finds the Lease taken at its next renewal. So the first leader of a
+  fresh deployment (no Lease yet) starts ``renew_deadline`` seconds after the candidates
+  (10 s by default, plus up to one jittered retry period; client-go's leads at once),
+  while a rollout, which finds the Lease its predecessor released, does not wait. A holder
+  that finds its Lease taken (another create or write came first) stops leading at once,
+  without waiting for its renew deadline.
 * "This candidate" is an identity *and* an instance: each elector writes a token of its
   own next to ``holderIdentity`` (the ``coordination.aioinformer.dev/instance``
   annotation). A record naming this identity with another instance is another
@@ -54,9 +58,7 @@ code reacts to :attr:`~LeaderElector.leadership_lost`; a process paused longer t
 acting on it can still act late (the manager's write client checks again as each write
 goes out). A third party that writes an empty holder into a live leader's Lease is taken at
 its word (a release): both count as leader until that leader's next renewal finds the
-Lease taken (at most ``retry_period`` and one request later); the same bound holds when a
-Lease created by one candidate is deleted again before another candidate, counting its
-absence, looked at it.
+Lease taken (at most ``retry_period`` and one request later).
 """
 
 from __future__ import annotations

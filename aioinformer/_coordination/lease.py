@@ -112,8 +112,9 @@ class Absence:
     may create a missing Lease only once it has seen it missing for ``duration`` seconds
     (:meth:`long_enough`), looking at least every ``max_gap`` seconds: a longer gap between
     two looks (the process was paused, its requests stalled) starts the count again, since
-    the Lease may have been created, held and deleted again meanwhile. A candidate that has
-    never seen the Lease (a first deployment) counts from its first look.
+    the Lease may have been created, held and deleted again meanwhile. (What a count
+    cannot see, a Lease created and deleted again between two looks, the creator's wait
+    covers: it leads only ``renew_deadline`` after its create.)
     """
 
     duration: float

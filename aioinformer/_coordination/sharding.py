@@ -29,10 +29,12 @@ Contract:
   ``retry_period`` apart, plus up to 20% jitter).
 * The Leases are trusted as :mod:`aioinformer._coordination.leader` trusts its one: a
   missing shard Lease (deleted, or never made) is created by its holder at its next
-  renewal, by any other replica only once that one's balancing rounds have seen it missing
-  for ``ceil(lease_duration)`` seconds, looking at least every ``(2 + 1.2) *
-  retry_period`` seconds (so a fresh deployment's shards are first taken
-  ``ceil(lease_duration)`` seconds after the replicas start, 15 s by default); a member
+  renewal; by another replica that has listed it before only once its balancing rounds
+  have seen it missing for ``ceil(lease_duration)`` seconds, looking at least every
+  ``(2 + 1.2) * retry_period`` seconds; and a replica that creates a missing shard Lease
+  owns the shard only ``renew_deadline`` after it sent the create (renewing it meanwhile),
+  when a holder it never saw counts itself owner no more (so a fresh deployment's shards
+  are owned ``renew_deadline``, 10 s by default, after they are taken); a member
   Lease, which guards no key, is created again by its holder at once, by another instance
   of its identity once the record it last saw would have expired; every answer is
   checked to be the Lease asked for (a bogus 2xx is a failed renewal or a failed

@@ -29,7 +29,7 @@ NS = "default"
 NAME = "ctl-leader"
 TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
 FIRST = TIMING["lease_duration"] + 5  # (virtual) seconds: a fresh deployment's first leader
-# waits a Lease duration
+# waits a renew deadline
 BOGUS_FOR = 60.0
 """Seconds the answers stay bogus: longer than a Lease's duration."""
 

@@ -1,8 +1,8 @@
 """A Lease deleted under its holder (``kubectl delete lease``) never makes two holders:
-a replica that does not hold it creates it only once it has seen it missing for a whole
-Lease duration (a pause between two looks starts the count again; a fresh deployment
-waits that long too), and the holder creates it again at its next renewal (or, if another
-created it first, stops at once). For the leader Lease, the shard Leases and the member
+a replica that saw it before creates it only once it has seen it missing for a whole
+Lease duration (a pause between two looks starts the count again), whoever creates a
+missing Lease leads only a renew deadline later (a fresh deployment too), and the holder
+creates it again at its next renewal (or, if another created it first, stops at once). For the leader Lease, the shard Leases and the member
 Leases, sampled every 50 (virtual) milliseconds over thousands of samples.
 
 On virtual time (looptime), with client-go's durations (15 s, renewed within 10 s, every
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.looptime
 NS = "default"
 TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
 FIRST = TIMING["lease_duration"] + 5  # (virtual) seconds: a fresh deployment's first leader
-# waits a Lease duration
+# waits a renew deadline
 RETRY_PERIOD = TIMING["retry_period"]
 DELETIONS = 8
 

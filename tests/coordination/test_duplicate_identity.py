@@ -29,7 +29,7 @@ pytestmark = pytest.mark.looptime
 NS = "default"
 TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
 FIRST = TIMING["lease_duration"] + 5  # (virtual) seconds: a fresh deployment's first leader
-# waits a Lease duration
+# waits a renew deadline
 LEASE_DURATION, RETRY_PERIOD = TIMING["lease_duration"], TIMING["retry_period"]
 
 

@@ -41,7 +41,7 @@ MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 LONG = 10 * LEASE_DURATION  # (virtual) seconds a test may wait for a change of leader
 FIRST = (
     LEASE_DURATION + 5
-)  # (virtual) seconds: a fresh deployment's first leader waits a Lease duration
+)  # (virtual) seconds: a fresh deployment's first leader waits a renew deadline
 
 
 def lease_spec(sim: KubeSim) -> dict[str, Any]:
