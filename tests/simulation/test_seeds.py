@@ -49,7 +49,8 @@ def test_every_invariant_holds_on_every_seed(chunk: int) -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("seed", sorted(s for s in KNOWN if s > SEEDS))
-def test_a_known_seed_beyond_the_range_still_breaks_what_it_broke(seed: int) -> None:
-    code, output = _soak("--seed", str(seed))
-    assert code == 1 and _broken(output) == {seed: KNOWN[seed][0]}, output
+def test_the_known_seeds_beyond_the_range_still_break_what_they_broke() -> None:
+    """(None today: every seed the simulation found broken is fixed.)"""
+    for seed in sorted(s for s in KNOWN if s > SEEDS):
+        code, output = _soak("--seed", str(seed))
+        assert code == 1 and _broken(output) == {seed: KNOWN[seed][0]}, output
