@@ -55,6 +55,18 @@ def transcript(name: str) -> dict[str, Any]:
 # -- request bodies for KubeSim ---------------------------------------------------------------
 
 
+def released_lease(name: str, namespace: str) -> dict[str, Any]:
+    """The body of a Lease its last holder released (what a rollout finds): a candidate
+    takes it at once, where the creator of a missing Lease (a fresh deployment) leads
+    only a renew deadline later."""
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"holderIdentity": "", "leaseDurationSeconds": 1},
+    }
+
+
 def pod(name: str, **labels: str) -> dict[str, Any]:
     """A minimal valid Pod body; its labels are ``labels`` (default ``app=web``)."""
     return {

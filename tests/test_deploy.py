@@ -27,7 +27,7 @@ import yaml
 from aioinformer import Client
 from aioinformer._cli import rbac, run
 from aioinformer.testing import KubeSim, eventually, install_crd
-from tests.support import REPO, run_cli
+from tests.support import REPO, released_lease, run_cli
 
 DEPLOY = REPO / "examples" / "deploy" / "website"
 GENERATED = "#   python -m aioinformer "
@@ -217,6 +217,8 @@ async def test_the_deployment_runs_the_operator_with_exactly_its_rbac(tmp_path: 
     async with KubeSim(nodes=2) as sim:
         sim.start_cluster(start_delay=0.05, delete_grace_cap=0.1)
         sim.create("namespaces", {"metadata": {"name": namespace}})
+        # a rollout: the Lease its predecessor released (a fresh one: its leader starts 10 s later)
+        sim.create("leases", released_lease("website-operator", namespace), namespace)
         async with sim.api_client() as api:
             admin = Client(api, field_manager="tests")
             await install_crd(admin, DEPLOY / "crd.yaml")

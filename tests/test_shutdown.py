@@ -28,7 +28,7 @@ from aioinformer._cache.pipeline import THREAD_PREFIX
 from aioinformer._core.errors import ClosedError, ConfigError
 from aioinformer._runtime.manager import LeaderElection, Manager
 from aioinformer.testing import KubeSim, eventually
-from tests.support import pod
+from tests.support import pod, released_lease
 from tests.support import watch_options as options
 
 OURS = ("informer-", "-watcher", "-worker-", "controller:", "manager", "leader-elector")
@@ -303,6 +303,7 @@ async def test_shutdown_is_bounded_whatever_a_reconciles_cleanup_does(
     late_write: list[BaseException] = []
     async with KubeSim() as sim, sim.api_client() as api:
         sim.create("configmaps", cm("a"), "default")
+        sim.create("leases", released_lease("op", "default"), "default")  # (taken at once)
         manager = Manager(
             api,
             watch_options=options(),

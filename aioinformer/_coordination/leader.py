@@ -7,16 +7,25 @@ clock or its own guess about the others.
 
 Contract (the semantics of client-go's ``tryAcquireOrRenew``, made safe where it is not):
 
-* A candidate may take the lease when it does not exist, when ``holderIdentity`` is empty
-  (released), when it names this candidate, or when the lease has *expired by the local
-  clock*: the record (holder, instance, times, duration, transitions) has not changed for
+* A candidate may take the lease when ``holderIdentity`` is empty (released), when it
+  names this candidate, or when the lease has *expired by the local clock*: the record
+  (holder, instance, times, duration, transitions) has not changed for
   ``leaseDurationSeconds`` since this candidate first observed it (``observedTime``).
   ``renewTime`` written by others is never compared with the local clock.
-* A Lease that disappears (``kubectl delete lease``) is no news from its holder: a
-  candidate that last saw it held by another waits until that record would have expired by
-  its own clock before it creates the Lease, while the holder re-creates it at its next
-  renewal and leads on. A holder that finds its Lease taken (another create or write came
-  first) stops leading at once, without waiting for its renew deadline.
+* A missing Lease is no news from its holder (``kubectl delete lease``; a holder paused
+  meanwhile): the leader creates it again at its next renewal and leads on. Any other
+  candidate that has seen the Lease before creates it only once it has seen it missing
+  for ``ceil(lease_duration)`` seconds by its own clock, looking at least every
+  ``(2 + 1.2) * retry_period`` seconds (a longer gap, such as a pause of the process,
+  starts the count again); and a candidate that creates a missing Lease leads only
+  ``renew_deadline`` after it sent the create (renewing it meanwhile): a holder it never
+  saw (the Lease created and deleted again between two of its looks) counts itself leader
+  no more by then, and finds the Lease taken at its next renewal. So the first leader of a
+  fresh deployment (no Lease yet) starts ``renew_deadline`` seconds after the candidates
+  (10 s by default, plus up to one jittered retry period; client-go's leads at once),
+  while a rollout, which finds the Lease its predecessor released, does not wait. A holder
+  that finds its Lease taken (another create or write came first) stops leading at once,
+  without waiting for its renew deadline.
 * "This candidate" is an identity *and* an instance: each elector writes a token of its
   own next to ``holderIdentity`` (the ``coordination.aioinformer.dev/instance``
   annotation). A record naming this identity with another instance is another
@@ -46,13 +55,10 @@ Contract (the semantics of client-go's ``tryAcquireOrRenew``, made safe where it
 Limits: as in client-go this is not fencing. Work a leader started keeps running until the
 code reacts to :attr:`~LeaderElector.leadership_lost`; a process paused longer than
 ``lease_duration - renew_deadline`` between checking :attr:`~LeaderElector.is_leader` and
-acting on it can still act late. A candidate that has never seen the Lease (it just
-started) and finds it missing creates it and leads at once, as client-go does, since a
-first deployment has no Lease: if the Lease was deleted under a live leader less than
-``retry_period`` before, both count as leader until that leader's next renewal finds the
-Lease taken (at most ``retry_period`` and one request later). A third party that writes
-an empty holder into a live leader's Lease is taken at its word (a release), with the same
-bound.
+acting on it can still act late (the manager's write client checks again as each write
+goes out). A third party that writes an empty holder into a live leader's Lease is taken at
+its word (a release): both count as leader until that leader's next renewal finds the
+Lease taken (at most ``retry_period`` and one request later).
 """
 
 from __future__ import annotations
@@ -69,7 +75,13 @@ from typing import Any
 import aiohttp
 
 from aioinformer._client.rest import ApiClientLike, RestClient
-from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time, new_instance
+from aioinformer._coordination.lease import (
+    Absence,
+    LeaseClient,
+    LeaseRecord,
+    micro_time,
+    new_instance,
+)
 from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, AlreadyExists, ConfigError, Conflict
 from aioinformer._core.service import Service
@@ -250,6 +262,8 @@ class LeaderElector(Service):
         self._observed: LeaseRecord | None = None
         self._observed_time = -math.inf
         self._renewed = -math.inf  # clock() when the last successful write started
+        self._absence = Absence(self._duration_s, (2 + JITTER) * retry_period)
+        self._created: float | None = None  # clock() when it sent the create of a missing Lease
         self._reported = ""
         self._instance = new_instance()
         self._duplicates: set[str] = set()  # other instances of this identity, logged
@@ -266,6 +280,13 @@ class LeaderElector(Service):
     def leader(self) -> str | None:
         """The holder this candidate last observed (None when unknown or released)."""
         return (self._observed.holder or None) if self._observed else None
+
+    @property
+    def lease_version(self) -> int | None:
+        """The resourceVersion of the Lease as this candidate last read or wrote it (while
+        leading: its last renewal, first the write that took the Lease); None before."""
+        rv = ((self._lease or {}).get("metadata") or {}).get("resourceVersion")
+        return int(rv) if isinstance(rv, str) and rv.isdigit() else None
 
     @property
     def observed_record(self) -> LeaseRecord | None:
@@ -317,7 +338,11 @@ class LeaderElector(Service):
     async def _acquire(self) -> None:
         while True:
             if await self._attempt(self.renew_deadline):
-                return
+                if self._created is None or self._clock() >= self._created + self.renew_deadline:
+                    self._created = None
+                    return
+            elif not self._holds():
+                self._created = None
             await asyncio.sleep(self.retry_period * (1 + JITTER * random.random()))
 
     async def _renew(self) -> None:
@@ -370,14 +395,20 @@ class LeaderElector(Service):
             except FAILURES as exc:
                 log.info("lease %s/%s: optimistic renew failed: %r", self.namespace, self.name, exc)
         # 2. read it, or create it
+        sent = self._clock()
         lease = await self._client.get(self.name)
         if lease is None:
-            # a missing Lease is no news from its holder: one seen held by another stays
-            # held until that record would have expired by this clock (a deleted Lease
-            # must not make a second leader while the first still counts itself one)
-            if self._held_by_another() and self._valid():
+            # a missing Lease is no news from its holder, who may lead on until its next
+            # renewal: the leader creates it again at once; anyone else only once it has
+            # seen it missing for a whole lease duration (a first deployment included)
+            self._absence.missing(sent, self._clock())
+            if self.leading.is_set() and self._holds():
+                await self._write(self._client.create(self.name, record))
+                return True
+            if self._observed is not None and not self._absence.long_enough():
                 return False
             await self._write(self._client.create(self.name, record))
+            self._created = sent  # (it leads renew_deadline later: see _acquire)
             return True
         current = self._see(lease)
         # 3. held by another and not expired by our clock
@@ -403,11 +434,13 @@ class LeaderElector(Service):
             if lease is not None:
                 self._see(lease)
             raise
+        self._absence.present()
         self._observe(LeaseRecord.from_lease(self._lease))
 
     def _see(self, lease: dict[str, Any]) -> LeaseRecord:
         """Keep ``lease`` (its resourceVersion) and observe its record if it changed."""
         self._lease = lease
+        self._absence.present()
         current = LeaseRecord.from_lease(lease)
         if current != self._observed:
             self._check_duplicate(current)
@@ -449,9 +482,6 @@ class LeaderElector(Service):
     def _holds(self) -> bool:
         """Whether the record last observed names this candidate (identity and instance)."""
         return self._observed is not None and self._observed.held_by(self.identity, self._instance)
-
-    def _held_by_another(self) -> bool:
-        return self._observed is not None and bool(self._observed.holder) and not self._holds()
 
     def _valid(self) -> bool:
         duration = self._observed.duration_s if self._observed else 0

@@ -21,6 +21,7 @@ candidate's (a duplicate, or this identity's previous process), never this one's
 
 from __future__ import annotations
 
+import math
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,7 +31,14 @@ from urllib.parse import quote
 from aioinformer._client.rest import ApiClientLike, Request, RestClient
 from aioinformer._core.errors import Conflict, NotFound, TransportError
 
-__all__ = ["INSTANCE_ANNOTATION", "LeaseClient", "LeaseRecord", "micro_time", "new_instance"]
+__all__ = [
+    "INSTANCE_ANNOTATION",
+    "Absence",
+    "LeaseClient",
+    "LeaseRecord",
+    "micro_time",
+    "new_instance",
+]
 
 _RESOURCE = "leases.coordination.k8s.io"
 _API_VERSION = "coordination.k8s.io/v1"
@@ -93,6 +101,47 @@ class LeaseRecord:
             "renewTime": self.renew_time,
             "leaseTransitions": self.transitions,
         }
+
+
+@dataclass(slots=True)
+class Absence:
+    """How long one candidate has seen a Lease missing, by its own clock.
+
+    A deleted Lease says nothing about who holds it: its holder may count on it until its
+    next renewal finds it gone (and creates it again). So a candidate that does not hold it
+    may create a missing Lease only once it has seen it missing for ``duration`` seconds
+    (:meth:`long_enough`), looking at least every ``max_gap`` seconds: a longer gap between
+    two looks (the process was paused, its requests stalled) starts the count again, since
+    the Lease may have been created, held and deleted again meanwhile. (What a count
+    cannot see, a Lease created and deleted again between two looks, the creator's wait
+    covers: it leads only ``renew_deadline`` after its create.)
+    """
+
+    duration: float
+    """Seconds the Lease must be seen missing (the Lease duration)."""
+    max_gap: float
+    """Seconds between two looks beyond which the count starts again."""
+    since: float | None = None
+    """clock() when the answer that started the count came (None: not seen missing)."""
+    last_sent: float = -math.inf
+    """clock() when the last request that found it missing was sent."""
+
+    def missing(self, sent: float, answered: float) -> None:
+        """A request sent at ``sent`` found the Lease missing; its answer came at
+        ``answered`` (the Lease was missing at some instant in between)."""
+        if self.since is None or answered - self.last_sent > self.max_gap:
+            self.since = answered
+        self.last_sent = sent
+
+    def present(self) -> None:
+        """The Lease was seen (the count ends)."""
+        self.since = None
+        self.last_sent = -math.inf
+
+    def long_enough(self) -> bool:
+        """Whether it has been seen missing for ``duration`` seconds without a gap, up to
+        the last request that found it missing."""
+        return self.since is not None and self.last_sent - self.since >= self.duration
 
 
 class LeaseClient:

@@ -28,12 +28,20 @@ Contract:
   round and it acquires the released shards at its own (each round is one
   ``retry_period`` apart, plus up to 20% jitter).
 * The Leases are trusted as :mod:`aioinformer._coordination.leader` trusts its one: a
-  Lease that vanished (deleted) counts as last seen until that record would have expired
-  (its holder re-creates it at its next renewal); every answer is checked to be the Lease
-  asked for (a bogus 2xx is a failed renewal or a failed balancing round); a record
-  naming this identity with another instance (``coordination.aioinformer.dev/instance``)
-  is another replica's: a replica whose member Lease another live instance of its
-  identity renews is no member, takes no shard, and says so once at ERROR.
+  missing shard Lease (deleted, or never made) is created by its holder at its next
+  renewal; by another replica that has listed it before only once its balancing rounds
+  have seen it missing for ``ceil(lease_duration)`` seconds, looking at least every
+  ``(2 + 1.2) * retry_period`` seconds; and a replica that creates a missing shard Lease
+  owns the shard only ``renew_deadline`` after it sent the create (renewing it meanwhile),
+  when a holder it never saw counts itself owner no more (so a fresh deployment's shards
+  are owned ``renew_deadline``, 10 s by default, after they are taken); a member
+  Lease, which guards no key, is created again by its holder at once, by another instance
+  of its identity once the record it last saw would have expired; every answer is
+  checked to be the Lease asked for (a bogus 2xx is a failed renewal or a failed
+  balancing round); a record naming this identity with another instance
+  (``coordination.aioinformer.dev/instance``) is another replica's: a replica whose
+  member Lease another live instance of its identity renews is no member, takes no shard,
+  and says so once at ERROR.
 * Every replica must use the same ``name``, ``namespace`` and ``shards``; a change of
   ``shards`` moves most keys.
 * ``on_change`` callbacks get the new owned set (a ``frozenset`` of shard numbers) whenever
@@ -73,8 +81,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aioinformer._client.rest import ApiClientLike, RestClient
-from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, check_timings
-from aioinformer._coordination.lease import LeaseClient, LeaseRecord, micro_time, new_instance
+from aioinformer._coordination.leader import DEADLINE_SLACK, FAILURES, JITTER, check_timings
+from aioinformer._coordination.lease import (
+    Absence,
+    LeaseClient,
+    LeaseRecord,
+    micro_time,
+    new_instance,
+)
 from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from aioinformer._core.service import Service
@@ -118,6 +132,7 @@ class _Held:
     record: LeaseRecord
     renewed: float  # clock() when the last successful write started
     keeper: asyncio.Task[None] | None = None  # the task renewing it
+    owned_from: float = -math.inf  # clock() from which it is owned (a created Lease: later)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +220,11 @@ class ShardManager(Service):
         self._duration_s = max(1, math.ceil(lease_duration))
         self._held: dict[int, _Held] = {}
         self._seen: dict[str, _Seen] = {}
+        self._absent = {
+            self.shard_name(s): Absence(self._duration_s, (2 + JITTER) * retry_period)
+            for s in range(shards)
+        }  # each shard Lease's absence, as the balancing rounds' lists saw it
+        self._ever_listed: set[str] = set()  # the shard Leases a list ever showed
         self._member: dict[str, Any] | None = None
         self._member_acquired: str | None = None
         self._members: frozenset[str] = frozenset({identity})
@@ -231,12 +251,24 @@ class ShardManager(Service):
         ``renew_deadline`` ago by its clock. The manager checks it before each reconcile
         and each write; code of its own (a webhook, a periodic job) may ask too."""
         held = self._held.get(shard_of(key, self.shards))
-        return held is not None and self._clock() - held.renewed < self.renew_deadline
+        now = self._clock()
+        return held is not None and held.owned_from <= now < held.renewed + self.renew_deadline
 
     def owned_shards(self) -> frozenset[int]:
         """The shards :meth:`owns` is True for, right now."""
         now = self._clock()
-        return frozenset(s for s, h in self._held.items() if now - h.renewed < self.renew_deadline)
+        return frozenset(
+            s
+            for s, h in self._held.items()
+            if h.owned_from <= now < h.renewed + self.renew_deadline
+        )
+
+    def lease_version(self, shard: int) -> int | None:
+        """The resourceVersion of shard ``shard``'s Lease as this replica last wrote it
+        (None when it does not hold it): first the write that took it."""
+        held = self._held.get(shard)
+        rv = held.lease.get("metadata", {}).get("resourceVersion") if held else None
+        return int(rv) if isinstance(rv, str) and rv.isdigit() else None
 
     @property
     def handing_over(self) -> frozenset[int]:
@@ -316,7 +348,13 @@ class ShardManager(Service):
         """Renew one held shard every retry_period until a renewal misses the deadline or
         finds the lease changed hands (then stop owning it), or until cancelled."""
         while True:
-            await asyncio.sleep(self.retry_period)
+            wait = self.retry_period
+            pending = held.owned_from + DEADLINE_SLACK - self._clock()
+            if 0 < pending < wait:  # a created shard Lease becomes owned now: say so
+                await asyncio.sleep(pending)
+                self._publish()
+                wait -= pending
+            await asyncio.sleep(wait)
             if not await self._renew(shard, held):
                 break
         if self._held.get(shard) is held:
@@ -378,8 +416,8 @@ class ShardManager(Service):
         )
         if lease is None:
             self._member = await self._client.create(self.member_lease, record)
-        else:
-            self._member = await self._client.update(lease, record)
+        else:  # (its holder creates it again at once if it was deleted)
+            self._member = await self._rewrite(self.member_lease, lease, record)
 
     async def _before_release(self, shards: frozenset[int]) -> None:
         """Await every ``on_release`` callback (bounded by ``renew_deadline`` in all)."""
@@ -410,13 +448,14 @@ class ShardManager(Service):
             await self._balance()
 
     async def _balance(self) -> None:
+        sent = self._clock()
         try:
             async with asyncio.timeout(self.renew_deadline):
                 leases = await self._client.list()
         except FAILURES as exc:
             log.warning("shards %s: list failed: %r", self.name, exc)
             return
-        listed = self._observe_all(leases)
+        listed = self._observe_all(leases, sent)
         stale = self._stale_members(listed)
         live = {
             s.record.holder
@@ -458,10 +497,11 @@ class ShardManager(Service):
             for s in take:
                 tg.create_task(self._acquire(s, listed.get(self.shard_name(s))))
 
-    def _observe_all(self, leases: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        """Observe the listed Leases of this manager; a Lease that vanished is remembered
-        as last seen until that record would have expired (a deleted Lease is no news
-        from its holder, who may still count on it)."""
+    def _observe_all(self, leases: list[dict[str, Any]], sent: float) -> dict[str, dict[str, Any]]:
+        """Observe the Leases of this manager a list sent at ``sent`` found; a Lease that
+        vanished is remembered as last seen until that record would have expired, and a
+        missing shard Lease counts its absence (a deleted Lease is no news from its
+        holder, who may still count on it)."""
         now = self._clock()
         listed: dict[str, dict[str, Any]] = {}
         for lease in leases:
@@ -469,6 +509,12 @@ class ShardManager(Service):
             if name.startswith(f"{self.name}-"):
                 listed[name] = lease
                 self._note(name, LeaseRecord.from_lease(lease), now)
+        for name, absence in self._absent.items():
+            if name in listed:
+                absence.present()
+                self._ever_listed.add(name)
+            else:
+                absence.missing(sent, now)
         for name in set(self._seen) - set(listed):
             if not self._valid(name):
                 del self._seen[name]
@@ -534,9 +580,14 @@ class ShardManager(Service):
         )
 
     def _takeable(self, name: str) -> bool:
-        """Whether this replica may write the Lease ``name``: never seen held, released,
-        held by this very instance, or expired by this clock since it last changed (a
-        record naming this identity with another instance is another replica's)."""
+        """Whether this replica may write the Lease ``name``: a shard Lease missing at the
+        last look only once seen missing for a whole Lease duration (its holder, who
+        creates it again at once, is not asking); else never seen held, released, held by
+        this very instance, or expired by this clock since it last changed (a record
+        naming this identity with another instance is another replica's)."""
+        absence = self._absent.get(name)
+        if absence is not None and absence.since is not None:
+            return absence.long_enough() or name not in self._ever_listed
         seen = self._seen.get(name)
         if seen is None or not seen.record.holder:
             return True
@@ -569,6 +620,8 @@ class ShardManager(Service):
             log.info("shard %s: not acquired: %r", name, exc)
             return
         held = self._held[shard] = _Held(written, record, start)
+        if lease is None:  # a missing Lease created: owned once any unseen holder stopped
+            held.owned_from = start + self.renew_deadline
         assert self._tg is not None
         held.keeper = self._tg.create_task(self._keep(shard, held))
         self._publish()

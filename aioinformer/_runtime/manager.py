@@ -45,6 +45,7 @@ from aioinformer._core.errors import ConfigError
 from aioinformer._core.loops import new_event_loop
 from aioinformer._core.service import Service, wait_ended
 from aioinformer._runtime.bookkeeping import ControllerWrites
+from aioinformer._runtime.catchup import catch_up
 from aioinformer._runtime.controller import (
     Controller,
     ControllerOptions,
@@ -227,6 +228,7 @@ class Manager(Service):
 
             self.shards = ShardManager(api_client, **asdict(sharding), clock=clock)
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
+        self._catching_up: dict[int, int] = {}  # shard -> the Lease RV its caches wait for
         self._recorders: list[EventRecorder] = []
         self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
         """What :meth:`require_permission` declared: (group, resource, verbs, namespace)."""
@@ -397,7 +399,8 @@ class Manager(Service):
         if self.elector is not None:
             return self.elector.is_leader
         if self.shards is not None:
-            return self.shards.owns(key)
+            shards = self.shards
+            return shards.owns(key) and shards.shard_for(key) not in self._catching_up
         return True
 
     # -- the three ways to run the controllers --------------------------------------------------
@@ -436,6 +439,8 @@ class Manager(Service):
             outer.create_task(self._fence_elected(elector))
             while True:
                 await _first(elector.leading.wait(), electing)
+                if not await self._catch_up_leading(elector, electing):
+                    continue  # lost while catching up
                 self.metrics.leader.set(1)
                 log.info("leading: starting controllers")
                 try:
@@ -443,6 +448,30 @@ class Manager(Service):
                 finally:
                     self.metrics.leader.set(0)
                 log.warning("leadership lost: the controllers stopped")
+
+    async def _catch_up_leading(self, elector: LeaderElector, electing: asyncio.Task[Any]) -> bool:
+        """Wait, bounded by ``renew_deadline``, until the informers caught up with the
+        Lease write that made this replica leader (:mod:`~aioinformer._runtime.catchup`);
+        False if leadership was lost meanwhile."""
+        rv = elector.lease_version
+        if rv is None:
+            return True
+        what = f"lease {elector.namespace}/{elector.name}"
+        catching = asyncio.ensure_future(
+            catch_up(self.factory.informers, rv, self.factory.rest, what=what,
+                     timeout=elector.renew_deadline)
+        )  # fmt: skip
+        lost = asyncio.ensure_future(elector.leadership_lost.wait())
+        try:
+            await asyncio.wait([catching, lost, electing], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (catching, lost):
+                task.cancel()
+            await asyncio.wait([catching, lost])
+        if electing.done():
+            electing.result()
+            raise RuntimeError("the leader elector ended")
+        return catching.done() and not catching.cancelled() and elector.leading.is_set()
 
     async def _fence_elected(self, elector: LeaderElector) -> None:
         """Each time leadership ends, abort every running reconcile at once (also while
@@ -464,8 +493,21 @@ class Manager(Service):
         def lost(key: str) -> bool:  # (a shard handed over is hand_over's to cancel)
             return not shards.owns(key) and shards.shard_for(key) not in shards.handing_over
 
-        def owned_changed(_owned: frozenset[int]) -> None:
+        catching: set[asyncio.Task[None]] = set()
+        previous: list[frozenset[int]] = [frozenset()]
+
+        def owned_changed(owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
+            taken = owned - previous[0]
+            previous[0] = owned
+            for s in set(self._catching_up) - owned:
+                del self._catching_up[s]
+            versions = {s: rv for s in taken if (rv := shards.lease_version(s)) is not None}
+            if versions:  # their keys wait until the caches caught up with those writes
+                self._catching_up.update(versions)
+                task = asyncio.ensure_future(self._catch_up_shards(shards, versions))
+                catching.add(task)
+                task.add_done_callback(catching.discard)
             for ctl in self.controllers:
                 ctl.abort_reconciles(lost)
                 for obj in ctl.primary.snapshot().list():
@@ -488,6 +530,27 @@ class Manager(Service):
         finally:
             shards.on_change.remove(owned_changed)
             shards.on_release.remove(hand_over)
+            for task in list(catching):
+                task.cancel()
+            if catching:
+                await asyncio.wait(catching)
+            self._catching_up.clear()
+
+    async def _catch_up_shards(self, shards: ShardManager, versions: dict[int, int]) -> None:
+        """Wait, bounded by ``renew_deadline``, until the informers caught up with the
+        Lease writes that took the shards ``versions`` names, then let their keys be
+        reconciled (:mod:`~aioinformer._runtime.catchup`)."""
+        rv = max(versions.values())
+        what = f"shards {sorted(versions)} of {shards.namespace}/{shards.name}"
+        await catch_up(self.factory.informers, rv, self.factory.rest, what=what,
+                       timeout=shards.renew_deadline)  # fmt: skip
+        ready = {s for s, v in versions.items() if self._catching_up.get(s) == v}
+        for s in ready:
+            del self._catching_up[s]
+        for ctl in self.controllers:
+            for obj in ctl.primary.snapshot().list():
+                if shards.shard_for(obj.key) in ready and shards.owns(obj.key):
+                    ctl.queue.add(obj.key)
 
 
 async def _first(waiting: Coroutine[Any, Any, Any], background: asyncio.Task[Any]) -> None:

@@ -20,7 +20,7 @@ import pytest
 from aioinformer import Client
 from aioinformer._client.config import load_api_client
 from aioinformer.testing import KubeSim, eventually, install_crd
-from tests.support import REPO
+from tests.support import REPO, released_lease
 
 PODSET = {
     "apiVersion": "example.aioinformer.dev/v1",
@@ -96,6 +96,7 @@ async def test_an_operator_runs_is_ready_and_stops_on_sigterm(tmp_path: Path) ->
             client = Client(api)
             await install_crd(client, REPO / "examples" / "crds" / "podset.yaml")
             await client.create(PODSET)
+            await client.create(released_lease("podset-operator", "default"))  # (taken at once)
             async with spawn(
                 "run", "examples/podset.py:build", "--kubeconfig", str(kubeconfig),
                 "--metrics-port", "0", "--metrics-host", "127.0.0.1",

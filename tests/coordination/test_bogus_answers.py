@@ -28,6 +28,8 @@ pytestmark = pytest.mark.looptime
 NS = "default"
 NAME = "ctl-leader"
 TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+FIRST = TIMING["lease_duration"] + 5  # (virtual) seconds: a fresh deployment's first leader
+# waits a renew deadline
 BOGUS_FOR = 60.0
 """Seconds the answers stay bogus: longer than a Lease's duration."""
 
@@ -91,7 +93,7 @@ async def test_a_bogus_200_is_never_a_renewal_or_a_free_leader_lease(
     async with sim.api_client() as api_a, sim.api_client() as api_b:
         a, b = elector(api_a, "a"), elector(api_b, "b")
         async with a, sampled(lambda: leading(a, b)) as overlaps:
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             async with b:
                 await eventually(lambda: b.leader == "a", "b sees a")
                 answer_with(sim, bodies(NAME, "a")[case], [verb], f"/leases/{NAME}")

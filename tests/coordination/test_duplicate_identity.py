@@ -28,6 +28,8 @@ pytestmark = pytest.mark.looptime
 
 NS = "default"
 TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+FIRST = TIMING["lease_duration"] + 5  # (virtual) seconds: a fresh deployment's first leader
+# waits a renew deadline
 LEASE_DURATION, RETRY_PERIOD = TIMING["lease_duration"], TIMING["retry_period"]
 
 
@@ -65,7 +67,7 @@ async def test_two_electors_with_one_identity_never_both_lead(
         ):
             running_first = await stack.enter_async_context(contextlib.AsyncExitStack())
             await running_first.enter_async_context(first)
-            await first.wait_leader(timeout=5)
+            await first.wait_leader(timeout=FIRST)
             await stack.enter_async_context(second)
             await asyncio.sleep(4 * LEASE_DURATION)
             assert first.is_leader and not second.is_leader
@@ -91,7 +93,7 @@ async def test_a_frozen_leader_and_its_namesake_never_both_lead(
         thawed = cut_off(api_1, monkeypatch)
         first, second = elector(api_1, "ctl-0"), elector(api_2, "ctl-0")
         async with sampled(lambda: leading(first, second)) as overlaps, first:
-            await first.wait_leader(timeout=5)
+            await first.wait_leader(timeout=FIRST)
             async with second:
                 await asyncio.sleep(RETRY_PERIOD * 3)
                 thawed.clear()
@@ -117,7 +119,7 @@ async def test_a_restarted_process_takes_its_predecessors_lease_once_expired(
     async with sim.api_client() as api:
         crashed = elector(api, "ctl-0", release_on_cancel=False)
         async with crashed:
-            await crashed.wait_leader(timeout=5)
+            await crashed.wait_leader(timeout=FIRST)
         started = loop.time()
         restarted = elector(api, "ctl-0")
         async with restarted:
@@ -126,7 +128,7 @@ async def test_a_restarted_process_takes_its_predecessors_lease_once_expired(
         assert duplicate_errors(caplog, "ctl-0") == []
         started = loop.time()
         async with elector(api, "ctl-0") as again:
-            await again.wait_leader(timeout=5)
+            await again.wait_leader(timeout=FIRST)
             assert loop.time() - started < 1.0
 
 

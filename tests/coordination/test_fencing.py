@@ -258,7 +258,9 @@ async def test_a_lost_lease_cancels_the_running_reconciles_at_once(sim: KubeSim,
         async with proxy.api_client() as api:
             a = replica(kind, api, "a", reconcile=reconcile)
             async with a.manager:
-                await eventually(lambda: len(started) == len(KEYS), "every key reconciling")
+                await eventually(  # (a fresh deployment: after a renew deadline)
+                    lambda: len(started) == len(KEYS), "every key reconciling", timeout=SOON
+                )
                 held = loop.time()
                 proxy.hold()
                 await eventually(lambda: len(cancelled) == len(KEYS), "every reconcile ended")

@@ -39,6 +39,9 @@ NS = "default"
 LEASE_DURATION, RENEW_DEADLINE, RETRY_PERIOD = 15.0, 10.0, 2.0  # client-go's defaults
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 LONG = 10 * LEASE_DURATION  # (virtual) seconds a test may wait for a change of leader
+FIRST = (
+    LEASE_DURATION + 5
+)  # (virtual) seconds: a fresh deployment's first leader waits a renew deadline
 
 
 def lease_spec(sim: KubeSim) -> dict[str, Any]:
@@ -123,7 +126,7 @@ async def test_single_elector_acquires_renews_every_retry_period_and_releases(
         a = elector(api, "a")
         assert not a.is_leader and a.leadership_lost.is_set()
         async with a:
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             assert a.is_leader and a.leader == "a"
             assert not a.leadership_lost.is_set()
             first = lease_spec(sim)
@@ -132,7 +135,10 @@ async def test_single_elector_acquires_renews_every_retry_period_and_releases(
             assert first["leaseTransitions"] == 0
             assert MICRO_TIME.match(first["acquireTime"]), first
             assert MICRO_TIME.match(first["renewTime"]), first
-            await eventually(lambda: len(sent(requests, "a")) == 6, "five renewals", timeout=LONG)
+            led = len(sent(requests, "a"))  # (it took the Lease, then led renew_deadline later)
+            await eventually(
+                lambda: len(sent(requests, "a")) == led + 5, "five renewals", timeout=LONG
+            )
             renewed = lease_spec(sim)
             assert MICRO_TIME.match(renewed["renewTime"])
             assert renewed["renewTime"] > first["renewTime"]
@@ -142,7 +148,7 @@ async def test_single_elector_acquires_renews_every_retry_period_and_releases(
         released = lease_spec(sim)
     # renewed retry_period after the last renewal ended (the requests take no time on
     # virtual time, but for the moments the HTTP client spends in a thread)
-    written = sent(requests, "a")
+    written = sent(requests, "a")[led - 1 :]
     gaps = [later - earlier for earlier, later in itertools.pairwise(written)]
     assert all(RETRY_PERIOD <= gap < RETRY_PERIOD + 0.5 for gap in gaps), written
     assert released["holderIdentity"] == ""
@@ -160,7 +166,7 @@ async def test_two_electors_one_leads_and_release_hands_over(sim: KubeSim) -> No
         b = elector(api_b, "b", clock=lambda: 0.0)
         async with sampling(sim, [a, b]), contextlib.AsyncExitStack() as running_a:
             await running_a.enter_async_context(a)
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             async with b:
                 with pytest.raises(TimeoutError):  # many renewals of a
                     await b.wait_leader(timeout=3 * LEASE_DURATION)
@@ -197,7 +203,7 @@ async def test_frozen_leader_steps_down_before_standby_takes_over(
         b = elector(api_b, "b", on_started_leading=note("b started"))
         requests = lease_requests(api_a)
         async with lease_writes(api_b, NS) as writes, sampling(sim, [a, b]), a:
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             scope_lost: list[bool] = []
 
             async def work() -> None:
@@ -260,7 +266,7 @@ async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
             on_stopped_leading=lambda: tries.append(sent - sent_before),
         )
         async with a:
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             thawed.clear()
             sent_before = sent
             await asyncio.wait_for(a.leadership_lost.wait(), RENEW_DEADLINE + RETRY_PERIOD)
@@ -273,7 +279,7 @@ async def test_one_failed_renewal_keeps_leadership(sim: KubeSim) -> None:
     async with sim.api_client() as api, lease_writes(api, NS) as writes:
         a = elector(api, "a", on_stopped_leading=lambda: stopped.append("a"))
         async with sampling(sim, [a]), a:
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             before = lease_spec(sim)
             # one renewal fails entirely: the optimistic PUT and the fallback GET get 500
             sim.fail_next(2, 500, path_contains=f"/leases/{NAME}")
@@ -303,7 +309,7 @@ async def test_callbacks_report_leaders_in_order(sim: KubeSim) -> None:
         a, b = candidate(api_a, "a"), candidate(api_b, "b")
         async with contextlib.AsyncExitStack() as running_a:
             await running_a.enter_async_context(a)
-            await a.wait_leader(timeout=5)
+            await a.wait_leader(timeout=FIRST)
             async with b:
                 await eventually(lambda: b.leader == "a", "b sees a")
                 await running_a.aclose()

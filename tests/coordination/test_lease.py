@@ -14,6 +14,7 @@ import pytest
 from aioinformer import TransportError
 from aioinformer._coordination.lease import (
     INSTANCE_ANNOTATION,
+    Absence,
     LeaseClient,
     LeaseRecord,
     micro_time,
@@ -127,3 +128,27 @@ async def test_the_instance_is_written_and_read_back(sim: KubeSim) -> None:
             released.holder == ""
             and LeaseRecord.from_lease(await leases.get("l") or {}).holder == ""
         )
+
+
+def test_a_lease_counts_as_missing_long_enough_only_without_a_gap() -> None:
+    """A missing Lease may be created by a non-holder once seen missing for the whole
+    duration, by looks no more than ``max_gap`` apart: a longer gap (a pause) starts the
+    count again, and a sighting ends it."""
+    absence = Absence(duration=15.0, max_gap=6.4)
+    assert not absence.long_enough()
+    for t in (0.0, 4.0, 8.0, 12.0):
+        absence.missing(t, t + 0.01)
+        assert not absence.long_enough()
+    absence.missing(15.0, 15.01)
+    assert not absence.long_enough()  # (counted from the first answer, 0.01)
+    absence.missing(16.0, 16.01)
+    assert absence.long_enough()
+    absence.missing(30.0, 30.01)  # 14 s after the last look: the count starts again
+    assert not absence.long_enough()
+    for t in (34.0, 38.0, 42.0):
+        absence.missing(t, t + 0.01)
+    absence.missing(45.02, 45.03)
+    assert absence.long_enough()
+    absence.present()
+    absence.missing(46.0, 46.01)
+    assert not absence.long_enough()
