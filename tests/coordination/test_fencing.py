@@ -330,7 +330,9 @@ async def test_a_hand_over_lets_cancelled_reconciles_clean_up_and_logs_no_error(
         a = replica("sharded", api_a, "a", reconcile=reconcile)
         b = replica("sharded", api_b, "b", reconcile=reconcile)
         await stack.enter_async_context(a.manager)
-        await eventually(lambda: len(started) == len(KEYS), "a reconciles every key")
+        # (a fresh deployment's first shard owner starts renew_deadline after it took them)
+        first = RENEW_DEADLINE + LEASE_TIMING["retry_period"] + 5
+        await eventually(lambda: len(started) == len(KEYS), "a reconciles every key", timeout=first)
         await stack.enter_async_context(b.manager)
         await balanced(a, b)
         handed = set(KEYS) - a.keys()
