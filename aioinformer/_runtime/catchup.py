@@ -28,7 +28,7 @@ from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, FreshnessTimeout
 
-__all__ = ["QUICK", "catch_up"]
+__all__ = ["QUICK", "catch_up", "caught_up"]
 
 log = logs.logger("aioinformer.manager")
 
@@ -46,7 +46,7 @@ async def catch_up(
     most ``timeout`` seconds; return those that did not (logged at WARNING, naming
     ``what`` the replica took)."""
     unique = list({id(i): i for i in informers}.values())
-    results = await asyncio.gather(*(_caught_up(i, rv, rest, timeout) for i in unique))
+    results = await asyncio.gather(*(caught_up(i, rv, rest, timeout) for i in unique))
     behind = [i for i, ok in zip(unique, results, strict=True) if not ok]
     if behind:
         log.warning(
@@ -57,7 +57,9 @@ async def catch_up(
     return behind
 
 
-async def _caught_up(informer: Informer, rv: int, rest: RestClient, timeout: float) -> bool:
+async def caught_up(informer: Informer, rv: int, rest: RestClient, timeout: float) -> bool:
+    """Whether ``informer`` caught up with ``rv`` (see the module docstring) within
+    ``timeout`` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     try:

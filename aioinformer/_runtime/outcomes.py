@@ -19,7 +19,8 @@ observe the creation"):
   object the owner does not control) was not done and its expectation is lowered; a
   delete that finds the same object still there and not being deleted was not done; then
   the informers that follow the object must have seen it as found (its resourceVersion),
-  or gone from them if it was not found (bounded by ``freshness_timeout`` per try), so the
+  or gone from them and at the resourceVersion of a consistent read of the collection
+  made after the GET, if it was not found (bounded by ``freshness_timeout`` per try), so the
   next reconcile never reads a cache older than what the lost write may have done (an
   update, a status write, a finalizer removal that let the object go).
 
@@ -43,7 +44,7 @@ so no object is made twice by this.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -60,7 +61,8 @@ from aioinformer._core.errors import (
     StatusError,
     TransportError,
 )
-from aioinformer._core.objects import KubeObject, decode_object
+from aioinformer._core.objects import KubeObject, decode_object, parse_resource_version
+from aioinformer._runtime.catchup import caught_up
 
 if TYPE_CHECKING:
     from aioinformer._runtime.controller import Controller
@@ -105,6 +107,9 @@ class Settlement:
     _learned: bool = field(default=False, init=False)
     _gone: list[Informer] = field(default_factory=list, init=False)
     _fresh: list[tuple[Informer, int]] = field(default_factory=list, init=False)
+    _absent_at: int | None = field(default=None, init=False)
+    """When the object was not found: the collection's resourceVersion read after (a
+    delete's, or a create's and then a delete's, resourceVersions are at most this)."""
 
     @property
     def written(self) -> str:
@@ -113,10 +118,12 @@ class Settlement:
         return f"{ns}/{name}" if ns else str(name)
 
     async def __call__(self) -> bool:
-        if self.request.name is None:  # generateName: nothing to look up
-            return True
         if not self._learned:
             try:
+                if self.request.name is None:  # generateName: nothing to look up by name
+                    self._learn_unnamed(await self._collection_version())
+                    self._learned = True
+                    return await self._caught_up()
                 found = await self._read()
             except AioinformerError as exc:
                 log.info("%s: %s: what %s did is not known yet: %s", self.controller.name,
@@ -124,13 +131,20 @@ class Settlement:
                 return False
             self._learn(found)
             self._learned = True
+        return await self._caught_up()
+
+    async def _caught_up(self) -> bool:
         timeout = self.controller.options.freshness_timeout
         try:
             for inf in list(self._gone):
                 await inf.wait_gone(self.written, None, timeout=timeout)
                 self._gone.remove(inf)
             for inf, rv in list(self._fresh):
-                await inf.wait_fresh(rv, timeout=timeout)
+                if rv == self._absent_at:  # a collection's RV: a quiet resource never gets
+                    if not await caught_up(inf, rv, self.rest, timeout):  # there by itself
+                        return False
+                else:
+                    await inf.wait_fresh(rv, timeout=timeout)
                 self._fresh.remove((inf, rv))
         except FreshnessTimeout:
             return False
@@ -148,8 +162,27 @@ class Settlement:
         watching = [i for i in self.informers() if self.sees(i, self.request, found, self.written)]
         if found is None:
             self._gone = watching  # they must not show it any more
+            if self._absent_at is not None:  # nor be older than what made it so
+                self._fresh = [(inf, self._absent_at) for inf in watching]
         else:
             self._fresh = [(inf, found.rv) for inf in watching]  # they must see this state
+
+    def _learn_unnamed(self, rv: int) -> None:
+        """A ``generateName`` create: its expectation stays (an owned informer shows the
+        new object, or the ttl); the informers that would cache it must reach the
+        collection's resourceVersion read after it (at least the create's, if it was
+        made), so the next reconcile's caches are not older than it."""
+        self._absent_at = rv
+        if not self.controller.options.freshness:
+            return
+        res, ns = self.request.resource, self.request.namespace or ""
+        labels = _body_labels(self.request.body)
+        self._fresh = [
+            (inf, rv)
+            for inf in self.informers()
+            if (inf.group, inf.version, inf.plural) == (res.group, res.version, res.plural)
+            and inf.follows(ns, labels)
+        ]
 
     async def _read(self) -> KubeObject | None:
         """The object under the write's name on the server (None: not there)."""
@@ -158,6 +191,7 @@ class Settlement:
         try:
             answer = await self.rest.request("GET", res.path(ns, name), about)
         except NotFound:
+            self._absent_at = await self._collection_version()
             return None
         obj = decode_object(answer.body)
         if (obj.name, obj.namespace or None) != (name, ns) or obj.kind != res.kind:
@@ -165,3 +199,27 @@ class Settlement:
                 f"{about.where()}: the server answered {obj.kind} {obj.key}, not that object"
             )
         return obj
+
+    async def _collection_version(self) -> int:
+        """The resourceVersion of a consistent (quorum) read of the written object's
+        collection, made now: one item at most, selected by the name, so it costs what a
+        GET does. A lost delete's resourceVersion (and a lost create's before it) is at
+        most this: an informer that reached it shows their effects."""
+        res, ns, name = self.request.resource, self.request.namespace, self.request.name
+        about = Request("list", res.qualified, ns, None)
+        query = [("limit", "1")]
+        if name is not None:
+            query.append(("fieldSelector", f"metadata.name={name}"))
+        data = await self.rest.request_json("GET", res.path(ns), about, query=query)
+        meta = data.get("metadata")
+        rv = meta.get("resourceVersion") if isinstance(meta, dict) else None
+        if not isinstance(rv, str):
+            raise DecodeError(f"{about.where()}: the list has no resourceVersion")
+        return parse_resource_version(rv)
+
+
+def _body_labels(body: object) -> Mapping[str, str]:
+    """The labels of a request body (none when it has none)."""
+    meta = body.get("metadata") if isinstance(body, Mapping) else None
+    labels = meta.get("labels") if isinstance(meta, Mapping) else None
+    return labels if isinstance(labels, Mapping) else {}

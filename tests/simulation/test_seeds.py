@@ -20,8 +20,19 @@ SEEDS = 150
 CHUNKS = 3
 PER_CHUNK = SEEDS // CHUNKS
 
-KNOWN: dict[int, tuple[frozenset[str], str]] = {}
+KNOWN: dict[int, tuple[frozenset[str], str]] = {
+    509: (
+        frozenset({"stale-snapshot"}),
+        "a shard owner reconciles on a pods snapshot older than its own generateName create "
+        "(lost answers, freezes, Lease deletions, cut watches): not understood yet",
+    ),
+}
 """Seed -> (the invariants it breaks, what happens): see the replay command's output."""
+
+FIXED = (164, 599, 730)
+"""Seeds beyond the range that found failures since fixed (164: a new leader on a lagging
+cache; 599, 730: a delete whose answer was lost, under watch lag, then a reconcile on a
+snapshot older than it): they must stay fixed."""
 
 _BROKEN = re.compile(r"^seed (\d+) \(.*\): BROKEN: (.*)$", re.M)
 
@@ -49,8 +60,14 @@ def test_every_invariant_holds_on_every_seed(chunk: int) -> None:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("seed", FIXED)
+def test_the_seeds_of_fixed_failures_stay_fixed(seed: int) -> None:
+    code, output = _soak("--seed", str(seed))
+    assert code == 0 and _broken(output) == {}, output
+
+
+@pytest.mark.timeout(300)
 def test_the_known_seeds_beyond_the_range_still_break_what_they_broke() -> None:
-    """(None today: every seed the simulation found broken is fixed.)"""
     for seed in sorted(s for s in KNOWN if s > SEEDS):
         code, output = _soak("--seed", str(seed))
         assert code == 1 and _broken(output) == {seed: KNOWN[seed][0]}, output
