@@ -176,8 +176,8 @@ class ControllerWrites:
     def _unsettled(self, request: WriteRequest, token: _Booked) -> None:
         """Keep the write's expectations; learn what it did before the next reconcile."""
         ctl = token.running.controller
-        if not (ctl.options.expectations or ctl.options.freshness) or request.name is None:
-            return  # (generateName: its expectation stays until seen, or its ttl)
+        if not (ctl.options.expectations or ctl.options.freshness):
+            return
         settlement = Settlement(
             request, ctl, token.running.key, self._rest, self._informers, _sees,
             creation=token.creation, deletion=token.deletion,

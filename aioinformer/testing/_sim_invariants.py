@@ -24,7 +24,10 @@ at the moment it could first be broken:
     No reconcile on a snapshot older than the controller's last write: when a reconcile
     of a key starts on a replica, every informer of that replica that follows an object
     the replica last wrote for the key has seen that write (its snapshot's resourceVersion
-    is at least the write's, as the server committed it, whether its answer arrived or not).
+    is at least the write's, as the server committed it, whether its answer arrived or not),
+    unless the server no longer holds the object written and the snapshot does not either
+    (a write whose effect is gone again: a create the garbage collector undid, say, that a
+    settlement found absent by a list; the snapshot shows what the server holds of it).
 ``unreconciled``
     Every object eventually reconciled: once the faults are lifted, every primary's last
     version is reconciled (a reconcile that started on a snapshot holding it, and
@@ -146,6 +149,8 @@ class Invariants:
     """Reconciles started on a snapshot older than their replica's last write for the key."""
     _terms: dict[str, _Term] = field(default_factory=dict)
     _last_write: dict[tuple[str, str], Write] = field(default_factory=dict)
+    _held: dict[str, set[str]] = field(default_factory=dict)
+    """Per store, the keys of the objects the server holds now (from the log)."""
     _live: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     _asked: dict[str, int] = field(default_factory=dict)  # primary uid -> most ever asked
     _excess: dict[str, int] = field(default_factory=dict)  # primary uid -> excess reported
@@ -176,6 +181,11 @@ class Invariants:
             dict(obj.labels),
         )
         self.writes.append(write)
+        held = self._held.setdefault(store, set())
+        if ev.type == "DELETED":
+            held.discard(obj.key)
+        else:
+            held.add(obj.key)
         if store == LEASES and obj.namespace == self.lease_namespace:
             self._lease_written(write, body)
         if store == self.primary_store:
@@ -271,8 +281,10 @@ class Invariants:
         for inf in informers:
             if not _caches(inf, last):
                 continue
-            have = inf.snapshot().resource_version
-            if have < last.rv:
+            snapshot = inf.snapshot()
+            have = snapshot.resource_version
+            gone = last.key not in self._held.get(last.store, ()) and snapshot.get(last.key) is None
+            if have < last.rv and not gone:
                 self.stale_reconciles += 1
                 self.violate(
                     "stale-snapshot",

@@ -261,6 +261,9 @@ async def test_a_deadline_the_clock_falls_short_of_by_a_hair_counts_as_passed(
     async with cluster(sim) as c:
         replica = await c.start("solo", clock=lambda: loop.time() * (1 - 1e-12))
         await c.until(lambda: c.covered({32}), "every shard owned")
+        # (a fresh deployment's owner publishes its shards renew_deadline after taking them)
+        changes = c.changes["solo"]
+        await c.until(lambda: bool(changes) and len(changes[-1]) == SHARDS, "on_change(all)")
         api = c.apis["solo"]
         thawed = asyncio.Event()
         call_api = api.call_api
