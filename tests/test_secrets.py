@@ -40,6 +40,8 @@ from tests.support import watch_options as options
 
 ALL_LOGGERS = ("", "aioinformer", "aiohttp", "asyncio", "kubernetes_asyncio")
 
+CASE = web.AppKey("case", str)
+
 
 async def configuration(doc: dict[str, Any], tmp_path: Path) -> Any:
     """A kubernetes_asyncio Configuration loaded from a kubeconfig document, as users do."""
@@ -363,7 +365,7 @@ async def echoing(request: web.Request) -> web.StreamResponse:
         return web.json_response(POD_RESOURCES)
     said = request.headers.get("Authorization", "")
     token = said.split(" ", 1)[-1]
-    case = request.path.partition("/namespaces/")[2].split("/")[0] or request.app["case"]
+    case = request.path.partition("/namespaces/")[2].split("/")[0] or request.app[CASE]
     if case == "status401":
         body = orjson.dumps(status(401, "Unauthorized", f"token {token} bad ({said})"))
         return web.Response(body=body, status=401, content_type="application/json")
@@ -396,7 +398,7 @@ async def test_no_error_carries_a_secret_anywhere_reachable(
     ``__cause__`` / ``__context__``, ``args``, notes or attributes."""
     caplog.set_level(logging.DEBUG)
     app = web.Application()
-    app["case"] = case
+    app[CASE] = case
     app.router.add_route("*", "/{tail:.*}", echoing)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
