@@ -177,6 +177,11 @@ async def test_three_replicas_balance_and_own_every_key_once(sim: KubeSim) -> No
         for i in range(3):
             await c.start(f"replica-{i}")
         await c.until(lambda: c.covered({10, 11}), "balanced over three")
+        # (a shard taken fresh is published renew_deadline after it was taken)
+        published = lambda: all(  # noqa: E731
+            c.changes[i] and c.changes[i][-1] == r.owned_shards() for i, r in c.replicas.items()
+        )
+        await c.until(published, "every replica's on_change told its shards")
         assert sorted(c.counts().values()) == [10, 11, 11]
         assert c.owners_per_key() == [1] * len(KEYS)
         for identity, replica in c.replicas.items():
