@@ -4,6 +4,8 @@ the ranges' half-open bounds."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -97,7 +99,7 @@ def test_every_object_is_in_exactly_one_part_of_a_partition(
     (some parts split further into several ``||`` ranges): every value falls in exactly
     one part."""
     points = [0, *sorted(cuts), HASH_SPACE]
-    parts = list(zip(points, points[1:], strict=False))
+    parts = list(itertools.pairwise(points))
     selectors = []
     for i, (a, b) in enumerate(parts):
         if i % 2 and b - a > 1:  # every other part as two ranges joined by ||
