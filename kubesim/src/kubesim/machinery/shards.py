@@ -86,9 +86,13 @@ _MASK = HASH_SPACE - 1
 _TOP = "0x10000000000000000"
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 18)
 def fnv1a_64(value: str) -> int:
-    """64-bit FNV-1a of ``value``'s UTF-8 bytes (Go's ``hash/fnv.New64a``)."""
+    """64-bit FNV-1a of ``value``'s UTF-8 bytes (Go's ``hash/fnv.New64a``).
+
+    About 10 us per uid in pure Python, 1 us remembered: the last 262,144 values are
+    (about 120 B each, 30 MiB when full), so a uid is hashed once while its object is in
+    use, not once per list, event and watcher."""
     h = _FNV_OFFSET
     for b in value.encode():
         h = ((h ^ b) * _FNV_PRIME) & _MASK
