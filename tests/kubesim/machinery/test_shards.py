@@ -112,6 +112,17 @@ def test_every_object_is_in_exactly_one_part_of_a_partition(
         assert len(holders) == 1
 
 
+@given(n=st.integers(1, 64), values=st.lists(st.text(max_size=40), min_size=1, max_size=10))
+def test_every_object_is_in_exactly_one_bucket_of_n(n: int, values: list[str]) -> None:
+    """The library's buckets, bucket b of n being [b * 2**64 // n, (b + 1) * 2**64 // n):
+    each value is selected by exactly one, the one whose bounds hold its reference hash."""
+    bounds = [(b * 2**64 // n, (b + 1) * 2**64 // n) for b in range(n)]
+    buckets = [ShardSelector.parse(selector_text(UID, rng)) for rng in bounds]
+    for value in values:
+        (holder,) = [b for b, sel in enumerate(buckets) if sel.matches(value, "")]
+        assert bounds[holder][0] <= reference_fnv1a_64(value) < bounds[holder][1]
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
