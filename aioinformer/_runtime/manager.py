@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from aioinformer._cache.factory import InformerFactory, InformerOptions
+from aioinformer._cache.handle import InformerHandle
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.process import ProcessSettings
 from aioinformer._cache.watcher import WatchOptions
@@ -245,6 +246,26 @@ class Manager(Service):
             plural: the resource's plural name (``"pods"``).
         """
         return self.factory.informer(group_version, plural, **options)
+
+    def acquire(
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
+    ) -> InformerHandle:
+        """A hold on a shared informer of the manager's factory
+        (:meth:`InformerFactory.acquire <aioinformer.InformerFactory.acquire>`): started at
+        once if the manager runs, stopped when its last hold is released and nobody pinned
+        it with :meth:`informer`. The manager's ``/readyz``, ``/metrics`` and start-up
+        sync follow the informers it runs now. A controller can follow it while it runs
+        (:meth:`Controller.add_owns <aioinformer.Controller.add_owns>`,
+        :meth:`~aioinformer.Controller.add_watches`). Its resource is not looked up in
+        discovery (a wrong plural shows as the informer's list errors, not as a
+        ConfigError), and ``python -m aioinformer rbac`` does not see an informer acquired
+        while the manager runs: declare it with :meth:`require_permission`.
+
+        Args:
+            group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
+            plural: the resource's plural name (``"pods"``).
+        """
+        return self.factory.acquire(group_version, plural, **options)
 
     def controller(
         self,
