@@ -365,10 +365,12 @@ class InformerFactory(Service):
         spec = self._spec_of(inf)
         if spec is None:  # (forgotten already: cannot happen while a handle holds it)
             return
-        left = self._holders[spec] = self._holders[spec] - 1
+        left = self._holders.pop(spec) - 1
+        if left > 0:
+            self._holders[spec] = left
         if left > 0 or spec in self._pinned:
             return
-        del self._holders[spec], self._informers[spec]
+        del self._informers[spec]
         self._membership_changed()
         task = self._tasks.pop(inf, None)
         if task is not None:
