@@ -2,7 +2,7 @@
 an informer acquired while the manager runs shows in ``/readyz`` and ``/metrics`` until
 its release, which closes its watch; a running controller starts and stops following a
 watched and an owned kind; a reconcile waiting for a released informer to see its write
-goes on."""
+goes on, and so does a replica catching up with a Lease."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ from aioinformer import (
     ConfigError,
     Controller,
     ControllerOptions,
+    InformerFactory,
     KubeObject,
     Manager,
     Result,
 )
 from aioinformer._client.discovery import ApiResource
+from aioinformer._runtime.catchup import catch_up
 from aioinformer.testing import KubeSim, eventually
 from tests.support import configmap
 
@@ -173,3 +175,23 @@ async def test_a_reconcile_waiting_for_a_released_informer_goes_on(sim: KubeSim)
             await secrets.release()
             await eventually(lambda: "default/late" in reconcile.keys, "the key reconciled")
             assert ctl.errors == 0
+
+
+async def test_catching_up_counts_an_informer_stopped_meanwhile_as_caught_up(
+    sim: KubeSim,
+) -> None:
+    """A replica that takes a Lease waits for its informers to reach the Lease's write;
+    one released meanwhile reads nothing any more: it used to fail the catch-up with its
+    ClosedError (leaving a shard's keys waiting for good)."""
+    async with sim.api_client() as api:
+        f = InformerFactory(api, namespace="default")
+        async with f:
+            handle = f.acquire("v1", "secrets")
+            await handle.informer.wait_for_sync(timeout=10)
+            rv = handle.informer.snapshot().resource_version + 10**6
+            catching = asyncio.create_task(
+                catch_up([handle.informer], rv, f.rest, what="a test", timeout=3600)
+            )
+            await asyncio.sleep(0)  # (waiting now)
+            await handle.release()
+            assert await catching == []
