@@ -256,8 +256,9 @@ class InformerFactory(Service):
         )
         """Where every informer's pipeline runs."""
         self._informers: dict[InformerSpec, Informer] = {}
-        self._pinned: set[InformerSpec] = set()  # asked for with informer(): never stopped
-        self._holders: dict[InformerSpec, int] = {}  # handles not yet released, per spec
+        # the holds are on informers, not specs (an informer's spec may change: re-scoping)
+        self._pinned: set[Informer] = set()  # asked for with informer(): never stopped
+        self._holders: dict[Informer, int] = {}  # handles not yet released (none: no key)
         self._changed = asyncio.Event()  # set (and replaced) when the set of informers changes
         self._group: asyncio.TaskGroup | None = None
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
@@ -330,7 +331,7 @@ class InformerFactory(Service):
         """The shared informer of ``spec`` (created on first use), with ``indexers``
         merged into it, pinned (see :meth:`informer`)."""
         inf = self._shared(spec, indexers)
-        self._pinned.add(spec)
+        self._pinned.add(inf)
         return inf
 
     def acquire_for(
@@ -339,39 +340,36 @@ class InformerFactory(Service):
         """A hold on the shared informer of ``spec``, with ``indexers`` merged into it
         (see :meth:`acquire`)."""
         inf = self._shared(spec, indexers)
-        self._holders[spec] = self._holders.get(spec, 0) + 1
+        self._holders[inf] = self._holders.get(inf, 0) + 1
         return InformerHandle(inf, self._release)
 
     def holders(self, informer: Informer) -> int:
         """How many handles hold ``informer`` now (0 for one only pinned, or one this
         factory no longer runs)."""
-        spec = self._spec_of(informer)
-        return 0 if spec is None else self._holders.get(spec, 0)
+        return self._holders.get(informer, 0)
 
     def is_pinned(self, informer: Informer) -> bool:
         """Whether ``informer`` was asked for with :meth:`informer` (it runs as long as
         the factory)."""
-        spec = self._spec_of(informer)
-        return spec is not None and spec in self._pinned
-
-    def _spec_of(self, informer: Informer) -> InformerSpec | None:
-        return next((s for s, i in self._informers.items() if i is informer), None)
+        return informer in self._pinned
 
     async def _release(self, handle: InformerHandle) -> None:
         """One hold on ``handle.informer`` given back: the last one of an unpinned
         informer stops it (its task cancelled and awaited; closed, if it never ran) and
         forgets it."""
         inf = handle.informer
-        spec = self._spec_of(inf)
-        if spec is None:  # (forgotten already: cannot happen while a handle holds it)
+        held = self._holders.pop(inf, 0)
+        if held == 0:  # (cannot happen: a handle releases once, and only its own hold)
             return
-        left = self._holders.pop(spec) - 1
+        left = held - 1
         if left > 0:
-            self._holders[spec] = left
-        if left > 0 or spec in self._pinned:
+            self._holders[inf] = left
+        if left > 0 or inf in self._pinned:
             return
-        del self._informers[spec]
-        self._membership_changed()
+        spec = next((s for s, i in self._informers.items() if i is inf), None)
+        if spec is not None:
+            del self._informers[spec]
+            self._membership_changed()
         task = self._tasks.pop(inf, None)
         if task is not None:
             task.cancel()

@@ -30,6 +30,8 @@ Contracts:
   :class:`~aioinformer.ClosedError` at once, as does one started later;
   ``snapshot()`` keeps answering with the last state it published, which follows the
   server no more. Its memory goes with the last reference to it: the factory keeps none.
+  Release the last hold from outside the informer's own handlers (a reconcile, a task of
+  yours): a handler of it that does waits for itself, up to ``STOP_GRACE``.
 """
 
 from __future__ import annotations

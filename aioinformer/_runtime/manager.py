@@ -53,6 +53,7 @@ from aioinformer._runtime.controller import (
     Mapper,
     Predicate,
     Reconciler,
+    Source,
 )
 from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
@@ -274,8 +275,8 @@ class Manager(Service):
         *,
         primary: Informer,
         primary_kind: str | None = None,
-        owns: Sequence[Informer] = (),
-        watches: Sequence[tuple[Informer, Mapper]] = (),
+        owns: Sequence[Source] = (),
+        watches: Sequence[tuple[Source, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
     ) -> Controller:
@@ -292,8 +293,10 @@ class Manager(Service):
             reconcile: ``async def reconcile(key) -> Result | None``.
             primary: the informer of the objects it reconciles.
             primary_kind: their kind (default: from discovery).
-            owns: informers of objects the primary controls (by controller reference).
-            watches: ``(informer, mapper)`` pairs mapping other objects to primary keys.
+            owns: informers (or :class:`~aioinformer.InformerHandle` s) of objects the
+                primary controls (by controller reference).
+            watches: ``(informer, mapper)`` pairs (or ``(handle, mapper)``) mapping other
+                objects to primary keys.
             predicates: ``predicate(old, new)`` filters on primary updates.
             options: how it reconciles (:class:`~aioinformer.ControllerOptions`).
         """
