@@ -344,9 +344,8 @@ class Controller(Service):
     def add_owns(self, source: Source) -> None:
         """Follow the objects of ``source`` (an informer, or a hold on one) as owned: each
         event reconciles the object's controller owner, from the informer's current state
-        on; possible while the controller runs. :class:`ConfigError` if it follows that
-        informer already."""
-        inf = self._check_new(source)
+        on; possible while the controller runs."""
+        inf = self._follow(source)
         # An owner and its namespaced dependents share a namespace: a namespaced
         # primary's controller needs no event of another namespace's objects
         sub = source.add_handler(
@@ -362,10 +361,9 @@ class Controller(Service):
     def add_watches(self, source: Source, mapper: Mapper) -> None:
         """Follow the objects of ``source`` (an informer, or a hold on one): each event
         reconciles the keys ``mapper(obj)`` returns, from the informer's current state
-        on; possible while the controller runs. :class:`ConfigError` if it follows that
-        informer already."""
+        on; possible while the controller runs."""
         check_callable(mapper, "mapper")
-        inf = self._check_new(source)
+        inf = self._follow(source)
         sub = source.add_handler(
             on_add=functools.partial(self._mapped, mapper=mapper),
             on_update=functools.partial(self._mapped_update, mapper=mapper),
@@ -375,16 +373,14 @@ class Controller(Service):
         )
         self._sources.append((inf, sub, False))
 
-    def _check_new(self, source: Source) -> Informer:
-        inf = source.informer if isinstance(source, InformerHandle) else source
+    def _follow(self, source: Source) -> Informer:
+        """The informer of ``source``; the sources whose subscription ended are dropped."""
         self._sources = [entry for entry in self._sources if not entry[1].closed]
-        if any(i is inf for i, _, _ in self._sources):
-            raise ConfigError(f"controller {self.name} follows informer {inf.name} already")
-        return inf
+        return source.informer if isinstance(source, InformerHandle) else source
 
     def remove_source(self, source: Source) -> bool:
         """Follow ``source`` (added with :meth:`add_owns`, :meth:`add_watches`, ``owns``
-        or ``watches``) no more: its subscription is cancelled, creations and deletions
+        or ``watches``) no more: its subscriptions are cancelled, creations and deletions
         of its objects are no longer expected, and reconciles stop waiting for it to see
         their writes. Whether it was followed. Stopping the informer is its holder's
         business (release the handle)."""
