@@ -139,10 +139,11 @@ async def test_owned_informers_come_and_go_with_their_handle(sim: KubeSim) -> No
         group="", version="v1", plural="pods", kind="Pod", namespaced=True, verbs=()
     )
     async with sim.api_client() as api:
-        m, ctl = manager(api, Recorder())
+        m = Manager(api, namespace="default", blocked_loop_threshold=None)
+        pods = m.acquire("v1", "pods")
+        cms = m.informer("v1", "configmaps")
+        ctl = m.controller("cm", Recorder(), primary=cms, primary_kind="ConfigMap", owns=[pods])
         async with m:
-            pods = m.acquire("v1", "pods")
-            ctl.add_owns(pods)
             assert ctl.owns == [pods.informer]
             assert ctl.owns_resource(pods_resource, "default")
             await pods.release()
