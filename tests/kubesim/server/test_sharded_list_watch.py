@@ -390,18 +390,19 @@ MALFORMED = [
 async def test_a_selector_that_does_not_parse_fails_the_request(
     sharded: KubeSim, shttp: aiohttp.ClientSession, text: str, message: str, watch: bool
 ) -> None:
-    """v1.36 answers 500 with no reason: the generic store returns the parser's error as a
-    plain Go error ("invalid shard selector: ..."), which the handler cannot classify."""
+    """A 400 BadRequest (a client must not retry it), the parser's message after
+    "invalid shard selector: " (v0.36.0's store answers 500: docs/kubesim.md)."""
     params = {"shardSelector": text, **({"watch": "1"} if watch else {})}
     status, body = await get(shttp, "/api/v1/namespaces/default/pods", **params)
     assert (status, body) == (
-        500,
+        400,
         {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
             "status": "Failure",
             "message": f"invalid shard selector: {message}",
-            "code": 500,
+            "reason": "BadRequest",
+            "code": 400,
         },
     )

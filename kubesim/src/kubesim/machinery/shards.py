@@ -48,9 +48,10 @@ the parser decides, since it is what answers):
    shard holding 0xcbf29ce484222325.
 5. ``shardInfo.selector`` is the canonical form, not the request's text:
    ``shardRange(<path>, '<start>', '<end>')`` joined by `` || ``.
-6. With the gate on, a selector that does not parse fails the list or watch with HTTP 500,
-   no reason, message ``invalid shard selector: <parser message>`` (the generic store
-   returns a plain Go error, which the handler turns into an InternalError Status). Syntax
+6. With the gate on, k8s.io/apiserver v0.36.0 fails the list or watch of a selector that
+   does not parse with HTTP 500, no reason, message ``invalid shard selector: <parser
+   message>`` (the generic store returns a plain Go error); KubeSim answers the same message
+   as a 400 BadRequest, as the issue and the KEP ask (a client must not retry it). Syntax
    errors are ``CEL parse error: Syntax error: ...``; their detail is KubeSim's, not
    ANTLR's. KubeSim's CEL subset has no maps, messages or ternaries (a syntax error here,
    a parsed-then-rejected expression in Go: both fail the request).

@@ -59,15 +59,17 @@ def selectors(
 
 def shard_selector(q: Mapping[str, str], enabled: bool) -> ShardSelector | None:
     """The ``shardSelector`` of query ``q`` when the ShardedListAndWatch gate is
-    ``enabled`` (else, or when empty, None); one that does not parse is the 500 v1.36
-    answers (the store's plain error: "invalid shard selector: ...", no reason)."""
+    ``enabled`` (else, or when empty, None); one that does not parse is a 400 BadRequest
+    "invalid shard selector: ..." (what the issue of this row and the KEP ask for: a
+    client must not retry it; k8s.io/apiserver v0.36.0's store answers 500, see
+    docs/kubesim.md)."""
     text = q.get("shardSelector", "")
     if not enabled or not text:
         return None
     try:
         return ShardSelector.parse(text)
     except SelectorError as exc:
-        raise KubeSimApiError.internal(f"invalid shard selector: {exc}") from None
+        raise KubeSimApiError.bad_request(f"invalid shard selector: {exc}") from None
 
 
 async def read_page(
