@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aioinformer._cli.extras import DEMO_MODULES, require
 from aioinformer._cli.helpformat import add_command
 from aioinformer._harness.contention import (
     CONFIGURATIONS,
@@ -236,6 +237,7 @@ def command_line() -> str:
 
 def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot."""
+    require(*DEMO_MODULES)  # (not after a minute of work: the plot is drawn at the end)
     from rich.console import Console
 
     from aioinformer._cli.contention_table import column_notes, report_table
@@ -255,10 +257,5 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     if args.json:
         Path(args.json).write_bytes(report.to_json())
         console.print(f"report written to {args.json}")
-    try:
-        written = plot_report(report, args.plot)
-    except ImportError:
-        console.print("no plot: matplotlib is not installed (pip install 'aioinformer\\[demo]')")
-    else:
-        console.print(f"plot written to {written}")
+    console.print(f"plot written to {plot_report(report, args.plot)}")
     return 0
