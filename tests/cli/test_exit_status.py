@@ -26,7 +26,9 @@ import orjson
 import pytest
 from aiohttp import web
 
+from aioinformer._cli.failures import error_line, exit_status
 from aioinformer._cli.main import main
+from aioinformer._core.errors import ConfigError, FreshnessTimeout, Unauthorized
 from aioinformer.testing import KubeSim, eventually
 from tests.cli.test_run import spawn
 from tests.support import REPO, run_python
@@ -295,6 +297,27 @@ async def test_a_secret_the_server_echoes_is_not_in_the_line(
     assert last.startswith(f"python -m aioinformer {command}: ") and "401" in last, output
     assert "is unknown" in last and "<redacted>" in last, output  # (the rest is kept)
     assert TOKEN not in output and not child.find("Traceback"), output
+
+
+def test_the_line_is_one_line_without_secrets_seen_through_a_task_group() -> None:
+    """A message over several lines, echoing an Authorization header, raised in a task
+    group: one line, the header's value gone, the status of the error inside."""
+    inner = Unauthorized(
+        401,
+        "Unauthorized",
+        f"token rejected\n  Authorization: Bearer {TOKEN}\n",
+        verb="get",
+        resource="discovery /api/v1",
+        namespace=None,
+    )
+    wrapped = ExceptionGroup("unhandled errors in a TaskGroup", [inner])
+    line = error_line("run", wrapped)
+    assert line.startswith("python -m aioinformer run: ") and "\n" not in line, line
+    assert "token rejected Authorization: Bearer <redacted>" in line and TOKEN not in line
+    assert exit_status(wrapped) == exit_status(inner) == 2
+    assert exit_status(ConfigError("x")) == 2 and exit_status(FreshnessTimeout("x")) == 1
+    two = ExceptionGroup("two", [inner, ConfigError("x")])
+    assert exit_status(two) == 1  # (several errors: not one configuration error)
 
 
 # -- run: a graceful stop, a second signal ----------------------------------------------------
