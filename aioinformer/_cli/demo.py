@@ -241,6 +241,7 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     from rich.console import Console
 
     from aioinformer._cli.contention_table import column_notes, report_table
+    from aioinformer._cli.tables import print_table
     from aioinformer._harness.contention_report import plot_report
 
     console = console or Console()
@@ -250,7 +251,7 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     report = asyncio.run(_run(options, console))
     report.command = command_line()
     table = report_table(report, console)
-    console.print(table)
+    print_table(console, table)  # (piped: every column, whole)
     console.print("The columns:")
     for line in column_notes(table):  # wrapped to the terminal, continued indented
         console.print(textwrap.fill(line, console.width, subsequent_indent="    "), markup=False)

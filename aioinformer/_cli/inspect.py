@@ -26,7 +26,7 @@ from aioinformer._cache.informer import Informer, InformerStatistics
 from aioinformer._cli.failures import fail
 from aioinformer._cli.helpformat import add_command
 from aioinformer._cli.resources import resolve_resource
-from aioinformer._cli.tables import Column, fit_table
+from aioinformer._cli.tables import Column, fit_table, print_table
 from aioinformer._client.config import load_api_client
 from aioinformer._client.discovery import ApiResource
 from aioinformer._client.rest import RestClient
@@ -284,7 +284,7 @@ async def _top(args: argparse.Namespace) -> int:
             else:
                 while True:
                     await tick()
-                    console.print(table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
+                    print_table(console, table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
                     if stop.is_set():
                         break
     return 0
