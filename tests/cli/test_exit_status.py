@@ -65,7 +65,8 @@ PROMISES: dict[str, tuple[str, ...]] = {
     r"exit status (?:is )?1 if any seed did not converge":
         ("tests/cli/test_soak.py::test_soak_exits_1_when_a_seed_does_not_converge",),
     r"exit status 1 if any seed broke an invariant, 2 on a bad argument": (
-        "tests/simulation/test_cli.py",
+        "tests/simulation/test_cli.py::test_a_broken_seed_exits_1_and_its_replay_command_replays_it",
+        "tests/simulation/test_cli.py::test_a_bad_argument_exits_2_with_one_line",
     ),
 }  # fmt: skip
 """Each promise (a pattern of the docs' words, whitespace-normalised) and the tests that
@@ -222,6 +223,20 @@ async def test_dump_and_top_configuration_errors_are_one_line_and_status_2(
     assert (code, out) == (2, ""), err
     check_line(err, command, what)
     assert kubesim.open_watches == 0
+
+
+@pytest.mark.kubesim(tls=True)
+async def test_a_certificate_that_does_not_verify_is_one_line_and_status_2(
+    kubesim: KubeSim, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """https, and a kubeconfig without the cluster's CA: the server cannot be reached."""
+    doc = kubesim.kubeconfig(TOKEN)
+    del doc["clusters"][0]["cluster"]["certificate-authority"]
+    (tmp_path / "kc").write_bytes(orjson.dumps(doc))
+    code = await asyncio.to_thread(main, ["dump", "--kubeconfig", str(tmp_path / "kc"), "pods"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, ""), err
+    check_line(err, "dump", "certificate verify failed")
 
 
 async def test_a_failure_on_the_way_is_one_line_and_status_1(
