@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from aioinformer._cli.extras import missing_extra
 from aioinformer._cli.helpformat import PROG, add_command
 
 __all__ = ["add_sim_parser", "run_sim"]
@@ -164,21 +165,23 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
 
 
 def run_sim(args: argparse.Namespace) -> int:
-    """Serve until interrupted: exit status 0; 1 when it cannot start (in one line)."""
+    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: the
+    token file unreadable, the port taken, https without ``cryptography``)."""
     from kubesim import TlsUnavailable
 
     try:
         token = _token(args)
     except OSError as exc:
         print(f"{PROG} sim: cannot read the token file: {exc}", file=sys.stderr)
-        return 1
+        return 2
     try:
         asyncio.run(_serve(args, token))
-    except TlsUnavailable as exc:
-        print(f"{PROG} sim: {exc}", file=sys.stderr)
-        return 1
+    except TlsUnavailable:
+        line = missing_extra("sim", "cryptography", "kubesim")
+        print(f"{line} (or serve --plain-http)", file=sys.stderr)
+        return 2
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         print(f"{PROG} sim: cannot serve on {args.host}:{args.port}: {reason}", file=sys.stderr)
-        return 1
+        return 2
     return 0
