@@ -10,6 +10,29 @@ import pytest
 
 from aioinformer.testing import KubeSim
 
+SLOW_FIRST = (
+    "tests/simulation/test_seeds.py",
+    "tests/harness/",
+    "tests/typing/",
+    "tests/cli/test_soak.py",
+    "tests/testing/test_faultmix.py",
+    "tests/testing/test_pytest_plugin.py",
+    "tests/faults/test_fuzz.py",
+)
+"""Files of the longest tests (5-20 s each, most waiting on a subprocess), longest first:
+scheduled before the others, so that xdist's workers do not end the run with one of them
+alone."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+
+    def rank(item: pytest.Item) -> int:
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        return next((i for i, p in enumerate(SLOW_FIRST) if where.startswith(p)), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # (stable: the order within each file stays)
+
 
 @pytest.fixture
 async def sim() -> AsyncIterator[KubeSim]:

@@ -84,13 +84,23 @@ async def test_a_new_holder_waits_for_its_caches_to_see_its_predecessors_writes(
             await running_a.enter_async_context(a)
             await eventually(lambda: holder(sim, lease) == "a", "a holds the Lease", timeout=60)
             async with b:
-                await asyncio.sleep(2 * TIMING["retry_period"])  # (a reconciles)
+                await eventually(
+                    lambda: a.controllers[0].running and b.factory.informers
+                    and all(i.has_synced for i in b.factory.informers),
+                    "a reconciles and b's caches hold their initial lists (before the lag)",
+                    timeout=60,
+                )  # fmt: skip
                 sim.faults.delay_watch_events(LAG)
                 sim.create("configmaps", {"metadata": {"name": "x"}}, NS)
                 await made_a.wait()
                 await running_a.aclose()  # a stops at once: its Lease released
                 await eventually(lambda: holder(sim, lease) == "b", "b holds it", timeout=60)
-                await asyncio.sleep(3 * LAG)
+                b_pods = b.informer("v1", "pods", namespace=NS)
+                await eventually(
+                    lambda: b.controllers[0].statistics().reconciles >= 1 and b_pods.snapshot(),
+                    "b reconciled the ConfigMap, and its cache holds a's child",
+                    timeout=6 * LAG,
+                )  # (a duplicate, if any, was made at that reconcile)
                 children = [p["metadata"]["name"] for p in sim.list("pods", NS)]
     assert not made_b.is_set() and len(children) == 1, children
 
