@@ -31,12 +31,25 @@ from aioinformer._harness.procstats import machine_info
 HERE = Path(__file__).resolve().parent
 
 
+NAMED_BY = ("mode", "name")
+"""A list of dicts is flattened item by item, each named by the first of these keys it
+has (``rows.compact.rss_per_pod_bytes``); other lists are left out."""
+
+
 def flatten(value: Any, prefix: str = "") -> dict[str, float]:
-    """The numeric leaves of ``value`` by dotted name (lists and strings left out)."""
+    """The numeric leaves of ``value`` by dotted name (strings, and lists of anything but
+    named dicts, left out)."""
     if isinstance(value, dict):
         out: dict[str, float] = {}
         for key, inner in value.items():
             out.update(flatten(inner, f"{prefix}{key}."))
+        return out
+    if isinstance(value, list):
+        out = {}
+        for item in value:
+            name = next((item[k] for k in NAMED_BY if isinstance(item, dict) and k in item), None)
+            if isinstance(name, str):
+                out.update(flatten(item, f"{prefix}{name}."))
         return out
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {prefix.rstrip("."): float(value)}

@@ -668,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
         ("store_before_after.json", before_after_section),
         ("footprint_before_after.json", before_after_section),
         ("footprint_store_before_after.json", before_after_section),
+        ("metadata_sharing_before_after.json", before_after_section),
     ]
     for name, render in sections:
         path = RESULTS / name

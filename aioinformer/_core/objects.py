@@ -27,8 +27,12 @@ Contract:
   as Go's ``omitempty`` does, and metadata fields ObjectMeta does not know are dropped.
 * Memory: ``body`` and ``managed_fields`` are standalone bytes of exact size (no object keeps
   its event line alive); namespaces, apiVersions and kinds are interned, equal
-  ownerReferences tuples shared; metadata-only objects share one ``b"{}"``: an object
-  retains a fraction of the memory of its ``orjson`` dict.
+  ownerReferences tuples shared; equal labels and equal annotations share one dict (and
+  the objects without any, one empty dict), whose keys and values are shared with other
+  objects' (a label equal to the object's name is its name): so the labels and
+  annotations of cached objects are shared, and must never be mutated; metadata-only
+  objects share one ``b"{}"``: an object retains a fraction of the memory of its
+  ``orjson`` dict.
 * GC: every struct is ``gc=False``, labels/annotations are str->str dicts (CPython never tracks
   those) and the tuples hold only untracked items (untracked at the next young collection),
   so cached objects add nothing to what the cyclic GC traverses.
@@ -89,7 +93,8 @@ class ObjectMeta(msgspec.Struct, frozen=True, gc=False, rename="camel", omit_def
     """Typed ``metadata`` (camelCase on the wire; every field has a default).
 
     ``managedFields`` is not here: it is kept raw on :attr:`KubeObject.managed_fields`.
-    ``labels``/``annotations`` are plain dicts for speed; treat them as read-only.
+    ``labels``/``annotations`` are plain dicts for speed, shared between the objects that
+    have equal ones: never mutate them.
     ``deletion_grace_period_seconds`` and ``self_link`` complete Kubernetes' ObjectMeta so
     that objects round-trip through :meth:`KubeObject.to_dict`.
     """
@@ -111,10 +116,13 @@ class ObjectMeta(msgspec.Struct, frozen=True, gc=False, rename="camel", omit_def
 
 
 class _WireMeta(ObjectMeta, frozen=True, gc=False):
-    """ObjectMeta as decoded (transient): ownerReferences as a Raw slice, looked up by its
-    bytes among the tuples already decoded (most objects share theirs with siblings and
-    with their previous versions), plus managedFields as a Raw slice."""
+    """ObjectMeta as decoded (transient): ownerReferences, labels and annotations as Raw
+    slices, each looked up by its bytes among those already decoded (most objects share
+    theirs with siblings and with their previous versions), plus managedFields as a Raw
+    slice."""
 
+    labels: Raw = _NO_RAW  # type: ignore[assignment]
+    annotations: Raw = _NO_RAW  # type: ignore[assignment]
     owner_references: Raw = _NO_RAW  # type: ignore[assignment]
     managed_fields: Raw = _NO_RAW
 
@@ -215,12 +223,12 @@ class KubeObject(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def labels(self) -> dict[str, str]:
-        """``metadata.labels`` (read-only by convention)."""
+        """``metadata.labels`` (shared with other objects: never mutate it)."""
         return self.metadata.labels
 
     @property
     def annotations(self) -> dict[str, str]:
-        """``metadata.annotations`` (read-only by convention)."""
+        """``metadata.annotations`` (shared with other objects: never mutate it)."""
         return self.metadata.annotations
 
     @property
@@ -676,6 +684,24 @@ def _make(api_version: str, kind: str, m: _WireMeta, body: bytes, bookmark: bool
         owners = _OWNERS.get(raw_owners) or _share_owners(raw_owners)
     else:
         owners = ()
+    # one dict for the objects with the same labels (a ReplicaSet's pods), their strings
+    # shared with every other object's (a StatefulSet's pods differ by two labels only)
+    if labels:
+        raw_labels = _join((labels,))
+        labels = _SHARED_MAPS.get(raw_labels) or _share_map(raw_labels, name, "labels")
+    else:
+        labels = _NO_MAP
+    if annotations:
+        raw_annotations = _join((annotations,))
+        annotations = _SHARED_MAPS.get(raw_annotations) or _share_map(
+            raw_annotations, name, "annotations"
+        )
+    else:
+        annotations = _NO_MAP
+    if creation_timestamp:  # (one per second)
+        creation_timestamp = _string(creation_timestamp)
+    if generate_name:
+        generate_name = _string(generate_name)
     return KubeObject(
         _NAMES.get(api_version) or _name(api_version),
         _NAMES.get(kind) or _name(kind),
@@ -751,6 +777,38 @@ def _share_owners(raw: bytes) -> tuple[OwnerReference, ...]:
         _OWNERS.clear()
     _OWNERS[raw] = owners
     return owners
+
+
+_NO_MAP: dict[str, str] = {}
+"""The labels/annotations of every object that has none (shared: never mutate them)."""
+_SHARED_MAPS: dict[bytes, dict[str, str]] = {}
+_MAX_MAPS = 4096
+_STRINGS: dict[str, str] = {}
+_MAX_STRINGS = 1 << 16
+_STR_MAP = _dec(dict[str, str])
+
+
+def _share_map(raw: bytes, name: str, what: str) -> dict[str, str]:
+    """Decode the labels or annotations JSON ``raw`` with every key and value shared
+    (a value equal to the object's ``name`` is that string, another the equal string
+    seen before), and remember the dict, so that the objects with the same bytes share
+    it."""
+    decoded = _decode(_STR_MAP, raw, f"valid metadata.{what}")
+    if len(_SHARED_MAPS) >= _MAX_MAPS:
+        _SHARED_MAPS.clear()
+    if len(_STRINGS) >= _MAX_STRINGS:  # (the strings shared so far stay so)
+        _STRINGS.clear()
+    share = _STRINGS.setdefault
+    shared = {share(k, k): (name if v == name else share(v, v)) for k, v in decoded.items()}
+    _SHARED_MAPS[raw] = shared
+    return shared
+
+
+def _string(text: str) -> str:
+    """``text``, or the equal string seen before (see :func:`_share_map`)."""
+    if len(_STRINGS) >= _MAX_STRINGS:
+        _STRINGS.clear()
+    return _STRINGS.setdefault(text, text)
 
 
 _TUPLES = frozenset({"ownerReferences", "finalizers"})

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import aioinformer._core.objects as objects_module
 from aioinformer._core.errors import DecodeError
 from aioinformer._core.objects import (
     KubeObject,
@@ -555,6 +556,8 @@ def test_kept_bytes_are_allocated_at_exact_size(extra: dict[str, Any]) -> None:
         objects = [decode_event(line)[1] for line in lines]
         kept = [(o.body, o.managed_fields) for o in objects if o is not None]
         del objects
+        objects_module._SHARED_MAPS.clear()  # (the labels and their strings, kept to share)
+        objects_module._STRINGS.clear()
         retained = tracemalloc.get_traced_memory()[0] - before
     finally:
         tracemalloc.stop()
@@ -704,3 +707,31 @@ def test_round_trip_property(obj: dict[str, Any]) -> None:
         if key:  # "metadata.labels." names the whole map
             assert decoded.field(f"metadata.labels.{key}") == value
     assert isinstance(decoded, KubeObject)
+
+
+def test_equal_labels_share_one_dict_and_strings_are_shared_across_objects() -> None:
+    """Memory: a ReplicaSet's pods (equal labels) share one dict; a StatefulSet's pods
+    (labels that differ by the pod's name and index) share every other key and value, and
+    the pod-name label is the object's name itself; a bad label is still a clear error."""
+    first, second = (decode_event(wire({"type": "ADDED", "object": pod_doc(i)}))[1] for i in (1, 2))
+    assert first is not None and second is not None
+    assert first.labels == pod_doc(1)["metadata"]["labels"]  # (nothing lost)
+    assert first.labels is not second.labels
+    assert first.labels["statefulset.kubernetes.io/pod-name"] is first.name
+    for (k1, v1), (k2, v2) in zip(first.labels.items(), second.labels.items(), strict=True):
+        assert k1 is k2
+        assert (v1 is v2) == (v1 == v2)
+    assert first.annotations is second.annotations  # (equal bytes: one dict)
+    assert first.metadata.creation_timestamp is second.metadata.creation_timestamp
+    twin = pod_doc(3)
+    twin["metadata"]["labels"] = dict(pod_doc(1)["metadata"]["labels"])
+    decoded = decode_event(wire({"type": "ADDED", "object": twin}))[1]
+    assert decoded is not None and decoded.labels is first.labels
+    bad = pod_doc(4)
+    bad["metadata"]["labels"] = {"app": 1}
+    with pytest.raises(DecodeError, match="labels"):
+        decode_event(wire({"type": "ADDED", "object": bad}))
+    none = pod_doc(5)
+    del none["metadata"]["labels"]
+    without = decode_event(wire({"type": "ADDED", "object": none}))[1]
+    assert without is not None and without.labels == {}

@@ -23,6 +23,14 @@ def test_nested_figures_flatten_to_dotted_names() -> None:
     assert before_after.flatten(data) == {"a": 1.0, "b.c": 2.5, "b.d.e": 3.0}
 
 
+def test_a_list_of_named_rows_flattens_row_by_row() -> None:
+    rows = [{"mode": "plain", "rss": 7000}, {"mode": "compact", "rss": 2400}, {"x": 1}]
+    assert before_after.flatten({"rows": rows}) == {
+        "rows.plain.rss": 7000.0,
+        "rows.compact.rss": 2400.0,
+    }  # (a row without a name is left out)
+
+
 def test_the_summary_compares_medians_of_matching_figures() -> None:
     runs = [
         {"side": "before", "result": {"x_ms": 10.0, "y": 1, "only_before_ms": 5}},
