@@ -11,7 +11,9 @@ How each command runs (:data:`WAYS`): servers (``sim``) in the background until 
 ready line, kept for the page's next commands, then ended with Ctrl-C (SIGINT to their
 process group, as a terminal sends it) at the page's end; other long-running commands
 (``run``, ``top``, ``demo``) in the background until their ready line, then ended with
-Ctrl-C; everything else in the foreground through ``sh -c``, to its end. Each must exit
+Ctrl-C; everything else in the foreground through ``sh -c``, to its end (``kubectl``
+where it is installed: else the page's test is skipped, once its other commands passed,
+naming what it could not run). Each must exit
 with the status a user expects (0; the demo, interrupted, 130) and print no traceback.
 The only changes to a command are :data:`ADDED`'s, each with its reason.
 
@@ -174,6 +176,9 @@ class Way:
     """Its exit status once ended (with Ctrl-C for a long-running one)."""
     readyz: bool = False
     """Ready also means its ``/readyz`` (on the port its ready line names) answers 200."""
+    needs: str = ""
+    """A program that may be missing (then the command is not run, and the page's test,
+    once its other commands passed, is skipped naming it)."""
 
 
 WAYS = (
@@ -188,6 +193,7 @@ WAYS = (
     Way("python -m aioinformer "),
     Way("python examples/"),
     Way("python bench/render_results.py"),
+    Way("kubectl ", needs="kubectl"),
 )
 
 
@@ -326,9 +332,13 @@ async def test_the_commands_of_a_page_run_in_order(page: str, tmp_path: Path) ->
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     servers: list[Background] = []
+    missing: list[str] = []
     async with kept(servers):
         for command in RUNNABLE[page]:
-            if command.text not in NOT_RUN:
+            needs = (way_of(command.text) or Way("")).needs
+            if needs and shutil.which(needs) is None:
+                missing.append(f"{command.where}: {command.text!r} ({needs} is not installed)")
+            elif command.text not in NOT_RUN:
                 began = asyncio.get_running_loop().time()
                 await run(command, root, env, servers)
                 took = asyncio.get_running_loop().time() - began
@@ -338,6 +348,8 @@ async def test_the_commands_of_a_page_run_in_order(page: str, tmp_path: Path) ->
             assert code == 0, f"{server.command.where}: exited {code}:\n{server.output}"
             assert "Traceback" not in server.output, f"{server.command.where}: {server.output}"
     assert not changed_files(root), f"{page}'s commands rewrote committed files differently"
+    if missing:
+        pytest.skip(f"the other commands ran; not run: {'; '.join(missing)}")
 
 
 async def run(command: Command, root: Path, env: dict[str, str], servers: list[Background]) -> None:
