@@ -149,6 +149,9 @@ async def _install_crds(sim: KubeSim, crds: list[CrdDocument]) -> None:
     for crd in crds:
         group_version, plural = crd_resource(crd.body)
         await sim.wait_served(f"{group_version}/{plural}")
+    if crds:
+        names = ", ".join(crd.body["metadata"]["name"] for crd in crds)
+        print(f"CustomResourceDefinitions served: {names}", flush=True)
 
 
 async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocument]) -> None:

@@ -102,7 +102,12 @@ async def test_the_crds_are_served_once_the_kubeconfig_is_written(tmp_path: Path
     try:
         assert proc.stdout is not None
         first = await asyncio.wait_for(proc.stdout.readline(), 30)
-        assert first.decode().startswith("kubeconfig written to"), first
+        assert first.decode() == (
+            "CustomResourceDefinitions served: websites.example.aioinformer.dev, "
+            "podsets.example.aioinformer.dev\n"
+        )
+        second = await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert second.decode().startswith("kubeconfig written to"), second
         async with await load_api_client(str(kubeconfig)) as api:
             client = Client(api)
             for kind in ("Website", "PodSet"):
