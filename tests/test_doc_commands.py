@@ -179,6 +179,8 @@ class Way:
     needs: str = ""
     """A program that may be missing (then the command is not run, and the page's test,
     once its other commands passed, is skipped naming it)."""
+    home: bool = False
+    """Runs with ``HOME`` in the clone (kubectl keeps its discovery cache in ~/.kube)."""
 
 
 WAYS = (
@@ -193,7 +195,7 @@ WAYS = (
     Way("python -m aioinformer "),
     Way("python examples/"),
     Way("python bench/render_results.py"),
-    Way("kubectl ", needs="kubectl"),
+    Way("kubectl ", needs="kubectl", home=True),
 )
 
 
@@ -357,6 +359,8 @@ async def run(command: Command, root: Path, env: dict[str, str], servers: list[B
     way = way_of(command.text)
     assert way is not None, command  # (test_every_command_is_run_or_listed)
     text = as_run(command.text)
+    if way.home:
+        env = {**env, "HOME": str(root / ".home")}
     proc = await asyncio.create_subprocess_exec(
         "sh", "-c", f"exec {text}" if way.ready else text,  # (exec: Ctrl-C reaches it)
         cwd=root, env=env, stdin=asyncio.subprocess.DEVNULL,
