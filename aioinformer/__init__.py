@@ -22,6 +22,7 @@ from aioinformer._cache.deltas import ChangeType as ChangeType
 from aioinformer._cache.factory import InformerFactory as InformerFactory
 from aioinformer._cache.factory import InformerOptions as InformerOptions
 from aioinformer._cache.factory import InformerSpec as InformerSpec
+from aioinformer._cache.handle import InformerHandle as InformerHandle
 from aioinformer._cache.handlers import ChangeStream as ChangeStream
 from aioinformer._cache.handlers import HandlerFailure as HandlerFailure
 from aioinformer._cache.handlers import Subscription as Subscription
@@ -155,6 +156,7 @@ __all__ = [
     "IndexFunc",
     "Informer",
     "InformerFactory",
+    "InformerHandle",
     "InformerOptions",
     "InformerSpec",
     "InformerStatistics",

@@ -19,6 +19,13 @@ Contracts:
   written once but made anew per call: ``lambda o: project(o, FIELDS)``); any other
   difference makes a second informer, with its own watch and cache, and is logged at
   WARNING when it is for a resource the factory already watches in the same scope.
+* **Dynamic informers.** :meth:`InformerFactory.acquire` holds an informer for as long as
+  its caller needs it (:class:`~aioinformer.InformerHandle`); :meth:`InformerFactory.informer`
+  pins one for the factory's life. An informer runs while it is pinned or held, starts
+  when first asked for if the factory runs (else with the factory), and is stopped and
+  forgotten when its last hold is released (see :mod:`~aioinformer._cache.handle`).
+  :attr:`InformerFactory.informers` and :meth:`InformerFactory.wait_for_sync` follow the
+  current set.
 * **Failures.** An error in one informer's watcher is retried by that watcher and never
   stops the others; an informer that dies all the same (e.g. an index function raising in
   its writer) is logged at ERROR when it dies, and the others go on. Cancelling the task
@@ -31,10 +38,11 @@ import asyncio
 import enum
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Final, TypedDict, Unpack
 
+from aioinformer._cache.handle import InformerHandle
 from aioinformer._cache.index import IndexFunc, check_indexers
 from aioinformer._cache.informer import PIPELINES, Informer, Pipeline
 from aioinformer._cache.pipeline import LoopHost, PipelineHost, ThreadHost
@@ -248,6 +256,10 @@ class InformerFactory(Service):
         )
         """Where every informer's pipeline runs."""
         self._informers: dict[InformerSpec, Informer] = {}
+        # the holds are on informers, not specs (an informer's spec may change: re-scoping)
+        self._pinned: set[Informer] = set()  # asked for with informer(): never stopped
+        self._holders: dict[Informer, int] = {}  # handles not yet released (none: no key)
+        self._changed = asyncio.Event()  # set (and replaced) when the set of informers changes
         self._group: asyncio.TaskGroup | None = None
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
         self._closed = False
@@ -265,15 +277,43 @@ class InformerFactory(Service):
     ) -> Informer:
         """The shared informer for ``group_version``/``plural`` (e.g. ``"v1", "pods"`` or
         ``"apps/v1", "statefulsets"``) and ``options`` (:class:`InformerOptions`: the
-        namespace, indexers, transform, selectors, ...); created on first use.
+        namespace, indexers, transform, selectors, ...); created on first use, pinned:
+        it runs as long as the factory (use :meth:`acquire` for one that may stop).
 
         Args:
             group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
             plural: the resource's plural name (``"pods"``).
         """
+        return self.informer_for(
+            self._spec(group_version, plural, **options), options.get("indexers")
+        )
+
+    def acquire(
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
+    ) -> InformerHandle:
+        """A hold on the shared informer :meth:`informer` would return (the same
+        arguments), created on first use and started at once if the factory runs;
+        ``await handle.release()`` (or ``async with``) gives it back, and the last release
+        of an informer nobody pinned stops and forgets it (see
+        :class:`~aioinformer.InformerHandle` for what happens to its handlers, its
+        waiters and its memory). :class:`ConfigError` once the factory has ended.
+
+        Args:
+            group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
+            plural: the resource's plural name (``"pods"``).
+        """
+        return self.acquire_for(
+            self._spec(group_version, plural, **options), options.get("indexers")
+        )
+
+    def _spec(
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
+    ) -> InformerSpec:
+        """The :class:`InformerSpec` :meth:`informer` and :meth:`acquire` share informers
+        by, with this factory's defaults filled in (its namespace, its ``compact``)."""
         namespace = options.get("namespace", FACTORY_NAMESPACE)
         compact = options.get("compact")
-        spec = InformerSpec(
+        return InformerSpec(
             group_version=group_version,
             plural=plural,
             namespace=self.namespace if namespace is FACTORY_NAMESPACE else namespace,
@@ -284,13 +324,67 @@ class InformerFactory(Service):
             streaming_list=options.get("streaming_list", False),
             compact=self.compact if compact is None else compact,
         )
-        return self.informer_for(spec, options.get("indexers"))
 
     def informer_for(
         self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None = None
     ) -> Informer:
         """The shared informer of ``spec`` (created on first use), with ``indexers``
-        merged into it (see :meth:`informer`)."""
+        merged into it, pinned (see :meth:`informer`)."""
+        inf = self._shared(spec, indexers)
+        self._pinned.add(inf)
+        return inf
+
+    def acquire_for(
+        self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None = None
+    ) -> InformerHandle:
+        """A hold on the shared informer of ``spec``, with ``indexers`` merged into it
+        (see :meth:`acquire`)."""
+        inf = self._shared(spec, indexers)
+        self._holders[inf] = self._holders.get(inf, 0) + 1
+        return InformerHandle(inf, self._release)
+
+    def holders(self, informer: Informer) -> int:
+        """How many handles hold ``informer`` now (0 for one only pinned, or one this
+        factory no longer runs)."""
+        return self._holders.get(informer, 0)
+
+    def is_pinned(self, informer: Informer) -> bool:
+        """Whether ``informer`` was asked for with :meth:`informer` (it runs as long as
+        the factory)."""
+        return informer in self._pinned
+
+    async def _release(self, handle: InformerHandle) -> None:
+        """One hold on ``handle.informer`` given back: the last one of an unpinned
+        informer stops it (its task cancelled and awaited; closed, if it never ran) and
+        forgets it."""
+        inf = handle.informer
+        held = self._holders.pop(inf, 0)
+        if held == 0:  # (cannot happen: a handle releases once, and only its own hold)
+            return
+        left = held - 1
+        if left > 0:
+            self._holders[inf] = left
+        if left > 0 or inf in self._pinned:
+            return
+        spec = next((s for s, i in self._informers.items() if i is inf), None)
+        if spec is not None:
+            del self._informers[spec]
+            self._membership_changed()
+        task = self._tasks.pop(inf, None)
+        if task is not None:
+            task.cancel()
+            await wait_ended(task)
+        elif not inf.closed:  # never started (the factory has not run yet)
+            await inf.close_unstarted()
+        log.debug("informer %s released by its last holder: stopped", inf.name)
+
+    def _membership_changed(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _shared(self, spec: InformerSpec, indexers: Mapping[str, IndexFunc] | None) -> Informer:
+        """The informer of ``spec`` (created, and started if the factory runs, on first
+        use), with ``indexers`` merged into it."""
         if self._closed:
             raise ConfigError("this InformerFactory has been closed")
         check_indexers(indexers)
@@ -318,6 +412,7 @@ class InformerFactory(Service):
                 )
                 break
         inf = self._informers[spec] = self._new_informer(spec, indexers)
+        self._membership_changed()
         if self._group is not None:
             self._start(inf)
         return inf
@@ -365,7 +460,8 @@ class InformerFactory(Service):
 
     @property
     def informers(self) -> list[Informer]:
-        """Every informer this factory created."""
+        """Every informer this factory runs (or will run once started): those pinned and
+        those held, not those released by their last holder."""
         return list(self._informers.values())
 
     def _start(self, inf: Informer) -> None:
@@ -373,38 +469,53 @@ class InformerFactory(Service):
         self._tasks[inf] = self._group.create_task(_run(inf), name=f"informer-{inf.name}")
 
     async def wait_for_sync(self, timeout: float | None = None) -> None:
-        """Wait until every informer has applied its initial list; after ``timeout``
+        """Wait until every informer of the factory has applied its initial list: the set
+        as it is while it waits (one acquired meanwhile is waited for too; one released
+        meanwhile no longer is, and its ClosedError is not raised). After ``timeout``
         seconds, ``FreshnessTimeout`` naming each informer still waiting and its last
-        list/watch error; the ``ClosedError`` of an informer that stops first, at once.
+        list/watch error; the ``ClosedError`` of an informer of the factory that stops
+        first, at once.
 
         Whatever ends the wait (a sync, an error, a timeout, a cancellation), it returns
         only once the per-informer waits it started have ended and their outcomes were
         read: nothing is left running, no "exception was never retrieved", and a
         cancellation stays a cancellation."""
-        informers = list(self._informers.values())
-        if not informers:
-            return
-        waits = [
-            asyncio.create_task(inf.wait_for_sync(), name=f"wait-for-sync-{inf.name}")
-            for inf in informers
-        ]
+        waits: dict[Informer, asyncio.Task[None]] = {}
         try:
             async with asyncio.timeout(timeout):  # (not wait_for: it may lose a cancellation)
-                await asyncio.wait(waits, return_when=asyncio.FIRST_EXCEPTION)
+                while True:
+                    current = self._informers.values()
+                    for inf in current:
+                        if inf not in waits and not inf.has_synced:
+                            waits[inf] = asyncio.create_task(
+                                inf.wait_for_sync(), name=f"wait-for-sync-{inf.name}"
+                            )
+                    if _failure(waits, current) is not None or all(
+                        inf.has_synced for inf in current
+                    ):
+                        break
+                    changed = asyncio.create_task(self._changed.wait())
+                    try:
+                        pending = [w for i, w in waits.items() if i in current and not w.done()]
+                        await asyncio.wait([changed, *pending], return_when=asyncio.FIRST_COMPLETED)
+                    finally:
+                        changed.cancel()
+                        await wait_ended(changed)
         except TimeoutError:
-            pending = [
+            pending_names = [
                 f"{i.name} ({i.statistics().last_error or 'no error seen'})"
-                for i in informers
+                for i in self._informers.values()
                 if not i.has_synced
             ]
-            raise FreshnessTimeout(f"not synced after {timeout}s: {'; '.join(pending)}") from None
+            raise FreshnessTimeout(
+                f"not synced after {timeout}s: {'; '.join(pending_names)}"
+            ) from None
         finally:
-            for wait in waits:
+            for wait in waits.values():
                 wait.cancel()
-            for wait in waits:
+            for wait in waits.values():
                 await wait_ended(wait)
-            failures = [w.exception() for w in waits if not w.cancelled()]  # (all read)
-        failed = next((f for f in failures if f is not None), None)
+            failed = _failure(waits, self._informers.values())  # (every outcome read)
         if failed is not None:
             raise failed
 
@@ -434,6 +545,21 @@ class InformerFactory(Service):
                 await self.host.aclose()
             finally:
                 self._end()
+
+
+def _failure(
+    waits: Mapping[Informer, asyncio.Task[None]], current: Iterable[Informer]
+) -> BaseException | None:
+    """The error of the first ended wait of an informer in ``current`` (those of informers
+    released meanwhile do not count); every ended wait's outcome is read."""
+    members = set(current)
+    found = None
+    for inf, wait in waits.items():
+        if wait.done() and not wait.cancelled():
+            error = wait.exception()
+            if error is not None and inf in members and found is None:
+                found = error
+    return found
 
 
 async def _run(inf: Informer) -> None:

@@ -327,6 +327,25 @@ class Informer(Service):
         return f"informer-{self.name}"
 
     @property
+    def closed(self) -> bool:
+        """Whether the informer has stopped (its run ended, or it was closed before it
+        ran): its snapshot is the last state it published and follows the server no
+        more, and a freshness wait that state does not satisfy raises
+        :class:`ClosedError`."""
+        return self._closed
+
+    async def close_unstarted(self) -> None:
+        """Close an informer that never ran (released before its factory started): its
+        waiters raise :class:`ClosedError`, its subscriptions end, and it can no longer
+        run. A running informer is stopped by cancelling its :meth:`run` instead
+        (:class:`ConfigError` here)."""
+        if self._running:
+            raise ConfigError(f"informer {self.name} runs: cancel its run to stop it")
+        self._closed = True
+        self._wake_waiters()
+        await self._dispatcher.aclose()
+
+    @property
     def namespace(self) -> str | None:
         """The namespace this informer watches; None when it watches all namespaces (or
         a cluster-scoped resource)."""

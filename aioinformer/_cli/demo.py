@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aioinformer._cli.extras import DEMO_MODULES, require
 from aioinformer._cli.helpformat import PROG, add_command
 from aioinformer._harness.contention import (
     CONFIGURATIONS,
@@ -237,9 +238,11 @@ def command_line() -> str:
 def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     """Run the scenario from parsed flags; print the table, write --json and the plot.
     Exit status 0; 130 when interrupted (Ctrl-C), in one line."""
+    require(*DEMO_MODULES)  # (not after a minute of work: the plot is drawn at the end)
     from rich.console import Console
 
     from aioinformer._cli.contention_table import column_notes, report_table
+    from aioinformer._cli.tables import print_table
     from aioinformer._harness.contention_report import plot_report
 
     console = console or Console()
@@ -253,17 +256,12 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
         return 130
     report.command = command_line()
     table = report_table(report, console)
-    console.print(table)
+    print_table(console, table)  # (piped: every column, whole)
     console.print("The columns:")
     for line in column_notes(table):  # wrapped to the terminal, continued indented
         console.print(textwrap.fill(line, console.width, subsequent_indent="    "), markup=False)
     if args.json:
         Path(args.json).write_bytes(report.to_json())
         console.print(f"report written to {args.json}")
-    try:
-        written = plot_report(report, args.plot)
-    except ImportError:
-        console.print("no plot: matplotlib is not installed (pip install 'aioinformer\\[demo]')")
-    else:
-        console.print(f"plot written to {written}")
+    console.print(f"plot written to {plot_report(report, args.plot)}")
     return 0

@@ -23,13 +23,14 @@ import orjson
 
 from aioinformer._cache.factory import InformerFactory
 from aioinformer._cache.informer import Informer, InformerStatistics
-from aioinformer._cli.helpformat import PROG, add_command
+from aioinformer._cli.failures import fail
+from aioinformer._cli.helpformat import add_command
 from aioinformer._cli.resources import resolve_resource
-from aioinformer._cli.tables import Column, fit_table
+from aioinformer._cli.tables import Column, fit_table, print_table
 from aioinformer._client.config import load_api_client
 from aioinformer._client.discovery import ApiResource
 from aioinformer._client.rest import RestClient
-from aioinformer._core.errors import AioinformerError, ConfigError
+from aioinformer._core.errors import AioinformerError
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer._core.projection import project
 
@@ -130,18 +131,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``dump`` or ``top``: exit status 0; 2 for a bad argument or configuration, 1
-    for a failure on the way (each said in one line)."""
+    """Run ``dump`` or ``top``: exit status 0; 2 for a bad argument or configuration
+    (the cluster unreachable or refusing the credentials included), 1 for a failure on the
+    way, each said in one line (:mod:`aioinformer._cli.failures`)."""
     if args.command == "top":
         import rich  # noqa: F401 (fail before connecting when the extra is missing)
     try:
         return asyncio.run(_dump(args) if args.command == "dump" else _top(args))
-    except ConfigError as exc:
-        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
-        return 2
     except AioinformerError as exc:
-        print(f"{PROG} {args.command}: {exc}", file=sys.stderr)
-        return 1
+        return fail(args.command, exc)
     except KeyboardInterrupt:
         return 130
 
@@ -286,7 +284,7 @@ async def _top(args: argparse.Namespace) -> int:
             else:
                 while True:
                     await tick()
-                    console.print(table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
+                    print_table(console, table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
                     if stop.is_set():
                         break
     return 0

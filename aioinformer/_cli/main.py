@@ -3,7 +3,7 @@
 :func:`build_parser` registers every command; :func:`main` runs one. Building the parser
 imports no optional dependency, so ``--help`` works on a bare install; a command whose
 optional dependencies are missing says which extra to install, in one line, and exits with
-status 2.
+status 2 (:mod:`aioinformer._cli.extras`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ import importlib.metadata
 import sys
 
 from aioinformer._cli import demo, inspect, rbac, run, sim, soak
+from aioinformer._cli.extras import extra_for, missing_extra
 from aioinformer._cli.helpformat import PROG, HelpFormatter
 
 __all__ = ["build_parser", "main"]
-
-_EXTRA_OF = {"rich": "cli", "matplotlib": "demo", "cryptography": "kubesim", "yaml": "kubesim"}
-"""The extra that brings each optional top-level module."""
 
 _DESCRIPTION = """
 Asyncio informers and controllers for Kubernetes, and KubeSim, an embedded Kubernetes API
@@ -74,19 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except ModuleNotFoundError as exc:
         module = (exc.name or "").partition(".")[0]
-        extra = _EXTRA_OF.get(module)
+        extra = extra_for(args.command, module)
         if extra is None:
             raise
         print(missing_extra(args.command, module, extra), file=sys.stderr)
         return 2
-
-
-def missing_extra(command: str, module: str, extra: str) -> str:
-    """The one line that says which extra brings ``module``."""
-    return (
-        f"{PROG} {command}: this command needs {module!r}, which comes with the {extra!r} "
-        f"extra: pip install 'aioinformer[{extra}]'"
-    )
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -11,7 +11,10 @@ with ``--shards N`` each replica reconciles the keys of the shards it holds.
 SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get up to
 ``--shutdown-timeout`` seconds, then the Leases are released, then the informers stop, and
 it exits with status 0. A second signal exits at once (status 130). A configuration error
-is one line and exit status 2.
+is one line and exit status 2: a bad option or TARGET, a kubeconfig missing, malformed or
+without the context, credentials the cluster rejects, a server that cannot be reached
+(:mod:`aioinformer._cli.failures`). Any other error of the library on the way is one line
+and status 1; an exception of another kind (a bug) is logged with its traceback, status 1.
 """
 
 from __future__ import annotations
@@ -24,14 +27,14 @@ import os
 import secrets
 import signal
 import socket
-import sys
 from typing import Any
 
+from aioinformer._cli.failures import fail, single
 from aioinformer._cli.helpformat import add_command
 from aioinformer._cli.logs import configure_logging
 from aioinformer._client.config import load_api_client
 from aioinformer._core import logs
-from aioinformer._core.errors import ConfigError
+from aioinformer._core.errors import AioinformerError, ConfigError
 from aioinformer._core.loops import new_event_loop
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer._runtime.target import build_manager, load_target
@@ -180,11 +183,10 @@ def run_operator(args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, on_signal, signum)
     try:
         return loop.run_until_complete(_wait(main, signals))
-    except ConfigError as exc:
-        print(f"python -m aioinformer run: {exc}", file=sys.stderr)
-        return 2
-    except Exception:
-        log.exception("the operator stopped")
+    except Exception as exc:
+        if isinstance(single(exc), AioinformerError):  # (said in one line: no traceback)
+            return fail("run", exc)
+        log.exception("the operator stopped")  # (a bug, the operator's or ours: where)
         return 1
     finally:
         _close(loop)

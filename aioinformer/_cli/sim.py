@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from aioinformer._cli.crd_files import CrdDocument, CrdFileError, read_crd_files
+from aioinformer._cli.extras import missing_extra
 from aioinformer._cli.helpformat import PROG, add_command
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ kubeconfig is written and the "serving" line printed, so the next command can us
 _EXAMPLES = """
 examples:
   python -m aioinformer sim --port 0 --kubeconfig-out sim.kubeconfig
-  python -m aioinformer sim --port 0 --kubeconfig-out sim.kubeconfig --crd examples/crds
+  python -m aioinformer sim --kubeconfig-out sim.kubeconfig --crd examples/crds
   kubectl --kubeconfig sim.kubeconfig get pods -A
   python -m aioinformer sim --nodes 3 --cluster --kubeconfig-out sim.kubeconfig
   python -m aioinformer sim --plain-http --no-auth --latency 0.05
@@ -207,8 +208,9 @@ async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocu
 
 
 def run_sim(args: argparse.Namespace) -> int:
-    """Serve until interrupted: exit status 0; 1 when it cannot start (in one line); 2 for a
-    --crd PATH that is not CustomResourceDefinitions KubeSim accepts (in one line)."""
+    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: a
+    --crd PATH that is not CustomResourceDefinitions KubeSim accepts, the token file
+    unreadable, the port taken, https without ``cryptography``)."""
     from kubesim import TlsUnavailable
 
     try:
@@ -221,17 +223,18 @@ def run_sim(args: argparse.Namespace) -> int:
         token = _token(args)
     except OSError as exc:
         print(f"{PROG} sim: cannot read the token file: {exc}", file=sys.stderr)
-        return 1
+        return 2
     try:
         asyncio.run(_serve(args, token, crds))
     except _CrdRejected as exc:
         print(f"{PROG} sim: --crd {exc}", file=sys.stderr)
         return 2
-    except TlsUnavailable as exc:
-        print(f"{PROG} sim: {exc}", file=sys.stderr)
-        return 1
+    except TlsUnavailable:
+        line = missing_extra("sim", "cryptography", "kubesim")
+        print(f"{line} (or serve --plain-http)", file=sys.stderr)
+        return 2
     except OSError as exc:
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         print(f"{PROG} sim: cannot serve on {args.host}:{args.port}: {reason}", file=sys.stderr)
-        return 1
+        return 2
     return 0

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from aioinformer._cli import simulate
 from aioinformer._cli.helpformat import PROG, add_command
-from aioinformer._cli.tables import Column, fit_table, wrap_list
+from aioinformer._cli.tables import Column, fit_table, print_table, wrap_list
 from aioinformer._core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -174,7 +174,7 @@ SOAK_COLUMNS = (
 def soak_report(console: Console, results: list[FaultMixResult]) -> None:
     """Print the table, the faults by kind, the seeds that did not converge (their faults
     and differences) and the verdict line, each fitted to the console's width."""
-    console.print(_table(console, results))
+    print_table(console, _table(console, results))
     for line in wrap_list("faults by kind", _by_kind(results), console.width):
         console.print(line, markup=False, highlight=False)
     for r in results:

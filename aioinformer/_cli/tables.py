@@ -7,10 +7,17 @@ the headers of the least important columns, then drops them, least important fir
 says in the caption which ones it left out. Columns of priority 0 always stay (their
 headers abbreviated last); if they alone are too wide, their cells wrap onto more lines (a
 name is folded, never cut short with an ellipsis).
+
+A command's output that goes to a pipe or a file, with no width given (``$COLUMNS``), has
+no width to fit: there every column is shown, and :func:`print_table` prints the table
+whole, however wide (what reads it, ``less -S``, a file, a script, has no terminal to
+overflow; rich's default of 80 columns would drop the columns that a log most needs).
 """
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -20,7 +27,10 @@ if TYPE_CHECKING:
     from rich.table import Table
     from rich.text import Text
 
-__all__ = ["Column", "fit_table", "wrap_list"]
+__all__ = ["UNLIMITED", "Column", "fit_table", "piped", "print_table", "wrap_list"]
+
+UNLIMITED = 1_000_000
+"""The width of a piped output: no limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,11 +56,12 @@ def fit_table(
     width: int | None = None,
 ) -> Table:
     """The table of ``rows`` (one cell per column: a plain string, or a rich ``Text`` to
-    style it) with the columns that fit ``width`` (default: the console's), as the module
-    docstring describes."""
+    style it) with the columns that fit ``width`` (default: the console's, unlimited when
+    :func:`piped`), as the module docstring describes."""
     from rich.measure import Measurement
 
-    width = console.width if width is None else width
+    if width is None:
+        width = UNLIMITED if piped(console) else console.width
     by_priority = sorted(
         (i for i, c in enumerate(columns) if c.priority > 0),
         key=lambda i: (-columns[i].priority, -i),
@@ -71,6 +82,33 @@ def fit_table(
             dropped.append(i)
         table = _table(columns, rows, title, short, dropped)
     return table
+
+
+def piped(console: Console) -> bool:
+    """Whether ``console`` writes the process's standard output to a pipe or a file (not
+    a terminal) with no width given (``$COLUMNS`` unset): its tables have no width to fit."""
+    return (
+        console.file in (sys.stdout, sys.__stdout__)
+        and not console.is_terminal
+        and not os.environ.get("COLUMNS")
+    )
+
+
+def print_table(console: Console, table: Table) -> None:
+    """Print ``table`` on ``console``; when :func:`piped`, whole, at its own width even if
+    that is wider than the console's (the console's width is left as it was)."""
+    from rich.measure import Measurement
+
+    if not piped(console):
+        console.print(table)
+        return
+    needed = Measurement.get(console, console.options.update_width(UNLIMITED), table).maximum
+    width = console.width
+    console.width = max(width, needed)
+    try:
+        console.print(table)
+    finally:
+        console.width = width
 
 
 def _table(

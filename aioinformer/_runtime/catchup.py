@@ -26,7 +26,7 @@ from aioinformer._cache.informer import Informer
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
-from aioinformer._core.errors import AioinformerError, FreshnessTimeout
+from aioinformer._core.errors import AioinformerError, ClosedError, FreshnessTimeout
 
 __all__ = ["QUICK", "catch_up", "caught_up"]
 
@@ -59,7 +59,15 @@ async def catch_up(
 
 async def caught_up(informer: Informer, rv: int, rest: RestClient, timeout: float) -> bool:
     """Whether ``informer`` caught up with ``rv`` (see the module docstring) within
-    ``timeout`` seconds."""
+    ``timeout`` seconds; True for one that stops meanwhile (released by its last holder:
+    nothing reads it any more)."""
+    try:
+        return await _caught_up(informer, rv, rest, timeout)
+    except ClosedError:  # it stopped meanwhile (released): no reconcile reads it
+        return True
+
+
+async def _caught_up(informer: Informer, rv: int, rest: RestClient, timeout: float) -> bool:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     try:

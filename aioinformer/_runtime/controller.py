@@ -39,6 +39,14 @@ Contracts:
   settled before its key is reconciled again: what it did is learned and the caches have
   seen it (:meth:`Controller.settle_first`; requeued with backoff until then, at most
   ``expectations_ttl``; counted in ``stale_reads_avoided`` as ``unsettled``).
+* Owned and watched informers can change while it runs (:meth:`Controller.add_owns`,
+  :meth:`Controller.add_watches`, :meth:`Controller.remove_source`): one added is
+  followed from its current state on (ADDED for each object it holds, then its changes);
+  one removed, or one that stops (its last :class:`~aioinformer.InformerHandle` released),
+  is followed no more: its subscription ends, it leaves :attr:`Controller.owns` (so no
+  creation of its objects is expected any longer) and a reconcile waiting for it to see a
+  write waits no more. Its primary informer must run as long as the controller: one that
+  stops leaves the controller reconciling what it last held, told of no change.
 * Stopping (cancelling :meth:`Controller.run`) ends within ``shutdown_timeout`` whatever
   the reconciles do: they may finish until shortly before it, then they are cancelled, and
   one that ignores its cancellation is abandoned (its writes through the manager's client
@@ -56,6 +64,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TypeAlias
 
+from aioinformer._cache.handle import InformerHandle
+from aioinformer._cache.handlers import Subscription
 from aioinformer._cache.informer import Informer
 from aioinformer._client.discovery import ApiResource
 from aioinformer._core import logs
@@ -92,6 +102,9 @@ Mapper: TypeAlias = Callable[[KubeObject], Iterable[str]]
 """Maps an object of a watched informer to the keys of the primary objects to reconcile."""
 Reconciler: TypeAlias = Callable[[str], Awaitable["Result | None"]]
 """``async def reconcile(key) -> Result | None``."""
+Source: TypeAlias = Informer | InformerHandle
+"""What a controller follows: an informer, or a hold on one (its subscriptions then end
+when the hold is released)."""
 
 _EXPECTATIONS_RECHECK = 1.0
 ERROR_EVENT_INTERVAL = 60.0
@@ -221,10 +234,11 @@ class Controller(Service):
         primary: the informer of the objects this controller reconciles.
         primary_kind: their ``kind``; by default learned from the server when the manager
             starts (a value that contradicts the server is refused then).
-        owns: informers of objects the primary controls; an event on one reconciles its
-            controller owner (and satisfies that owner's expectations).
-        watches: ``(informer, mapper)`` pairs: an event on the informer's object
-            reconciles the keys ``mapper(obj)`` returns.
+        owns: informers (or :class:`~aioinformer.InformerHandle` s) of objects the primary
+            controls; an event on one reconciles its controller owner (and satisfies that
+            owner's expectations). More may be added and removed while it runs.
+        watches: ``(informer, mapper)`` pairs (or ``(handle, mapper)``): an event on the
+            informer's object reconciles the keys ``mapper(obj)`` returns.
         predicates: filters on primary updates, ``predicate(old, new)``; all must hold
             (e.g. :func:`generation_changed`).
         options: how it reconciles (:class:`~aioinformer.ControllerOptions`: concurrency,
@@ -247,8 +261,8 @@ class Controller(Service):
         *,
         primary: Informer,
         primary_kind: str | None = None,
-        owns: Sequence[Informer] = (),
-        watches: Sequence[tuple[Informer, Mapper]] = (),
+        owns: Sequence[Source] = (),
+        watches: Sequence[tuple[Source, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
         metrics: Metrics | None = None,
@@ -274,7 +288,8 @@ class Controller(Service):
         self._writes: dict[str, dict[Informer, int]] = {}
         self._unsettled: dict[str, list[tuple[float, Callable[[], Awaitable[bool]]]]] = {}
         self._predicates = list(predicates)
-        self._owns = list(owns)
+        # what it follows besides its primary: (informer, its subscription, owned?)
+        self._sources: list[tuple[Informer, Subscription, bool]] = []
         self._inflight: dict[str, asyncio.Task[None]] = {}
         # abandoned reconciles still running, with the queue that holds their key:
         self._lingering: dict[str, tuple[asyncio.Task[Result | None], WorkQueue[str]]] = {}
@@ -288,7 +303,11 @@ class Controller(Service):
         self._settle_failures = FailureLog(log, logging.WARNING, clock=self._clock)
         self.stale_reads_avoided = 0
         self._scope = f"{primary.namespace}/" if primary.namespace else None
-        self._subscribe(primary, watches, owns)
+        self._subscribe(primary)
+        for source in owns:
+            self.add_owns(source)
+        for source, mapper in watches:
+            self.add_watches(source, mapper)
 
     @property
     def options(self) -> ControllerOptions:
@@ -309,12 +328,7 @@ class Controller(Service):
 
     # -- wiring ---------------------------------------------------------------------------------
 
-    def _subscribe(
-        self,
-        primary: Informer,
-        watches: Sequence[tuple[Informer, Mapper]],
-        owns: Sequence[Informer],
-    ) -> None:
+    def _subscribe(self, primary: Informer) -> None:
         def on_primary_update(old: KubeObject, new: KubeObject) -> None:
             if all(p(old, new) for p in self._predicates):
                 self.queue.add(new.key)
@@ -326,25 +340,58 @@ class Controller(Service):
             name=f"{self.name}/primary",
             coalesce=True,
         )
-        for inf in owns:
-            # An owner and its namespaced dependents share a namespace: a namespaced
-            # primary's controller needs no event of another namespace's objects
-            inf.add_handler(
-                on_add=self._owned_added,
-                on_update=self._owned_updated,
-                on_delete=self._owned_deleted,
-                name=f"{self.name}/owns:{inf.name}",
-                coalesce=False,
-                namespace=primary.namespace,
-            )
-        for inf, fn in watches:
-            inf.add_handler(
-                on_add=functools.partial(self._mapped, mapper=fn),
-                on_update=functools.partial(self._mapped_update, mapper=fn),
-                on_delete=functools.partial(self._mapped, mapper=fn),
-                name=f"{self.name}/watches:{inf.name}",
-                coalesce=True,
-            )
+
+    def add_owns(self, source: Source) -> None:
+        """Follow the objects of ``source`` (an informer, or a hold on one) as owned: each
+        event reconciles the object's controller owner, from the informer's current state
+        on; possible while the controller runs."""
+        inf = self._follow(source)
+        # An owner and its namespaced dependents share a namespace: a namespaced
+        # primary's controller needs no event of another namespace's objects
+        sub = source.add_handler(
+            on_add=self._owned_added,
+            on_update=self._owned_updated,
+            on_delete=self._owned_deleted,
+            name=f"{self.name}/owns:{inf.name}",
+            coalesce=False,
+            namespace=self.primary.namespace,
+        )
+        self._sources.append((inf, sub, True))
+
+    def add_watches(self, source: Source, mapper: Mapper) -> None:
+        """Follow the objects of ``source`` (an informer, or a hold on one): each event
+        reconciles the keys ``mapper(obj)`` returns, from the informer's current state
+        on; possible while the controller runs."""
+        check_callable(mapper, "mapper")
+        inf = self._follow(source)
+        sub = source.add_handler(
+            on_add=functools.partial(self._mapped, mapper=mapper),
+            on_update=functools.partial(self._mapped_update, mapper=mapper),
+            on_delete=functools.partial(self._mapped, mapper=mapper),
+            name=f"{self.name}/watches:{inf.name}",
+            coalesce=True,
+        )
+        self._sources.append((inf, sub, False))
+
+    def _follow(self, source: Source) -> Informer:
+        """The informer of ``source``; the sources whose subscription ended are dropped."""
+        self._sources = [entry for entry in self._sources if not entry[1].closed]
+        return source.informer if isinstance(source, InformerHandle) else source
+
+    def remove_source(self, source: Source) -> bool:
+        """Follow ``source`` (added with :meth:`add_owns`, :meth:`add_watches`, ``owns``
+        or ``watches``) no more: its subscriptions are cancelled, creations and deletions
+        of its objects are no longer expected, and reconciles stop waiting for it to see
+        their writes. Whether it was followed. Stopping the informer is its holder's
+        business (release the handle)."""
+        inf = source.informer if isinstance(source, InformerHandle) else source
+        found = [entry for entry in self._sources if entry[0] is inf]
+        for entry in found:
+            entry[1].cancel()
+            self._sources.remove(entry)
+        for pending in self._writes.values():
+            pending.pop(inf, None)
+        return bool(found)
 
     def resolved(self, primary: ApiResource) -> None:
         """The manager tells what the server says the primary resource is (its kind):
@@ -406,8 +453,14 @@ class Controller(Service):
 
     @property
     def owns(self) -> list[Informer]:
-        """The informers of the objects this controller controls."""
-        return list(self._owns)
+        """The informers of the objects this controller controls, as it follows them now
+        (not those removed or stopped)."""
+        return [inf for inf, sub, owned in self._sources if owned and not sub.closed]
+
+    @property
+    def watches(self) -> list[Informer]:
+        """The informers it watches through a mapper, as it follows them now."""
+        return [inf for inf, sub, owned in self._sources if not owned and not sub.closed]
 
     # -- what the manager's client asks ---------------------------------------------------------
 
@@ -425,9 +478,7 @@ class Controller(Service):
         """Whether one of the owned informers follows objects of ``resource`` in
         ``namespace`` with ``labels`` (so their creations can be expected): see
         :meth:`~aioinformer.Informer.follows`."""
-        return any(
-            _of(inf, resource) and inf.follows(namespace or "", labels) for inf in self._owns
-        )
+        return any(_of(inf, resource) and inf.follows(namespace or "", labels) for inf in self.owns)
 
     def controls(self, controller_refs: Sequence[tuple[str, str, str]], key: str) -> bool:
         """Whether the controller references of an object body, ``(apiVersion, kind,
@@ -443,7 +494,7 @@ class Controller(Service):
     def is_dependent(self, dependent: str, key: str, resource: ApiResource | None = None) -> bool:
         """Whether the cached object ``dependent`` (a key) of an owned informer (of
         ``resource``, when given) is controlled by the primary ``key``."""
-        for inf in self._owns:
+        for inf in self.owns:
             if resource is not None and not _of(inf, resource):
                 continue
             obj = inf.snapshot().get(dependent)
@@ -793,6 +844,8 @@ class Controller(Service):
                 self._avoided("freshness")
                 self.queue.add_rate_limited(key)
                 return False
+            except ClosedError:  # it stopped (released): nothing more to wait for
+                pass
             pending.pop(inf, None)
         if not pending:
             self._writes.pop(key, None)

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from aioinformer._cache.factory import InformerFactory, InformerOptions
+from aioinformer._cache.handle import InformerHandle
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.process import ProcessSettings
 from aioinformer._cache.watcher import WatchOptions
@@ -52,6 +53,7 @@ from aioinformer._runtime.controller import (
     Mapper,
     Predicate,
     Reconciler,
+    Source,
 )
 from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
@@ -246,6 +248,26 @@ class Manager(Service):
         """
         return self.factory.informer(group_version, plural, **options)
 
+    def acquire(
+        self, group_version: str, plural: str, **options: Unpack[InformerOptions]
+    ) -> InformerHandle:
+        """A hold on a shared informer of the manager's factory
+        (:meth:`InformerFactory.acquire <aioinformer.InformerFactory.acquire>`): started at
+        once if the manager runs, stopped when its last hold is released and nobody pinned
+        it with :meth:`informer`. The manager's ``/readyz``, ``/metrics`` and start-up
+        sync follow the informers it runs now. A controller can follow it while it runs
+        (:meth:`Controller.add_owns <aioinformer.Controller.add_owns>`,
+        :meth:`~aioinformer.Controller.add_watches`). Its resource is not looked up in
+        discovery (a wrong plural shows as the informer's list errors, not as a
+        ConfigError), and ``python -m aioinformer rbac`` does not see an informer acquired
+        while the manager runs: declare it with :meth:`require_permission`.
+
+        Args:
+            group_version: ``"v1"`` for the core group, else ``"GROUP/VERSION"``.
+            plural: the resource's plural name (``"pods"``).
+        """
+        return self.factory.acquire(group_version, plural, **options)
+
     def controller(
         self,
         name: str,
@@ -253,8 +275,8 @@ class Manager(Service):
         *,
         primary: Informer,
         primary_kind: str | None = None,
-        owns: Sequence[Informer] = (),
-        watches: Sequence[tuple[Informer, Mapper]] = (),
+        owns: Sequence[Source] = (),
+        watches: Sequence[tuple[Source, Mapper]] = (),
         predicates: Sequence[Predicate] = (),
         options: ControllerOptions | None = None,
     ) -> Controller:
@@ -271,8 +293,10 @@ class Manager(Service):
             reconcile: ``async def reconcile(key) -> Result | None``.
             primary: the informer of the objects it reconciles.
             primary_kind: their kind (default: from discovery).
-            owns: informers of objects the primary controls (by controller reference).
-            watches: ``(informer, mapper)`` pairs mapping other objects to primary keys.
+            owns: informers (or :class:`~aioinformer.InformerHandle` s) of objects the
+                primary controls (by controller reference).
+            watches: ``(informer, mapper)`` pairs (or ``(handle, mapper)``) mapping other
+                objects to primary keys.
             predicates: ``predicate(old, new)`` filters on primary updates.
             options: how it reconciles (:class:`~aioinformer.ControllerOptions`).
         """

@@ -1,7 +1,7 @@
 """The command line's top level, as a user sees it: every command's help (discovered from the
 parser, so a new command is covered) is plain text that fits 80 columns and shows its
-defaults; ``--version``; help works without the optional dependencies; a missing extra is
-named in one line."""
+defaults; ``--version``; help works without the optional dependencies (a missing extra
+is named in one line: ``test_exit_status``)."""
 
 from __future__ import annotations
 
@@ -138,28 +138,3 @@ async def test_help_works_without_the_optional_dependencies() -> None:
         "HELP-OK",
         *(f"HELP-OK {c}" for c in COMMANDS),
     ]
-
-
-@pytest.mark.parametrize(
-    ("argv", "blocked", "extra"),
-    [
-        (["top", "--kubeconfig", "/nonexistent", "pods"], "rich", "cli"),
-        (["soak", "--seeds", "1"], "rich", "cli"),
-        (["soak", "--seeds", "1"], "yaml", "kubesim"),
-        (["sim", "--port", "0"], "yaml", "kubesim"),
-        (["rbac", "examples/podset.py:build"], "yaml", "kubesim"),
-    ],
-)
-async def test_a_missing_extra_is_named_in_one_line(
-    argv: list[str], blocked: str, extra: str
-) -> None:
-    code = BLOCK.format(blocked=[blocked]) + (
-        "from aioinformer._cli.main import main; sys.exit(main(sys.argv[1:]))"
-    )
-    result = await run_python("-c", code, *argv)
-    assert result.code == 2
-    assert result.out == ""
-    assert result.err == (
-        f"python -m aioinformer {argv[0]}: this command needs {blocked!r}, which comes with "
-        f"the {extra!r} extra: pip install 'aioinformer[{extra}]'\n"
-    )

@@ -1,4 +1,4 @@
-"""``python -m aioinformer sim``: what keeps it from serving is one line and exit status 1."""
+"""``python -m aioinformer sim``: what keeps it from serving is one line and exit status 2."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def taken_port() -> Iterator[int]:
 
 async def test_a_port_in_use_is_one_line(taken_port: int) -> None:
     result = await run_cli("sim", "--port", str(taken_port))
-    assert result.code == 1
+    assert result.code == 2
     assert result.err == (
         f"python -m aioinformer sim: cannot serve on 127.0.0.1:{taken_port}: Address already in use\n"
     )
@@ -33,7 +33,7 @@ async def test_a_port_in_use_is_one_line(taken_port: int) -> None:
 async def test_a_missing_token_file_is_one_line(tmp_path: Path) -> None:
     missing = tmp_path / "nope"
     result = await run_cli("sim", "--port", "0", "--token-file", str(missing))
-    assert result.code == 1 and result.out == ""
+    assert result.code == 2 and result.out == ""
     assert result.err == (
         f"python -m aioinformer sim: cannot read the token file: [Errno 2] No such file or "
         f"directory: '{missing}'\n"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
-from aioinformer._cli.tables import Column, fit_table, wrap_list
+from aioinformer._cli.tables import Column, fit_table, piped, print_table, wrap_list
 
 COLUMNS = (
     Column("name", justify="left"),
@@ -84,3 +85,27 @@ def test_wrap_list_wraps_under_its_label() -> None:
     assert all(line.startswith("  kind") for line in lines[1:])
     assert " ".join(" ".join(lines).split()) == "faults by kind: " + " ".join(items)
     assert wrap_list("none", [], 50) == ["none: -"]
+
+
+def test_piped_without_a_width_a_table_is_printed_whole(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Standard output not a terminal (pytest's capture) and no ``$COLUMNS``: every column,
+    at the table's own width (wider than rich's 80); the console's width is left as it was.
+    With ``$COLUMNS``, or on a console of its own file, the table fits the width."""
+    rows = [[f"name-{'x' * 40}", "12", "3", "detail " * 6, "trivia " * 4]]
+    monkeypatch.delenv("COLUMNS", raising=False)
+    console = Console(color_system=None)
+    assert piped(console) and console.width == 80
+    print_table(console, fit_table(console, COLUMNS, rows))
+    text = capsys.readouterr().out
+    assert header(text) == ["name", "count", "a rather long header", "detail", "trivia"]
+    assert max(len(line) for line in text.splitlines()) > 80 and console.width == 80
+    monkeypatch.setenv("COLUMNS", "80")
+    console = Console(color_system=None)
+    assert not piped(console)
+    print_table(console, fit_table(console, COLUMNS, rows))
+    text = capsys.readouterr().out
+    assert max(len(line) for line in text.splitlines()) <= 80 and "not shown" in text
+    monkeypatch.delenv("COLUMNS")
+    assert not piped(Console(file=io.StringIO(), width=80))

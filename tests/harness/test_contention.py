@@ -4,6 +4,7 @@ the protected example operators get no 409 and leave no extra pod, and the plot 
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -189,7 +190,7 @@ def test_report_table_fits_the_terminal_and_explains_its_columns() -> None:
     options = dict(vars(ContentionOptions()))
     report = ContentionReport(options, {}, 10, 1.0, 2**20, [result])
     for width in (200, 80):
-        console = Console(width=width, record=True)
+        console = Console(file=io.StringIO(), width=width, record=True)
         table = report_table(report, console)
         console.print(table)
         text = console.export_text()

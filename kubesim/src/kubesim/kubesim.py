@@ -32,6 +32,7 @@ from kubesim.server.app import SimOptions, SimServer
 from kubesim.server.auth import User, make_tokens, random_token
 from kubesim.server.connguard import IDLE_TIMEOUT, GuardedSite
 from kubesim.server.faults import Faults
+from kubesim.server.features import feature_gates as feature_gates_of
 from kubesim.server.tls import self_signed, write_private
 from kubesim.storage.mvcc import Mvcc, Stored
 
@@ -65,6 +66,11 @@ class KubeSim:
         token: the admin's bearer token (default: a random one per sim, ``sim.token``).
         tls: serve https with a self-signed certificate (``sim.ca_file``).
         watch_list: the WatchList feature gate (streaming lists); off as in v1.28.
+        feature_gates: kube-apiserver feature gates by name, off unless given:
+            ``WatchList`` (as ``watch_list``) and ``ShardedListAndWatch`` (v1.36 alpha:
+            ``shardSelector`` on lists and watches, KEP-5866); an unknown name is a
+            ValueError. ``kubesim.server.features.parse_feature_gates`` reads the
+            ``--feature-gates`` syntax (``ShardedListAndWatch=true``).
         history_size: the watch cache window per resource type, in events; a watch from
             an RV older than the window gets the recorded 410.
         history_max_age: the same window in seconds (None: no age limit).
@@ -94,6 +100,7 @@ class KubeSim:
         token: str | None = None,
         tls: bool = False,
         watch_list: bool = False,
+        feature_gates: Mapping[str, bool] | None = None,
         history_size: int = 10_000,
         history_max_age: float | None = None,
         bookmark_interval: float = 60.0,
@@ -105,6 +112,7 @@ class KubeSim:
         controllers: bool = True,
         event_ttl: float | None = DEFAULT_EVENT_TTL,
     ) -> None:
+        gates = feature_gates_of(feature_gates)
         self.host = host
         self.port = port
         self.tls = tls
@@ -118,7 +126,8 @@ class KubeSim:
         self.faults = Faults()
         self.options = SimOptions(
             auth=auth,
-            watch_list=watch_list,
+            watch_list=watch_list or gates["WatchList"],
+            sharding=gates["ShardedListAndWatch"],
             bookmark_interval=bookmark_interval,
             too_large_rv_wait=too_large_rv_wait,
             tokens=make_tokens(self.token),

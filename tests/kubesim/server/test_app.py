@@ -273,4 +273,4 @@ async def test_command_line_sim_keeps_a_given_token(tmp_path: Path) -> None:
         stderr=asyncio.subprocess.PIPE,
     )
     _, err = await asyncio.wait_for(missing.communicate(), 30)
-    assert missing.returncode == 1 and b"cannot read the token file" in err
+    assert missing.returncode == 2 and b"cannot read the token file" in err

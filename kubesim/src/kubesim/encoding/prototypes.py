@@ -19,6 +19,11 @@
   and ``schemaorarray`` / ``schemaorbool`` / ``schemaorstrings`` (the JSON-schema unions):
   the types with their own protobuf form.
 
+Beyond v1.28, :data:`_LATER` adds the fields KubeSim serves behind a newer feature gate:
+``ListMeta.shardInfo`` (field 5, a pointer to ``ShardInfo{selector: 1}``; v1.36,
+ShardedListAndWatch, k8s.io/apimachinery ``pkg/apis/meta/v1/types.go``), written only when
+set.
+
 ``flags`` has :data:`REPEATED` for slices and :data:`PTR` for pointers. The distinction
 matters both ways: Go's generated marshalling writes every non-pointer field, zero or
 not, and a pointer field only when it is set.
@@ -41,6 +46,12 @@ Field = tuple[int, str, str, str, int]
 
 _DATA = Path(__file__).resolve().parent / "protobuf_types.json"
 
+#: fields of later versions, appended to the v1.28 tables (see the module docstring)
+_LATER: Mapping[str, tuple[Field, ...]] = {
+    "meta/v1.ListMeta": ((5, "shardInfo", "msg", "meta/v1.ShardInfo", PTR),),
+    "meta/v1.ShardInfo": ((1, "selector", "str", "", 0),),
+}
+
 
 @functools.cache
 def _tables() -> tuple[Mapping[str, tuple[Field, ...]], Mapping[tuple[str, str], str]]:
@@ -49,6 +60,8 @@ def _tables() -> tuple[Mapping[str, tuple[Field, ...]], Mapping[tuple[str, str],
         name: tuple((int(n), j, k, m, f) for n, j, k, m, f in fields)
         for name, fields in data["messages"].items()
     }
+    for name, extra in _LATER.items():
+        messages[name] = messages.get(name, ()) + extra
     kinds = {(api_version, kind): name for api_version, kind, name in data["kinds"]}
     return messages, kinds
 

@@ -15,6 +15,7 @@ import orjson
 from kubesim.errors import KubeSimApiError, RvTooLarge
 from kubesim.machinery.fields import FieldSelector
 from kubesim.machinery.labels import LabelSelector
+from kubesim.machinery.shards import ShardSelector
 from kubesim.registry.objects import parse_rv
 from kubesim.registry.resource import ResourceType
 from kubesim.storage.mvcc import Mvcc, Stored, TypeStore
@@ -32,12 +33,14 @@ EXPIRED_CONTINUE_MESSAGE = (
 
 @dataclass(slots=True)
 class ListResult:
-    """One page of a list: items in key order, the list RV, and paging metadata."""
+    """One page of a list: items in key order, the list RV, and paging metadata;
+    ``shard_info``: the applied shard selector's canonical text (``ListMeta.shardInfo``)."""
 
     items: list[Stored]
     resource_version: int
     continue_token: str | None
     remaining: int | None
+    shard_info: str | None = None
 
 
 def encode_continue(rv: int, start: str) -> str:
@@ -67,6 +70,7 @@ def list_page(
     *,
     label_selector: LabelSelector | None = None,
     field_selector: FieldSelector | None = None,
+    shard_selector: ShardSelector | None = None,
     resource_version: str = "",
     match: str = "",
     limit: int = 0,
@@ -78,7 +82,9 @@ def list_page(
     "0" serves the cache and ignores ``limit``; N with ``match`` "NotOlderThan" (or no
     match) needs the store at least at N (else :class:`RvTooLarge`, which the HTTP layer
     turns into the recorded 504 after waiting); N with "Exact" is the state at N
-    (pageable; 410 once compacted).
+    (pageable; 410 once compacted). ``shard_selector`` keeps the objects in its ranges
+    and is echoed in ``shard_info``; a sharded page has no ``remaining`` count (as a
+    selector's, since k8s.io/apiserver v0.37; v1.36.0-3 counted the unfiltered rest).
     """
     at_rv: int | None = None
     start_after: str | None = None
@@ -123,16 +129,19 @@ def list_page(
             continue
         if fsel is not None and not fsel.matches(obj.fields):
             continue
+        if shard_selector is not None and not shard_selector.matches(obj.uid, obj.namespace):
+            continue
         if want and len(items) == want:
             more = True
             break
         items.append(obj)
+    shard_info = shard_selector.text if shard_selector is not None else None
     if not more:
-        return ListResult(items, list_rv, None, None)
+        return ListResult(items, list_rv, None, None, shard_info)
     last = items[-1]
     start_key = last.key.split("/", 1)[1] if rt.namespaced and namespace else last.key
     token = encode_continue(list_rv, start_key)
     remaining: int | None = None
-    if lsel is None and fsel is None:
+    if lsel is None and fsel is None and shard_selector is None:
         remaining = ts.count_after(namespace, last.key, at_rv)
-    return ListResult(items, list_rv, token, remaining)
+    return ListResult(items, list_rv, token, remaining, shard_info)

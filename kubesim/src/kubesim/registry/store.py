@@ -35,6 +35,7 @@ from kubesim.fieldmanager.managed import track_update
 from kubesim.fieldmanager.patching import apply_patch, patch_type
 from kubesim.machinery.fields import FieldSelector
 from kubesim.machinery.labels import LabelSelector
+from kubesim.machinery.shards import ShardSelector
 from kubesim.machinery.validation import Cause
 from kubesim.registry.admission import check_creatable
 from kubesim.registry.context import current_write
@@ -144,6 +145,7 @@ class Api:
         *,
         label_selector: LabelSelector | None = None,
         field_selector: FieldSelector | None = None,
+        shard_selector: ShardSelector | None = None,
         resource_version: str = "",
         match: str = "",
         limit: int = 0,
@@ -157,6 +159,7 @@ class Api:
             namespace,
             label_selector=label_selector,
             field_selector=field_selector,
+            shard_selector=shard_selector,
             resource_version=resource_version,
             match=match,
             limit=limit,
@@ -399,6 +402,7 @@ class Api:
         *,
         label_selector: LabelSelector | None = None,
         field_selector: FieldSelector | None = None,
+        shard_selector: ShardSelector | None = None,
         options: DeleteOptions | Mapping[str, Any] | None = None,
     ) -> ListResult:
         """DELETE on a collection: deletes what the selectors match (each as :meth:`delete`
@@ -406,7 +410,11 @@ class Api:
         the deletions)."""
         opts = DeleteOptions.of(options)
         page = self.list(
-            rt, namespace, label_selector=label_selector, field_selector=field_selector
+            rt,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            shard_selector=shard_selector,
         )
         for obj in page.items:
             name = obj.key.rsplit("/", 1)[-1]

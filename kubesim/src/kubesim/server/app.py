@@ -43,7 +43,7 @@ from kubesim.server.decoding import (
 )
 from kubesim.server.faults import Faults, fault_error
 from kubesim.server.health import health_response, is_health_path
-from kubesim.server.lists import list_response, read_page, selectors
+from kubesim.server.lists import list_response, read_page, selectors, shard_selector
 from kubesim.server.negotiation import Media, errors_as_protobuf, negotiate
 from kubesim.server.objects import object_response
 from kubesim.server.requests import (
@@ -75,6 +75,7 @@ class SimOptions:
 
     auth: bool = True
     watch_list: bool = False  # the WatchList feature gate (off by default in v1.28)
+    sharding: bool = False  # the ShardedListAndWatch feature gate (v1.36 alpha, off)
     bookmark_interval: float = 60.0
     too_large_rv_wait: float = 3.0
     tokens: dict[str, User] = field(default_factory=dict)
@@ -353,7 +354,12 @@ class SimServer:
             opts = await delete_options(request)
             lsel, fsel = selectors(rt, q)
             page = self.api.delete_collection(
-                rt, route.namespace, label_selector=lsel, field_selector=fsel, options=opts
+                rt,
+                route.namespace,
+                label_selector=lsel,
+                field_selector=fsel,
+                shard_selector=shard_selector(q, self.options.sharding),
+                options=opts,
             )
             return await list_response(request, self.api, rt, page, media, self.faults)
         raise KubeSimApiError.method_not_allowed()
@@ -378,7 +384,12 @@ class SimServer:
     async def _list(self, request: web.Request, route: Route, media: Media) -> web.StreamResponse:
         wait = self.options.too_large_rv_wait
         page = await read_page(
-            self.api, route.rt, route.namespace, request.query, too_large_rv_wait=wait
+            self.api,
+            route.rt,
+            route.namespace,
+            request.query,
+            too_large_rv_wait=wait,
+            sharding=self.options.sharding,
         )
         return await list_response(request, self.api, route.rt, page, media, self.faults)
 
@@ -391,6 +402,7 @@ class SimServer:
             media,
             watch_list=self.options.watch_list,
             too_large_rv_wait=self.options.too_large_rv_wait,
+            sharding=self.options.sharding,
         )
         self.open_watches += 1
         try:

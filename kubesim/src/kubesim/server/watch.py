@@ -7,7 +7,10 @@ application/vnd.kubernetes.protobuf;stream=watch``, each event a length-prefixed
 initial events in one chunk); at ``timeoutSeconds`` the stream ends with the
 terminating zero-length chunk and nothing else. A too-old resourceVersion is HTTP 200 plus
 exactly one ERROR event (Status 410 Expired), then EOF. An object leaving the selector is
-DELETED with its old content and the new RV; entering is ADDED. Bookmarks carry only the
+DELETED with its old content and the new RV; entering is ADDED. A shard selector (v1.36,
+ShardedListAndWatch) filters the initial events and the changes alike; it hashes a uid or a
+namespace, which never change, so it never turns an event into ADDED or DELETED; watch
+events carry no shardInfo. Bookmarks carry only the
 RV, are sent about 2 s before the deadline and every ``bookmark_interval`` seconds, only
 when the RV moved past what the watcher has, and never on an etcd-served watch (RV unset
 with the WatchList gate off). Deadlines, bookmarks and event delays are timed on the store's
@@ -29,6 +32,7 @@ from kubesim.encoding.protobuf import PROTOBUF_WATCH
 from kubesim.encoding.protoencode import encode_object, watch_frame
 from kubesim.machinery.fields import FieldSelector
 from kubesim.machinery.labels import LabelSelector
+from kubesim.machinery.shards import ShardSelector
 from kubesim.registry.objects import view_json
 from kubesim.registry.resource import ResourceType
 from kubesim.server.faults import Faults
@@ -56,6 +60,7 @@ class WatchSpec:
     namespace: str | None
     label_selector: LabelSelector | None
     field_selector: FieldSelector | None
+    shard_selector: ShardSelector | None
     mode: str  # "etcd" (RV unset), "rv0", "initial" (sendInitialEvents), "from_rv"
     start_rv: int
     bookmarks: bool
@@ -146,6 +151,10 @@ class _Stream:
 
     def matches(self, obj: Stored) -> bool:
         spec = self.spec
+        if spec.shard_selector is not None and not spec.shard_selector.matches(
+            obj.uid, obj.namespace
+        ):
+            return False
         if spec.label_selector is not None and not spec.label_selector.matches(obj.labels):
             return False
         return spec.field_selector is None or spec.field_selector.matches(obj.fields)
@@ -155,6 +164,10 @@ class _Stream:
         spec = self.spec
         if spec.namespace and ev.obj.namespace != spec.namespace:
             return None
+        if spec.shard_selector is not None and not spec.shard_selector.matches(
+            ev.obj.uid, ev.obj.namespace
+        ):
+            return None  # uid and namespace never change: the previous state is outside too
         if spec.label_selector is None and spec.field_selector is None:
             return ev.type, ev.obj
         if ev.type == DELETED:

@@ -20,7 +20,7 @@ from kubesim.registry.objects import parse_rv
 from kubesim.registry.resource import ResourceType
 from kubesim.registry.store import Api
 from kubesim.server.limits import watch_timeout
-from kubesim.server.lists import selectors
+from kubesim.server.lists import selectors, shard_selector
 from kubesim.server.negotiation import Media
 from kubesim.server.tables import TableMaker, include_object
 from kubesim.server.watch import WatchSpec
@@ -40,9 +40,11 @@ async def watch_spec(
     *,
     watch_list: bool,
     too_large_rv_wait: float,
+    sharding: bool = False,
 ) -> tuple[WatchSpec, TypeStore]:
     """The watch of ``rt`` in ``namespace`` that query ``q`` asks for, and the store it
-    reads."""
+    reads (``sharding``: the ShardedListAndWatch gate, under which ``shardSelector``
+    filters every event but bookmarks)."""
     rv = q.get("resourceVersion", "")
     match = q.get("resourceVersionMatch", "")
     send_initial = q.get("sendInitialEvents")
@@ -66,6 +68,7 @@ async def watch_spec(
             "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
         )
     lsel, fsel = selectors(rt, q)
+    shards = shard_selector(q, sharding)
     timeout: float | None = None
     if q.get("timeoutSeconds"):
         timeout = watch_timeout(q["timeoutSeconds"])
@@ -91,6 +94,7 @@ async def watch_spec(
         namespace=namespace,
         label_selector=lsel if lsel is not None and not lsel.empty else None,
         field_selector=fsel if fsel is not None and not fsel.empty else None,
+        shard_selector=shards,
         mode=mode,
         start_rv=start_rv if mode == "from_rv" else mvcc.rv if mode == "initial" else 0,
         bookmarks=q.get("allowWatchBookmarks") in _TRUE,
