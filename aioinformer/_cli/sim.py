@@ -169,6 +169,11 @@ async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocu
         nodes=args.nodes,
         event_ttl=args.event_ttl or None,
     )
+    stop = asyncio.Event()  # (set by Ctrl-C or SIGTERM from before the first line it prints)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     async with sim:
         await _install_crds(sim, crds)
         if args.kubeconfig_out:
@@ -181,11 +186,6 @@ async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocu
         if args.fail_next:
             sim.fail_next(args.fail_next, args.fail_status)
         print(f"KubeSim serving on {sim.url} (Ctrl-C to stop)", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         periodic: list[tuple[float, Callable[[], None]]] = []
         if args.drop_watches_every:
             periodic.append((args.drop_watches_every, sim.drop_watches))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -117,3 +118,26 @@ async def test_the_crds_are_served_once_the_kubeconfig_is_written(tmp_path: Path
             proc.terminate()
         code = await asyncio.wait_for(proc.wait(), 30)
     assert code == 0
+
+
+async def test_ctrl_c_as_soon_as_it_speaks_stops_it_cleanly(tmp_path: Path) -> None:
+    """Ctrl-C right after the first line the sim prints (what a script waiting for it, or
+    a quick user, does) stops it as Ctrl-C later does: "KubeSim stopped", status 0, no
+    traceback (it is handled from before that line, not only from the "serving" one)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aioinformer", "sim", "--port", "0", "--plain-http",
+        "--kubeconfig-out", str(tmp_path / "sim.kubeconfig"), "--crd", str(CRDS / "podset.yaml"),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    try:
+        first = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert first.startswith("CustomResourceDefinitions served"), first
+        proc.send_signal(signal.SIGINT)
+        rest = (await asyncio.wait_for(proc.stdout.read(), 30)).decode()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        code = await proc.wait()
+    assert code == 0 and rest.endswith("KubeSim stopped\n"), first + rest
+    assert "Traceback" not in rest
