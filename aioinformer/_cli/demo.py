@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aioinformer._cli.extras import DEMO_MODULES, require
-from aioinformer._cli.helpformat import add_command
+from aioinformer._cli.helpformat import PROG, add_command
 from aioinformer._harness.contention import (
     CONFIGURATIONS,
     ContentionOptions,
@@ -236,7 +236,8 @@ def command_line() -> str:
 
 
 def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
-    """Run the scenario from parsed flags; print the table, write --json and the plot."""
+    """Run the scenario from parsed flags; print the table, write --json and the plot.
+    Exit status 0; 130 when interrupted (Ctrl-C), in one line."""
     require(*DEMO_MODULES)  # (not after a minute of work: the plot is drawn at the end)
     from rich.console import Console
 
@@ -248,7 +249,11 @@ def run_demo(args: argparse.Namespace, console: Console | None = None) -> int:
     options = options_from_args(args)
     if options.examples_dir is None and not args.no_operators:
         console.print("examples/ not found: running without the example operators")
-    report = asyncio.run(_run(options, console))
+    try:
+        report = asyncio.run(_run(options, console))
+    except KeyboardInterrupt:  # Ctrl-C: what it started is stopped (asyncio.run cancelled it)
+        print(f"{PROG} demo: interrupted, before the report", file=sys.stderr)
+        return 130
     report.command = command_line()
     table = report_table(report, console)
     print_table(console, table)  # (piped: every column, whole)

@@ -10,9 +10,14 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from aioinformer._cli.crd_files import CrdDocument, CrdFileError, read_crd_files
 from aioinformer._cli.extras import missing_extra
 from aioinformer._cli.helpformat import PROG, add_command
+
+if TYPE_CHECKING:
+    from kubesim import KubeSim
 
 __all__ = ["add_sim_parser", "run_sim"]
 
@@ -22,11 +27,15 @@ Serve KubeSim, an embedded Kubernetes API server, until interrupted (Ctrl-C or
 SIGTERM). It speaks the real wire protocol (list, watch, create, update, patch,
 apply, delete, discovery, CRDs, Leases), over https with a self-signed CA by default,
 so kubectl and any client work against it through the kubeconfig it writes.
+
+With --crd, it installs CustomResourceDefinitions first: each is served before the
+kubeconfig is written and the "serving" line printed, so the next command can use it.
 """
 
 _EXAMPLES = """
 examples:
   python -m aioinformer sim --port 0 --kubeconfig-out sim.kubeconfig
+  python -m aioinformer sim --kubeconfig-out sim.kubeconfig --crd examples/crds
   kubectl --kubeconfig sim.kubeconfig get pods -A
   python -m aioinformer sim --nodes 3 --cluster --kubeconfig-out sim.kubeconfig
   python -m aioinformer sim --plain-http --no-auth --latency 0.05
@@ -47,6 +56,16 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.add_argument("--kubeconfig-out", metavar="PATH", help="write a kubeconfig for the sim here")
     p.add_argument("--nodes", type=int, default=0, metavar="N", help="create N nodes")
     p.add_argument("--cluster", action="store_true", help="run the scheduler/kubelet emulation")
+    p.add_argument(
+        "--crd",
+        dest="crds",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="install the CustomResourceDefinitions of this YAML or JSON file (one or more "
+        "documents) or of this directory's .yaml, .yml and .json files, served before the "
+        "kubeconfig is written; repeatable",
+    )
     p.add_argument("--start-delay", type=float, default=1.0, metavar="SECONDS",
                    help="with --cluster, how long a pod stays Pending")  # fmt: skip
     scheme = p.add_mutually_exclusive_group()
@@ -113,7 +132,30 @@ def _token(args: argparse.Namespace) -> str | None:
     return str(args.token) if args.token else None
 
 
-async def _serve(args: argparse.Namespace, token: str | None) -> None:
+class _CrdRejected(Exception):
+    """KubeSim refused a CRD of a --crd file (the message is one line)."""
+
+
+async def _install_crds(sim: KubeSim, crds: list[CrdDocument]) -> None:
+    """Create ``crds`` and return once each one's resource is served."""
+    from aioinformer.testing._helpers import crd_resource
+    from kubesim import KubeSimApiError
+
+    for crd in crds:
+        try:
+            sim.create("customresourcedefinitions", crd.body)
+        except KubeSimApiError as exc:
+            message = " ".join(str(exc).split())
+            raise _CrdRejected(f"{crd.source}: KubeSim refused it: {message}") from None
+    for crd in crds:
+        group_version, plural = crd_resource(crd.body)
+        await sim.wait_served(f"{group_version}/{plural}")
+    if crds:
+        names = ", ".join(crd.body["metadata"]["name"] for crd in crds)
+        print(f"CustomResourceDefinitions served: {names}", flush=True)
+
+
+async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocument]) -> None:
     from kubesim import KubeSim
 
     sim = KubeSim(
@@ -127,7 +169,13 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
         nodes=args.nodes,
         event_ttl=args.event_ttl or None,
     )
+    stop = asyncio.Event()  # (set by Ctrl-C or SIGTERM from before the first line it prints)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     async with sim:
+        await _install_crds(sim, crds)
         if args.kubeconfig_out:
             sim.write_kubeconfig(args.kubeconfig_out)
             print(f"kubeconfig written to {args.kubeconfig_out}", flush=True)
@@ -138,11 +186,6 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
         if args.fail_next:
             sim.fail_next(args.fail_next, args.fail_status)
         print(f"KubeSim serving on {sim.url} (Ctrl-C to stop)", flush=True)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         periodic: list[tuple[float, Callable[[], None]]] = []
         if args.drop_watches_every:
             periodic.append((args.drop_watches_every, sim.drop_watches))
@@ -165,9 +208,16 @@ async def _serve(args: argparse.Namespace, token: str | None) -> None:
 
 
 def run_sim(args: argparse.Namespace) -> int:
-    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: the
-    token file unreadable, the port taken, https without ``cryptography``)."""
+    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: a
+    --crd PATH that is not CustomResourceDefinitions KubeSim accepts, the token file
+    unreadable, the port taken, https without ``cryptography``)."""
     from kubesim import TlsUnavailable
+
+    try:
+        crds = read_crd_files(args.crds)
+    except CrdFileError as exc:
+        print(f"{PROG} sim: --crd {exc}", file=sys.stderr)
+        return 2
 
     try:
         token = _token(args)
@@ -175,7 +225,10 @@ def run_sim(args: argparse.Namespace) -> int:
         print(f"{PROG} sim: cannot read the token file: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(args, token))
+        asyncio.run(_serve(args, token, crds))
+    except _CrdRejected as exc:
+        print(f"{PROG} sim: --crd {exc}", file=sys.stderr)
+        return 2
     except TlsUnavailable:
         line = missing_extra("sim", "cryptography", "kubesim")
         print(f"{line} (or serve --plain-http)", file=sys.stderr)

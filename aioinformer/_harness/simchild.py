@@ -252,7 +252,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--history-size", type=int, default=100_000)
     p.add_argument("--watch-list", action="store_true")
     args = p.parse_args(argv)
-    asyncio.run(serve(args.history_size, args.watch_list))
+    try:
+        asyncio.run(serve(args.history_size, args.watch_list))
+    except KeyboardInterrupt:  # Ctrl-C reaches the parent's process group: the parent says it
+        sys.exit(130)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,9 @@ PROMISES: dict[str, tuple[str, ...]] = {
     # top --project: docs/cli.md
     r"a bad path is one line and exit status 2":
         ("tests/cli/test_top_bytes.py::test_top_refuses_a_bad_path_in_one_line",),
+    # sim --crd: docs/cli.md
+    r"A file that is not CRDs, or a CRD KubeSim refuses, is one line and exit status 2":
+        ("tests/cli/test_sim_crds.py::test_bad_crd_files_are_one_line_and_exit_status_2",),
     # soak: docs/cli.md, docs/testing.md
     r"exit status (?:is )?1 if any seed did not converge":
         ("tests/cli/test_soak.py::test_soak_exits_1_when_a_seed_does_not_converge",),
