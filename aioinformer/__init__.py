@@ -45,6 +45,7 @@ from aioinformer._client.client import WriteRequest as WriteRequest
 from aioinformer._client.client import merge_diff as merge_diff
 from aioinformer._client.discovery import ApiResource as ApiResource
 from aioinformer._client.discovery import Discovery as Discovery
+from aioinformer._client.shardfilter import ShardMode as ShardMode
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
@@ -87,6 +88,9 @@ from aioinformer._core.owners import owner_reference as owner_reference
 from aioinformer._core.owners import set_owner as set_owner
 from aioinformer._core.projection import Projection as Projection
 from aioinformer._core.projection import project as project
+from aioinformer._core.shardkeys import ShardField as ShardField
+from aioinformer._core.shardkeys import ShardSelector as ShardSelector
+from aioinformer._core.shardkeys import shard_hash as shard_hash
 from aioinformer._runtime.context import Reconciling as Reconciling
 from aioinformer._runtime.context import current_reconcile as current_reconcile
 from aioinformer._runtime.context import install_log_context as install_log_context
@@ -184,7 +188,10 @@ __all__ = [
     "Result",
     "ServerError",
     "ServerTimeout",
+    "ShardField",
     "ShardManager",
+    "ShardMode",
+    "ShardSelector",
     "Sharding",
     "Snapshot",
     "StatusError",
@@ -221,6 +228,7 @@ __all__ = [
     "run",
     "set_condition",
     "set_owner",
+    "shard_hash",
     "shard_of",
 ]
 
