@@ -238,7 +238,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
     assert all(row[staleness].endswith(" ms") for row in rows.values())
     all_headers = ["informer", "synced", "objects", "RV", "deltas/s", "FIFO", "peak",
                    "staleness", "cached bytes", "bytes/object", "plain bytes", "relists",
-                   "restarts", "decode errors"]  # fmt: skip
+                   "restarts", "decode errors", "shard", "dropped"]  # fmt: skip
     if columns >= 140:
         assert headers == all_headers and "not shown" not in text
     else:
