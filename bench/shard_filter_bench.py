@@ -29,10 +29,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import orjson
-
-sys.path.insert(0, str(Path(__file__).parent))
-
 from objects_bench import make_lines
 
 from aioinformer import ShardSelector, shard_hash
@@ -137,9 +135,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         doc = {
             "benchmark": "shard_filter",
+            "command": "python bench/shard_filter_bench.py " + " ".join(sys.argv[1:]),
             "n": args.n,
             "repeat": args.repeat,
             "python": platform.python_version(),
+            "msgspec": msgspec.__version__,
             "results": results,
         }
         args.json.write_text(json.dumps(doc, indent=2) + "\n")
