@@ -670,6 +670,9 @@ class Watcher:
     async def _sync(self) -> None:
         self._sync_scope = self._scope
         if self.streaming_list and not self._list_this_sync:
+            shards = getattr(self._lw, "shards", None)
+            if shards is not None:
+                shards.streaming()
             replaces = self._replaces
             try:
                 await self._watch("", initial=True)

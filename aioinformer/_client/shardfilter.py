@@ -117,6 +117,19 @@ class ShardFilter:
                 )
         return None if mode == "server" else self.keeps_meta
 
+    def streaming(self) -> None:
+        """A sync by a streaming list, which carries no echo: client mode (logged when it
+        changes the mode, as a list does)."""
+        if self.mode != "client" or not self._decided:
+            self._decided = True
+            self.mode = "client"
+            log.info(
+                "%s: a streaming list carries no shardInfo: filtering client-side before "
+                "decoding, %s",
+                self.name,
+                self.text,
+            )
+
     def _echoes(self, echo: str | None) -> bool:
         if echo is None:
             return False

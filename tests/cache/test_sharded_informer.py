@@ -174,3 +174,26 @@ async def test_rescope_waits_for_the_new_scope_and_can_time_out(
     assert not cached(sharded), "what left went at once"
     sim.faults.request_faults.clear()
     await sharded.wait_until(lambda s: cached(sharded) == uids(sim, HALVES[1]), timeout=10)
+
+
+async def test_a_streaming_list_keeps_exactly_its_ranges() -> None:
+    async with KubeSim(watch_list=True) as sim, sim.api_client() as api:
+        await streaming(sim, api)
+
+
+async def streaming(sim: KubeSim, api: Any) -> None:
+    for i in range(30):
+        sim.create("pods", pod(f"p{i}"), "default")
+    f = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+    inf = f.informer("v1", "pods", namespace="default", shards=HALVES[1], streaming_list=True)
+    async with f:
+        await f.wait_for_sync(timeout=10)
+        assert cached(inf) == uids(sim, HALVES[1])
+        sim.create("pods", pod("late"), "default")
+        await eventually(lambda: inf.statistics().objects_received == 31, "the late pod's event")
+        assert cached(inf) == uids(sim, HALVES[1])
+        stats = inf.statistics()
+        assert stats.shard_mode == "client" and stats.relists == 0
+        assert stats.objects_kept == len(cached(inf)) and stats.objects_dropped == 31 - len(
+            cached(inf)
+        )

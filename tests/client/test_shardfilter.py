@@ -107,6 +107,17 @@ def test_each_change_of_mode_is_logged_once(caplog: pytest.LogCaptureFixture) ->
     assert "ignores shardSelector" in said[2] and all("pods[default]" in m for m in said)
 
 
+def test_a_streaming_list_is_read_in_client_mode(caplog: pytest.LogCaptureFixture) -> None:
+    filt = ShardFilter(LOWER, name="pods")
+    filt.list_filter(LOWER.text)
+    with caplog.at_level(logging.INFO, logger="aioinformer.watch"):
+        filt.streaming()
+        filt.streaming()
+    assert filt.mode == "client"
+    said = [r.getMessage() for r in caplog.records if r.name == "aioinformer.watch"]
+    assert len(said) == 1 and "streaming list" in said[0]
+
+
 def test_rescoping_changes_the_text_sent_and_what_is_kept() -> None:
     lw = ListWatch(None, "v1", "pods", namespace="default", shards=LOWER)  # type: ignore[arg-type]
     assert ("shardSelector", LOWER.text) in lw._query()
