@@ -348,16 +348,25 @@ class Informer(Service):
         a cluster-scoped resource)."""
         return self._namespace
 
-    def follows(self, namespace: str, labels: Mapping[str, str] | None) -> bool:
+    def follows(
+        self, namespace: str, labels: Mapping[str, str] | None, uid: str | None = None
+    ) -> bool:
         """Whether an object of this informer's resource in ``namespace`` (``""``:
-        cluster-scoped) with ``labels`` is one this informer caches and is told about: the
-        informer watches that namespace (or all of them) and its label selector, if any,
-        matches ``labels``. Unknown labels (None) satisfy no label selector; an informer
-        with a field selector follows nothing (that cannot be told from here)."""
+        cluster-scoped) with ``labels`` (and ``uid``) is one this informer caches and is told
+        about: the informer watches that namespace (or all of them), its label selector, if
+        any, matches ``labels``, and a sharded informer's ranges hold it (by ``uid`` or
+        ``namespace``, per its field). Unknown labels (None) satisfy no label selector, an
+        unknown uid no uid-sharded informer; an informer with a field selector follows
+        nothing (that cannot be told from here)."""
         if self._namespace is not None and self._namespace != namespace:
             return False
         if self.field_selector:
             return False
+        if self._shards is not None:
+            shards = self._shards.selector
+            value = namespace if shards.field == "namespace" else uid
+            if value is None or not shards.matches(value):
+                return False
         if self.label_selector:
             return labels is not None and self._labels_match(labels)
         return True

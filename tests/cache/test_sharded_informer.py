@@ -197,3 +197,19 @@ async def streaming(sim: KubeSim, api: Any) -> None:
         assert stats.objects_kept == len(cached(inf)) and stats.objects_dropped == 31 - len(
             cached(inf)
         )
+
+
+async def test_a_sharded_informer_follows_only_the_objects_of_its_ranges(api: Any) -> None:
+    """What read-your-writes waits on: an object outside the ranges is not followed, nor is
+    one whose uid is not known yet (a create before its answer) by a uid-sharded informer."""
+    f = InformerFactory(api)
+    by_uid = f.informer("v1", "pods", shards=HALVES[0])
+    inside = next(u for u in (f"u{i}" for i in range(1000)) if HALVES[0].matches(u))
+    outside = next(u for u in (f"u{i}" for i in range(1000)) if not HALVES[0].matches(u))
+    assert by_uid.follows("default", {}, inside)
+    assert not by_uid.follows("default", {}, outside)
+    assert not by_uid.follows("default", {}), "an unknown uid"
+    by_ns = f.informer("v1", "configmaps", shards=ShardSelector.of_buckets([0], 2, "namespace"))
+    ns_in = next(n for n in (f"team{i}" for i in range(1000)) if HALVES[0].matches(n))
+    ns_out = next(n for n in (f"team{i}" for i in range(1000)) if not HALVES[0].matches(n))
+    assert by_ns.follows(ns_in, {}) and not by_ns.follows(ns_out, {}, inside)
