@@ -7,6 +7,7 @@ informer holds exactly the children of the primaries its ShardSelector keeps.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator
@@ -20,6 +21,8 @@ from aioinformer import (
     KubeObject,
     Manager,
     ShardLabeler,
+    TransportError,
+    WriteRequest,
     bucket_label,
     bucket_label_selector,
     buckets_selector,
@@ -232,3 +235,45 @@ async def test_a_replicas_label_selected_children_are_those_of_its_primaries(
             assert primaries == {x.uid for x in roots if buckets_selector(parts[r]).matches(
                 x.uid)}  # fmt: skip
             assert children(r) == {c for c, root in family.items() if root in primaries}
+
+
+class FailFirstPatch:
+    """A write hook that refuses the first patch as if the connection had failed."""
+
+    def __init__(self) -> None:
+        self.refused = 0
+
+    async def before(self, request: WriteRequest) -> object:
+        if request.verb == "patch" and not self.refused:
+            self.refused += 1
+            raise TransportError("connection reset", verb="patch", resource="pods",
+                                 namespace=request.namespace)  # fmt: skip
+        return None
+
+    def check(self, request: WriteRequest, token: object) -> None:
+        pass
+
+    async def after(self, request: WriteRequest, result: KubeObject | None, token: object) -> None:
+        pass
+
+    def failed(self, request: WriteRequest, error: BaseException, token: object) -> None:
+        pass
+
+
+@pytest.mark.looptime
+async def test_a_failed_patch_is_counted_and_retried_after_the_delay(
+    sim: KubeSim, api: Any
+) -> None:
+    root = sim.create("configmaps", configmap("root"), "default")
+    sim.create("pods", owned_by(pod("p"), root), "default")
+    hook = FailFirstPatch()
+    labeler = ShardLabeler(Client(api, hooks=[hook]), [("v1", "pods")], retry_delay=30.0)
+    loop = asyncio.get_running_loop()
+    async with labeler:
+        await eventually(lambda: labeler.statistics().errors == 1, "the refused patch")
+        failed_at = loop.time()
+        await eventually(
+            lambda: labeler.statistics().labeled == 1, "labeled", timeout=60, interval=0.5
+        )
+        assert loop.time() - failed_at >= 29.0  # (virtual time: the retry waited its delay)
+    assert hook.refused == 1 and label(sim, "pods", "p") == bucket_of_uid(root)
