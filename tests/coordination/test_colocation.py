@@ -27,6 +27,7 @@ from aioinformer import (
     bucket_label_selector,
     buckets_selector,
     set_owner,
+    shard_buckets,
     uid_bucket,
 )
 from aioinformer._core.shardbuckets import SHARD_LABEL
@@ -277,3 +278,38 @@ async def test_a_failed_patch_is_counted_and_retried_after_the_delay(
         )
         assert loop.time() - failed_at >= 29.0  # (virtual time: the retry waited its delay)
     assert hook.refused == 1 and label(sim, "pods", "p") == bucket_of_uid(root)
+
+
+async def test_namespace_sharding_puts_children_with_their_owner_without_a_label(
+    sim: KubeSim, api: Any, client: Client
+) -> None:
+    namespaces = ["payments", "search", "billing", "mail", "auth", "media", "docs", "chat"]
+    family: dict[str, str] = {}  # child uid -> owner uid
+    for ns in namespaces:
+        sim.create("namespaces", {"metadata": {"name": ns}})
+        owner = await client.create(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "o", "namespace": ns}}
+        )
+        child = await client.create(pod("p"), owner=owner)  # (in the owner's namespace)
+        family[child.uid] = owner.uid
+    parts = [shard_buckets(i, 2) for i in range(2)]
+    factories = [InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+                 for _ in parts]  # fmt: skip
+    replicas = [
+        (
+            f.informer("v1", "configmaps", namespace=None, shards=buckets_selector(b, "namespace")),
+            f.informer("v1", "pods", namespace=None, shards=buckets_selector(b, "namespace")),
+        )
+        for f, b in zip(factories, parts, strict=True)
+    ]
+    async with factories[0], factories[1]:
+        for f in factories:
+            await f.wait_for_sync(timeout=10)
+        held = [
+            ({o.uid for o in owners.snapshot().list()}, {o.uid for o in pods.snapshot().list()})
+            for owners, pods in replicas
+        ]
+    assert all(held_owners for held_owners, _ in held), "both replicas hold some namespaces"
+    for held_owners, held_pods in held:
+        assert held_pods == {c for c, o in family.items() if o in held_owners}
+    assert held[0][1] | held[1][1] == set(family) and not held[0][1] & held[1][1]
