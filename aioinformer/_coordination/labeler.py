@@ -25,9 +25,14 @@ owns (the pods of a StatefulSet the operator created). The labeler places them:
   patch is logged (WARNING), counted (``errors``) and retried after ``retry_delay``.
 
 It is idempotent: the same object always gets the same value, whoever patches it, so
-several replicas may run it at once. Runnable alone (``async with ShardLabeler(client,
-[("v1", "pods")]):``, with an informer factory of its own) or by the manager
-(:meth:`aioinformer.Manager.shard_labeler`, on the manager's factory).
+several replicas may run it at once. A replica that should label only some children (a
+sharded replica: those of its own buckets) passes ``owns_bucket``; the others are left to
+the replicas that own them (``others``), and :meth:`ShardLabeler.recheck` looks at every
+unlabeled object again once the answer may have changed (buckets gained).
+
+Runnable alone (``async with ShardLabeler(client, [("v1", "pods")]):``, with an informer
+factory of its own) or by the manager (:meth:`aioinformer.Manager.shard_labeler`, on the
+manager's factory).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -72,6 +77,8 @@ class ShardLabelerStatistics:
     unplaced: int
     """Unlabeled objects whose owner chain ended in no bucket (a malformed label, or more
     than :data:`MAX_DEPTH` links; left alone)."""
+    others: int
+    """Unlabeled objects seen whose bucket ``owns_bucket`` said is another replica's."""
     errors: int
     """Reads or patches that failed (each retried after ``retry_delay``)."""
     pending: int
@@ -96,6 +103,7 @@ class ShardLabeler(Service):
         namespace: label only in this namespace (None: every namespace).
         concurrency: how many objects it places at once.
         retry_delay: seconds before an object whose read or patch failed is tried again.
+        owns_bucket: whether this replica labels the children of a bucket (None: all).
     """
 
     def __init__(
@@ -107,6 +115,7 @@ class ShardLabeler(Service):
         namespace: str | None = None,
         concurrency: int = 4,
         retry_delay: float = 5.0,
+        owns_bucket: Callable[[int], bool] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ConfigError(f"concurrency must be at least 1, not {concurrency}")
@@ -128,6 +137,7 @@ class ShardLabeler(Service):
         """Its informers: each resource's unlabeled objects, metadata only."""
         self.concurrency = concurrency
         self.retry_delay = retry_delay
+        self.owns_bucket = owns_bucket
         self._apis: list[ApiResource] = []
         self._pending: dict[tuple[int, str], None] = {}  # (informer index, key), in order
         self._wake = asyncio.Event()
@@ -137,7 +147,7 @@ class ShardLabeler(Service):
         self._since_summary = 0
         self._errors = 0
         self._left: dict[str, set[str]] = {"without_controller": set(), "owner_gone": set(),
-                                           "unplaced": set()}  # fmt: skip
+                                           "unplaced": set(), "others": set()}  # fmt: skip
 
     def _service_name(self) -> str:
         return "shard-labeler"
@@ -149,6 +159,7 @@ class ShardLabeler(Service):
             without_controller=len(self._left["without_controller"]),
             owner_gone=len(self._left["owner_gone"]),
             unplaced=len(self._left["unplaced"]),
+            others=len(self._left["others"]),
             errors=self._errors,
             pending=len(self._pending),
         )
@@ -183,6 +194,13 @@ class ShardLabeler(Service):
                 handle.cancel()
             self._retries.clear()
             self._end()
+
+    def recheck(self) -> None:
+        """Look at every unlabeled object again (e.g. after ``owns_bucket`` changed its
+        answers: the replica gained buckets)."""
+        for i, inf in enumerate(self.informers):
+            for obj in inf.snapshot().list():
+                self._queue(i, obj)
 
     def _queue(self, i: int, obj: KubeObject) -> None:
         self._pending[(i, obj.key)] = None
@@ -256,6 +274,10 @@ class ShardLabeler(Service):
             log.warning("shard labeler: %s %s: no bucket from its owner chain (%s %s)",
                         res.qualified, obj.key, ref.kind, ref.name)  # fmt: skip
             return
+        if self.owns_bucket is not None and not self.owns_bucket(bucket):
+            self._left["others"].add(obj.uid)
+            return
+        self._left["others"].discard(obj.uid)
         target: dict[str, Any] = {
             "apiVersion": res.api_version,
             "kind": res.kind,

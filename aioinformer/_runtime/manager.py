@@ -328,6 +328,7 @@ class Manager(Service):
         *,
         namespace: str | NamespaceDefault | None = FACTORY_NAMESPACE,
         concurrency: int = 4,
+        owns_bucket: Callable[[int], bool] | None = None,
     ) -> ShardLabeler:
         """A :class:`~aioinformer.ShardLabeler` of ``resources`` on the manager's factory
         and :attr:`client`, run by the manager once its informers have synced (on every
@@ -338,12 +339,19 @@ class Manager(Service):
             resources: the owned resources to label, as ``(group_version, plural)``.
             namespace: label only in this namespace (default: the manager's; None: all).
             concurrency: how many objects it places at once.
+            owns_bucket: whether this replica labels the children of a bucket (None: all;
+                see :class:`~aioinformer.ShardLabeler`).
         """
         from aioinformer._coordination.labeler import ShardLabeler
 
         ns = self.factory.namespace if namespace is FACTORY_NAMESPACE else namespace
         labeler = ShardLabeler(
-            self.client, resources, factory=self.factory, namespace=ns, concurrency=concurrency
+            self.client,
+            resources,
+            factory=self.factory,
+            namespace=ns,
+            concurrency=concurrency,
+            owns_bucket=owns_bucket,
         )
         for gv, plural in labeler.resources:
             group = gv.rpartition("/")[0]

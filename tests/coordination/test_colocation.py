@@ -313,3 +313,33 @@ async def test_namespace_sharding_puts_children_with_their_owner_without_a_label
     for held_owners, held_pods in held:
         assert held_pods == {c for c, o in family.items() if o in held_owners}
     assert held[0][1] | held[1][1] == set(family) and not held[0][1] & held[1][1]
+
+
+async def test_a_labeler_labels_only_the_buckets_it_owns_and_the_rest_after_recheck(
+    sim: KubeSim, client: Client
+) -> None:
+    roots = [sim.create("configmaps", configmap(f"root{i}"), "default") for i in range(16)]
+    for i, root in enumerate(roots):
+        sim.create("pods", owned_by(pod(f"p{i}"), root), "default")
+    mine = set(shard_buckets(0, 2))
+    owned: set[int] = set(mine)
+    labeler = ShardLabeler(client, [("v1", "pods")], owns_bucket=owned.__contains__)
+    theirs = [r for r in roots if uid_bucket(r["metadata"]["uid"]) not in mine]
+    assert theirs and len(theirs) < len(roots), "both halves have owners"
+    async with labeler:
+        await eventually(
+            lambda: (
+                labeler.statistics().labeled == len(roots) - len(theirs)
+                and labeler.statistics().others == len(theirs)
+            ),
+            "its half labeled, the other half counted",
+        )
+        for i, root in enumerate(roots):
+            expected = None if root in theirs else bucket_of_uid(root)
+            assert label(sim, "pods", f"p{i}") == expected
+        owned.update(range(256))  # it gains the other buckets
+        labeler.recheck()
+        await eventually(lambda: labeler.statistics().labeled == len(roots), "all labeled")
+    assert labeler.statistics().others == 0
+    for i, root in enumerate(roots):
+        assert label(sim, "pods", f"p{i}") == bucket_of_uid(root)
