@@ -343,3 +343,28 @@ async def test_a_labeler_labels_only_the_buckets_it_owns_and_the_rest_after_rech
     assert labeler.statistics().others == 0
     for i, root in enumerate(roots):
         assert label(sim, "pods", f"p{i}") == bucket_of_uid(root)
+
+
+@pytest.mark.parametrize("how", ["create_or_update", "create_or_patch"])
+async def test_a_mutate_that_sets_the_labels_whole_keeps_the_bucket_label(
+    sim: KubeSim, client: Client, how: str
+) -> None:
+    root = await client.create({**configmap("root"), "metadata": {"name": "root",
+                                                                   "namespace": "default"}})  # fmt: skip
+    await client.create(pod("p"), owner=root)
+    other = await client.create({**configmap("other"), "metadata": {"name": "other",
+                                                                     "namespace": "default"}})  # fmt: skip
+
+    def relabel(body: dict[str, Any]) -> None:
+        body["metadata"]["labels"] = {"app": "new"}
+
+    ref = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    made, op = await getattr(client, how)(ref, relabel)
+    assert op == "updated" and made.labels == {"app": "new", SHARD_LABEL: bucket_of_uid(root)}
+
+    def adopt(body: dict[str, Any]) -> None:  # a new controller: its bucket, set_owner's
+        body["metadata"]["labels"] = {"app": "adopted"}
+        set_owner(body, other)
+
+    adopted, _ = await getattr(client, how)(ref, adopt)
+    assert adopted.labels == {"app": "adopted", SHARD_LABEL: bucket_of_uid(other)}
