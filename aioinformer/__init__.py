@@ -46,6 +46,9 @@ from aioinformer._client.client import WriteRequest as WriteRequest
 from aioinformer._client.client import merge_diff as merge_diff
 from aioinformer._client.discovery import ApiResource as ApiResource
 from aioinformer._client.discovery import Discovery as Discovery
+from aioinformer._client.shardfilter import ShardMode as ShardMode
+from aioinformer._coordination.labeler import ShardLabeler as ShardLabeler
+from aioinformer._coordination.labeler import ShardLabelerStatistics as ShardLabelerStatistics
 from aioinformer._coordination.leader import LeaderElector as LeaderElector
 from aioinformer._coordination.leader import LeadershipScope as LeadershipScope
 from aioinformer._coordination.sharding import ShardManager as ShardManager
@@ -88,6 +91,17 @@ from aioinformer._core.owners import owner_reference as owner_reference
 from aioinformer._core.owners import set_owner as set_owner
 from aioinformer._core.projection import Projection as Projection
 from aioinformer._core.projection import project as project
+from aioinformer._core.shardbuckets import bucket_label as bucket_label
+from aioinformer._core.shardbuckets import bucket_label_selector as bucket_label_selector
+from aioinformer._core.shardbuckets import bucket_of as bucket_of
+from aioinformer._core.shardbuckets import buckets_of_selector as buckets_of_selector
+from aioinformer._core.shardbuckets import buckets_selector as buckets_selector
+from aioinformer._core.shardbuckets import owner_bucket as owner_bucket
+from aioinformer._core.shardbuckets import shard_buckets as shard_buckets
+from aioinformer._core.shardbuckets import uid_bucket as uid_bucket
+from aioinformer._core.shardkeys import ShardField as ShardField
+from aioinformer._core.shardkeys import ShardSelector as ShardSelector
+from aioinformer._core.shardkeys import shard_hash as shard_hash
 from aioinformer._runtime.context import Reconciling as Reconciling
 from aioinformer._runtime.context import current_reconcile as current_reconcile
 from aioinformer._runtime.context import install_log_context as install_log_context
@@ -186,7 +200,12 @@ __all__ = [
     "Result",
     "ServerError",
     "ServerTimeout",
+    "ShardField",
+    "ShardLabeler",
+    "ShardLabelerStatistics",
     "ShardManager",
+    "ShardMode",
+    "ShardSelector",
     "Sharding",
     "Snapshot",
     "StatusError",
@@ -203,6 +222,11 @@ __all__ = [
     "WriteHook",
     "WriteRequest",
     "__version__",
+    "bucket_label",
+    "bucket_label_selector",
+    "bucket_of",
+    "buckets_of_selector",
+    "buckets_selector",
     "by_controller_uid",
     "by_field",
     "by_label",
@@ -217,13 +241,17 @@ __all__ = [
     "install_log_context",
     "is_condition_true",
     "merge_diff",
+    "owner_bucket",
     "owner_reference",
     "project",
     "remove_condition",
     "run",
     "set_condition",
     "set_owner",
+    "shard_buckets",
+    "shard_hash",
     "shard_of",
+    "uid_bucket",
 ]
 
 # Tracebacks and reprs show the public names (httpx does the same).

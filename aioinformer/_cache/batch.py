@@ -8,7 +8,9 @@ and the new resourceVersion. Per item:
   no-op, reported as nothing);
 * a :class:`Replace` makes the store equal to its objects: ADDED and UPDATED (the
   resourceVersion changed) for what it brings, DELETED tombstones for the keys that vanished;
-* a :class:`Bookmark` changes no object.
+* a :class:`Bookmark` changes no object;
+* an :class:`Evict` removes the objects its ``keep`` refuses, reporting no change (they left
+  the informer's scope; nothing happened to them) and keeping the resourceVersion.
 
 The batch's resourceVersion is the resourceVersion of its **last** item (a Replace's list RV,
 a Bookmark's, a ObjectDelta's object's): the store then reflects the server's state as of that
@@ -28,7 +30,15 @@ import builtins
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol, cast
 
-from aioinformer._cache.deltas import Bookmark, Change, ChangeType, Delta, ObjectDelta, Replace
+from aioinformer._cache.deltas import (
+    Bookmark,
+    Change,
+    ChangeType,
+    Delta,
+    Evict,
+    ObjectDelta,
+    Replace,
+)
 from aioinformer._cache.footprint import Tally
 from aioinformer._core.objects import KubeObject
 
@@ -135,6 +145,13 @@ def apply_batch(
                     reindex(key, old, None)
                     if append is not None:
                         append(Change(_DELETED, old, old))
+        elif type(item) is Evict:
+            keep = item.keep
+            for key in [key for key, obj in state.entries() if not keep(obj)]:
+                old = pop(key)
+                if old is not None:
+                    held -= other(old, -1)
+                    reindex(key, old, None)
         else:
             rv = cast("Bookmark", item).resource_version
     tally.held += held
@@ -189,6 +206,8 @@ def check_batch(batch: Iterable[object]) -> bool:
             for one in cast("Replace", item).objects:
                 if not isinstance(one, KubeObject):
                     raise TypeError(f"Replace of a {type(one).__name__}, not a KubeObject")
-        elif cls is not Bookmark:
-            raise TypeError(f"not a store item (ObjectDelta, Replace or Bookmark): {cls.__name__}")
+        elif cls is not Bookmark and cls is not Evict:
+            raise TypeError(
+                f"not a store item (ObjectDelta, Replace, Bookmark or Evict): {cls.__name__}"
+            )
     return upserts

@@ -6,8 +6,9 @@ The vocabulary, one word per idea:
   ``BOOKMARK``/``ERROR``); it exists only on the wire and in the watcher;
 * a **delta** (:data:`Delta`) is what the watcher queues in the FIFO and the writer applies:
   an :class:`ObjectDelta` (one object changed: one watch event), a :class:`Replace` (a
-  relist: the complete new state, applied as one atomic swap) or a :class:`Bookmark` (a
-  resourceVersion with no object change);
+  relist: the complete new state, applied as one atomic swap), a :class:`Bookmark` (a
+  resourceVersion with no object change) or an :class:`Evict` (the informer's shard scope
+  narrowed: objects leave the cache, nothing happened to them);
 * a **change** (:class:`Change`) is what applying a delta did to the store, of a
   :class:`ChangeType` (client-go's ``Added``/``Updated``/``Deleted``): what handlers and
   ``informer.changes()`` receive;
@@ -18,7 +19,7 @@ The vocabulary, one word per idea:
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -26,7 +27,7 @@ import msgspec
 
 from aioinformer._core.objects import KubeObject
 
-__all__ = ["Bookmark", "Change", "ChangeType", "Delta", "ObjectDelta", "Replace"]
+__all__ = ["Bookmark", "Change", "ChangeType", "Delta", "Evict", "ObjectDelta", "Replace"]
 
 
 class ChangeType(enum.StrEnum):
@@ -72,7 +73,18 @@ class Bookmark:
     received: float
 
 
-Delta: TypeAlias = ObjectDelta | Replace | Bookmark
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """The informer's scope narrowed (:meth:`~aioinformer.Informer.rescope`): the objects
+    ``keep`` refuses leave the store as one published state, at the store's
+    resourceVersion. No change is reported for them: nothing happened to them in the
+    cluster, they only left this cache."""
+
+    keep: Callable[[KubeObject], bool]
+    received: float
+
+
+Delta: TypeAlias = ObjectDelta | Replace | Bookmark | Evict
 """One entry of the FIFO: what the writer applies (a batch is a sequence of them)."""
 
 

@@ -26,6 +26,13 @@ Contracts:
   forgotten when its last hold is released (see :mod:`~aioinformer._cache.handle`).
   :attr:`InformerFactory.informers` and :meth:`InformerFactory.wait_for_sync` follow the
   current set.
+* **Sharded informers.** ``shards=`` (a :class:`~aioinformer.ShardSelector`) makes an
+  informer that lists, watches and caches only those hash ranges (KEP-5866; see
+  :meth:`~aioinformer.Informer.rescope`). The key holds whether an informer is sharded,
+  not its ranges: one sharded informer per scope, whose ranges its owner changes with
+  ``rescope``. Asking again with its current ranges (or without ``shards`` for the
+  unsharded one) shares it; asking with other ranges is a
+  :class:`~aioinformer.ConfigError` (rescope it instead).
 * **Failures.** An error in one informer's watcher is retried by that watcher and never
   stops the others; an informer that dies all the same (e.g. an index function raising in
   its writer) is logged at ERROR when it dies, and the others go on. Cancelling the task
@@ -55,6 +62,7 @@ from aioinformer._core.callables import check_callable
 from aioinformer._core.errors import ConfigError, FreshnessTimeout
 from aioinformer._core.objects import Transform
 from aioinformer._core.service import Service, wait_ended
+from aioinformer._core.shardkeys import ShardSelector
 
 __all__ = [
     "ALL_NAMESPACES",
@@ -132,6 +140,10 @@ class InformerOptions(TypedDict, total=False):
     """Keep the bodies compressed with a dictionary trained on the first objects (huge
     caches: a fraction of the memory, a decompression per body access; default: the
     factory's)."""
+    shards: ShardSelector | None
+    """List, watch and cache only these hash ranges of the key space (KEP-5866
+    ``shardSelector``, filtered client-side where the server ignores it); None: every
+    object. See :meth:`~aioinformer.Informer.rescope`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,14 +169,21 @@ class InformerSpec:
     """Sync with a streaming list (WatchList) instead of a list."""
     compact: bool = False
     """Keep the bodies compressed with a dictionary trained on the first objects."""
+    shards: ShardSelector | None = field(default=None, compare=False)
+    """The hash ranges listed, watched and cached (None: every object). Not part of the
+    key: whether there are any is (see the module docstring)."""
     _transform: object = field(init=False, repr=False, default=None)
+    _sharded: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self) -> None:
         if not self.group_version or not self.plural or "/" in self.plural:
             raise ConfigError(
                 f"bad resource: group_version={self.group_version!r} plural={self.plural!r}"
             )
+        if self.shards is not None and not isinstance(self.shards, ShardSelector):
+            raise ConfigError(f"shards must be a ShardSelector, not {type(self.shards).__name__}")
         object.__setattr__(self, "_transform", _transform_key(self.transform))
+        object.__setattr__(self, "_sharded", self.shards is not None)
 
     @property
     def group(self) -> str:
@@ -192,10 +211,12 @@ class InformerSpec:
     def differences(self, other: InformerSpec) -> list[str]:
         """The names of the fields in which ``other`` differs (``transform`` by the rule
         of the module docstring)."""
-        names = [f.name for f in fields(self) if f.compare and f.name != "_transform"]
+        names = [f.name for f in fields(self) if f.compare and not f.name.startswith("_")]
         found = [n for n in names if getattr(self, n) != getattr(other, n)]
         if self._transform != other._transform:
             found.append("transform")
+        if self._sharded != other._sharded:
+            found.append("shards")
         return found
 
 
@@ -323,6 +344,7 @@ class InformerFactory(Service):
             transform=options.get("transform"),
             streaming_list=options.get("streaming_list", False),
             compact=self.compact if compact is None else compact,
+            shards=options.get("shards"),
         )
 
     def informer_for(
@@ -391,6 +413,12 @@ class InformerFactory(Service):
         if spec.transform is not None:
             check_callable(spec.transform, "transform")
         inf = self._informers.get(spec)
+        if inf is not None and spec.shards is not None and inf.shards != spec.shards:
+            raise ConfigError(
+                f"this factory's informer of {spec.name} is sharded to "
+                f"{inf.shards.text if inf.shards else None!r}, not {spec.shards.text!r}: "
+                "one sharded informer per scope (use `await informer.rescope(shards)`)"
+            )
         if inf is not None:
             for name, fn in (indexers or {}).items():
                 if name not in inf.indexers:
@@ -443,6 +471,7 @@ class InformerFactory(Service):
             header_timeout=options.header_timeout,
             list_timeout=options.list_timeout,
             watch_deadline_margin=options.watch_deadline_margin,
+            shards=spec.shards,
         )
         return cls(
             list_watch,

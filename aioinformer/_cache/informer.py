@@ -57,7 +57,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from aioinformer._cache.deltas import Bookmark, Change, Delta, ObjectDelta, Replace
+from aioinformer._cache.deltas import Bookmark, Change, Delta, Evict, ObjectDelta, Replace
 from aioinformer._cache.fifo import RealFIFO
 from aioinformer._cache.handlers import (
     DEFAULT_MAX_QUEUE,
@@ -80,6 +80,7 @@ from aioinformer._cache.snapshot_store import (
 from aioinformer._cache.trim import release_free_memory
 from aioinformer._cache.watcher import ListerWatcher, Watcher, WatchOptions
 from aioinformer._client.discovery import ApiResource
+from aioinformer._client.shardfilter import ShardFilter, ShardMode
 from aioinformer._core import logs
 from aioinformer._core.callables import check_callable
 from aioinformer._core.errors import ClosedError, ConfigError, FreshnessTimeout
@@ -87,6 +88,7 @@ from aioinformer._core.failurelog import FailureLog
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import KubeObject, Transform
 from aioinformer._core.service import Service
+from aioinformer._core.shardkeys import ShardSelector
 
 __all__ = ["PIPELINES", "Informer", "InformerStatistics", "Pipeline"]
 
@@ -167,6 +169,17 @@ class InformerStatistics:
     plain_bytes: int = 0
     """:attr:`cached_bytes` with every body uncompressed: equal to it without compact
     mode; ``plain_bytes - cached_bytes`` is what compact mode saves."""
+    shard_selector: str = ""
+    """A sharded informer's ``shardSelector`` (its hash ranges); "" when not sharded."""
+    shard_mode: ShardMode | None = None
+    """Who filters a sharded informer's objects: "server" (the last list echoed the
+    selector) or "client" (the informer, before decoding); None when not sharded."""
+    objects_received: int = 0
+    """List items and watch events (ADDED/MODIFIED/DELETED) received."""
+    objects_kept: int = 0
+    """Of those, the ones in the informer's shard ranges (all of them when not sharded)."""
+    objects_dropped: int = 0
+    """Of those, the ones outside its shard ranges: never built, never cached."""
 
 
 def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:
@@ -307,6 +320,9 @@ class Informer(Service):
         self._publish_listeners: list[Callable[[int, int], None]] = []
         self._listener_failures = FailureLog(log)
         self._apply_failures = FailureLog(log)
+        self._shards: ShardFilter | None = getattr(list_watch, "shards", None)
+        self._evicts_put = 0  # Evicts put into the FIFO (on the host)
+        self._evicts = 0  # Evicts published
 
     def _open_store(
         self, indexers: Mapping[str, IndexFunc] | None
@@ -351,19 +367,103 @@ class Informer(Service):
         a cluster-scoped resource)."""
         return self._namespace
 
-    def follows(self, namespace: str, labels: Mapping[str, str] | None) -> bool:
+    def follows(
+        self, namespace: str, labels: Mapping[str, str] | None, uid: str | None = None
+    ) -> bool:
         """Whether an object of this informer's resource in ``namespace`` (``""``:
-        cluster-scoped) with ``labels`` is one this informer caches and is told about: the
-        informer watches that namespace (or all of them) and its label selector, if any,
-        matches ``labels``. Unknown labels (None) satisfy no label selector; an informer
-        with a field selector follows nothing (that cannot be told from here)."""
+        cluster-scoped) with ``labels`` (and ``uid``) is one this informer caches and is told
+        about: the informer watches that namespace (or all of them), its label selector, if
+        any, matches ``labels``, and a sharded informer's ranges hold it (by ``uid`` or
+        ``namespace``, per its field). Unknown labels (None) satisfy no label selector, an
+        unknown uid no uid-sharded informer; an informer with a field selector follows
+        nothing (that cannot be told from here)."""
         if self._namespace is not None and self._namespace != namespace:
             return False
         if self.field_selector:
             return False
+        if self._shards is not None:
+            shards = self._shards.selector
+            value = namespace if shards.field == "namespace" else uid
+            if value is None or not shards.matches(value):
+                return False
         if self.label_selector:
             return labels is not None and self._labels_match(labels)
         return True
+
+    @property
+    def shards(self) -> ShardSelector | None:
+        """The hash ranges this informer lists, watches and caches (None: not sharded)."""
+        return self._shards.selector if self._shards is not None else None
+
+    async def rescope(self, shards: ShardSelector, timeout: float | None = None) -> None:
+        """Change a sharded informer's ranges while it runs; return once the cache holds
+        the new scope.
+
+        * **Narrowing** (ranges given up): the objects outside the new ranges leave the
+          cache at once, as one published state, and the watch is sent again with the new
+          selector (resumed from its resourceVersion, no relist). Handlers are told
+          nothing for them: nothing happened to them in the cluster, they only left this
+          cache (a handler that keeps state per object checks :attr:`shards`). Returns
+          once that state is published.
+        * **Widening** (ranges gained): a relist with the new selector (filtered here when
+          the server ignores it), swapped in as one Replace: handlers see ADDED for the
+          objects gained (and the usual UPDATED/DELETED for what changed meanwhile).
+          Returns once that Replace is published, like a sync of the new scope.
+        * Both at once (ranges moved): the narrowing first, then the widening.
+
+        Readers never see fewer objects than the old and the new ranges share: only what
+        is outside the new ranges leaves, and what they gain arrives in one publish.
+        Before the informer runs, only its ranges change. The factory's key is unaffected
+        (it holds whether an informer is sharded, not its ranges: see
+        :class:`~aioinformer.InformerFactory`).
+
+        Args:
+            shards: the new ranges (the field may change too: a change of field is a
+                relist).
+            timeout: seconds to wait for the new scope
+                (:class:`~aioinformer.FreshnessTimeout`; the change itself stays).
+        """
+        filt = self._shards
+        if filt is None:
+            raise ConfigError(
+                f"informer {self.name} is not sharded: ask the factory for one with shards=..."
+            )
+        if not isinstance(shards, ShardSelector):
+            raise ConfigError(f"shards must be a ShardSelector, not {type(shards).__name__}")
+        if self._closed:
+            raise ClosedError(f"informer {self.name} has stopped")
+        if not self._running:
+            filt.rescope(shards)
+            return
+        replace, evict = await self._host.submit(self._rescope_here(filt, shards))
+
+        def scoped() -> bool:
+            return self._replaces >= replace and self._evicts >= evict
+
+        await self._wait(scoped, timeout, lambda: f"its new shard scope {shards.text}")
+
+    async def _rescope_here(self, filt: ShardFilter, shards: ShardSelector) -> tuple[int, int]:
+        """On the host: apply the new ranges (see :meth:`rescope`); the numbers of the
+        Replace and of the Evict to wait for (0: none)."""
+        old = filt.selector
+        if shards == old:
+            return 0, 0
+        filt.rescope(shards)
+        evict = 0
+        if not shards.covers(old):
+            self._evicts_put += 1
+            evict = self._evicts_put
+            self._fifo.put_nowait(Evict(lambda obj: filt.keeps_meta(obj.metadata), self._clock()))
+        relist = not old.covers(shards)
+        replace = self._watcher.rescope(relist)
+        log.info(
+            "%s: shard scope %s -> %s%s",
+            self.name,
+            old.text,
+            shards.text,
+            " (relisting)" if relist else "",
+        )
+        return (replace if relist else 0), evict
 
     @property
     def kind(self) -> str | None:
@@ -475,6 +575,8 @@ class Informer(Service):
         """After each published batch, on the writer's loop: count, tell the publish
         listeners, then deliver (see :meth:`_deliver`)."""
         replaces = sum(type(item) is Replace for item in batch)
+        if self._evicts != self._evicts_put:
+            self._evicts += sum(type(item) is Evict for item in batch)
         replaced = replaces > 0
         self._replaces += replaces  # (after the publish: see _in_current_history)
         synced = not self._replaced and replaced
@@ -833,6 +935,11 @@ class Informer(Service):
             pipeline=self.pipeline,
             cached_bytes=reader.cached_bytes,
             plain_bytes=reader.plain_bytes,
+            shard_selector=self._shards.text if self._shards is not None else "",
+            shard_mode=self._shards.mode if self._shards is not None else None,
+            objects_received=ws.objects_received,
+            objects_kept=ws.objects_received - ws.objects_dropped,
+            objects_dropped=ws.objects_dropped,
         )
 
 

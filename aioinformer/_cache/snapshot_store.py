@@ -21,8 +21,9 @@ Contract:
   the store applied (an event, a relist or a bookmark); ``Snapshot.seq`` counts publishes.
 * **Indexes** are updated only when an object's index values change; ``by_index`` costs
   O(answer). :meth:`SnapshotWriter.add_indexer` builds a new index in chunks with awaits
-  between, catches up with the batches applied meanwhile and publishes; it never blocks
-  readers or the writer.
+  between, catches up with the batches applied meanwhile (an :class:`Evict` among them,
+  whose removals are no changes, makes it build the index again over what is left, at
+  once) and publishes; it never blocks readers or the writer.
 * **In place when no one looks** (:func:`_unshared`). When nothing but the writer holds
   the current snapshot, a batch changes the object map in place wherever no older
   snapshot still shares it (``FrozenMap.mutate(owned=True)``, Rust's ``Arc::make_mut``):
@@ -65,7 +66,7 @@ from aioinformer._cache.buckets import (
     bucket_writer,
     finish_bucket,
 )
-from aioinformer._cache.deltas import Change, ChangeType, Delta, Replace
+from aioinformer._cache.deltas import Change, ChangeType, Delta, Evict, Replace
 from aioinformer._cache.footprint import Tally, totals
 from aioinformer._cache.index import (
     IndexFunc,
@@ -402,6 +403,7 @@ class SnapshotWriter:
         self.plain_bytes = 0
         """:attr:`cached_bytes` with every body uncompressed (equal without compact mode)."""
         self._tally = Tally()  # (one per writer, reset per batch)
+        self._evictions = 0  # batches with an Evict (whose removals are no changes)
 
     def apply(self, batch: Sequence[Delta], *, changes: bool = True) -> builtins.list[Change]:
         """Apply ``batch`` and publish one snapshot (none for an empty batch); return the
@@ -414,6 +416,8 @@ class SnapshotWriter:
             return self._apply_threaded(batch, changes)
         owned = _unshared(self)
         upserts = check_batch(batch)
+        if not upserts and any(type(item) is Evict for item in batch):
+            self._evictions += 1
         base = self._current
         state = _SnapshotState(base, self._plan, owned)
         building = self._building
@@ -436,6 +440,8 @@ class SnapshotWriter:
         (see the module docstring)."""
         owned = _retired_unshared(self)
         upserts = check_batch(batch)
+        if not upserts and any(type(item) is Evict for item in batch):
+            self._evictions += 1
         base = self._current
         objects: MapWriter[str, KubeObject] | None = None
         if owned:
@@ -487,6 +493,7 @@ class SnapshotWriter:
         fn = self._guard.guard(name, fn)
         pending: builtins.list[Change] = []
         self._building[name] = pending
+        evictions = self._evictions
         try:
             index = _IndexMutation(name, _EMPTY_INDEX, fn, metadata_reader(fn))
             n = 0
@@ -499,6 +506,11 @@ class SnapshotWriter:
             for change in pending:
                 new = None if change.type == ChangeType.DELETED else change.obj
                 index.change(change.obj.key, change.old, new)
+            if self._evictions != evictions:
+                # a narrowing's removals are no changes: build it again over what is left
+                index = _IndexMutation(name, _EMPTY_INDEX, fn, metadata_reader(fn))
+                for key, obj in self._current._objects.items():
+                    index.change(key, None, obj)
         finally:
             del self._building[name]
         built = index.finish()

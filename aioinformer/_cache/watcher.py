@@ -79,7 +79,7 @@ import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from aioinformer._cache.deltas import Bookmark, ChangeType, Delta, ObjectDelta, Replace
 from aioinformer._client.listwatch import (
@@ -122,6 +122,8 @@ __all__ = [
 ]
 
 log = logs.logger("aioinformer.watch")
+
+_T = TypeVar("_T")
 
 DEFAULT_IDLE_TIMEOUT = 90.0
 """Seconds without a byte after which a watch is presumed dead. kube-apiserver sends a
@@ -251,6 +253,12 @@ class WatcherStatistics:
     """The base of the next backoff delay, in seconds."""
     has_synced: bool = False
     """Whether the first Replace has been pushed."""
+    objects_received: int = 0
+    """Objects received: list items and ADDED/MODIFIED/DELETED events (those of streaming
+    lists included), kept or not."""
+    objects_dropped: int = 0
+    """Objects received outside a sharded informer's ranges, left out before they were
+    built (``objects_received - objects_dropped`` were kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,6 +422,10 @@ class Watcher:
         self._task: asyncio.Task[Any] | None = None
         self._stop_requested = False
         self._done = False
+        self._scope = 0  # rescopes so far (see rescope())
+        self._sync_scope = 0  # the scope the current sync asked for
+        self._restart = False  # rescope() cancelled the request under way
+        self._backing_off = False  # waiting out a retry delay (no request under way)
 
     def __repr__(self) -> str:
         rv = self._stats.last_rv or "-"
@@ -465,6 +477,27 @@ class Watcher:
         if not self._stats.has_synced:
             raise ClosedError(f"watcher {self.name} stopped before it synced")
 
+    def rescope(self, relist: bool) -> int:
+        """The lister-watcher's shard filter changed its ranges (call it on the watcher's
+        loop, right after): the objects read from now on are checked against the new ones
+        (those of a read under way too), and the request under way ends at its next await
+        and is sent again with the new selector: the watch resumed from the last
+        resourceVersion, or with ``relist`` a list (a sync under way starts over), whose
+        Replace brings the new scope. Returns the number of the Replace that holds the new
+        scope: the next one with ``relist``, else the last one put."""
+        self._scope += 1
+        if relist:
+            self._rv = None
+            self._after_list = False
+        target = self._replaces + 1 if relist else self._replaces
+        task = self._task
+        busy = task is not None and not self._done and not self._backing_off
+        if busy and not self._restart and not self._stop_requested:
+            assert task is not None
+            self._restart = True
+            task.cancel()
+        return target
+
     def stop(self) -> None:
         """Make :meth:`run` return (at once, closing any open response). Idempotent; before
         :meth:`run` it makes :meth:`run` return immediately."""
@@ -499,6 +532,7 @@ class Watcher:
     async def _loop(self) -> None:
         while True:
             try:
+                self._backing_off = False
                 if self._rv is None:
                     await self._sync()
                 else:
@@ -523,11 +557,22 @@ class Watcher:
                             f"{n} watches in a row from resourceVersion {self._rv} were "
                             f"answered that it is too large ({exc.server_message})"
                         )
+                        self._backing_off = True
                         await asyncio.sleep(delay)
                         continue
                 delay = self._failure_delay(exc.retry_after)
                 level = logging.ERROR if exc.code in _LOUD_ERRORS else logging.WARNING
                 log.log(level, "%s: %s; retrying in %.1f s", self.name, str(exc), delay)
+            except asyncio.CancelledError:
+                task = self._task
+                if not self._restart or self._stop_requested or task is None:
+                    raise
+                if task.cancelling() != 1:
+                    raise  # (another cancellation came with ours)
+                task.uncancel()
+                self._restart = False
+                log.debug("%s: the shard scope changed; requesting it again", self.name)
+                continue
             except IdleStreamError as exc:
                 self._stats.stream_errors += 1
                 self._note(exc)
@@ -544,6 +589,7 @@ class Watcher:
                 text = str(exc)
                 log.warning("%s: %s; retrying in %.1f s", self.name, text, delay, exc_info=trace)
             if delay > 0:
+                self._backing_off = True
                 await self._sleep(delay)
 
     def _on_expired(self, exc: Expired) -> float:
@@ -622,7 +668,11 @@ class Watcher:
     # -- list ---------------------------------------------------------------------------------
 
     async def _sync(self) -> None:
+        self._sync_scope = self._scope
         if self.streaming_list and not self._list_this_sync:
+            shards = getattr(self._lw, "shards", None)
+            if shards is not None:
+                shards.streaming()
             replaces = self._replaces
             try:
                 await self._watch("", initial=True)
@@ -709,8 +759,12 @@ class Watcher:
                 seen.clear()
                 continue
             pages += 1
-            for bad in getattr(page, "bad", ()):
+            bad_items = getattr(page, "bad", ())
+            for bad in bad_items:
                 self._bad_item(bad)
+            dropped = getattr(page, "dropped", 0)
+            self._stats.objects_received += len(page) + len(bad_items) + dropped
+            self._stats.objects_dropped += dropped
             list_rv = list_rv or page_rv
             items.extend(page)
             if next_ is None:
@@ -758,6 +812,8 @@ class Watcher:
         )
 
     def _replace(self, objects: list[KubeObject], rv_text: str, rv: int) -> None:
+        if self._sync_scope != self._scope:  # (rescoped during the sync: a narrower scope)
+            objects = self._in_scope(objects)
         now = self._clock()
         self._fifo.put_nowait(Replace(objects, rv, now))
         self._replaces += 1
@@ -878,8 +934,9 @@ class Watcher:
                         limit.reschedule(min(hard, loop.time() + quiet))
                     queued: list[Delta] = []
                     put = queued.append
-                    last: KubeObject | None = None  # the last object queued, to advance to
-                    events = 0
+                    last: str | None = None  # the RV of the last event or bookmark, to advance to
+                    events = dropped = 0
+                    scope = self._scope
                     try:
                         for line in lines:
                             try:
@@ -890,7 +947,27 @@ class Watcher:
                                 self._bad_line(line, exc)
                                 continue
                             if obj is None:
-                                raise self._lw.error_from_status(status or {}, "watch")
+                                if etype != "DROPPED":
+                                    raise self._lw.error_from_status(status or {}, "watch")
+                                # an object outside the shard: not built, but the watch
+                                # position moves past it
+                                text = (status or {}).get("resourceVersion", "")
+                                try:
+                                    rv_dropped = parse_resource_version(text)
+                                except DecodeError as exc:
+                                    self._bad_line(line, exc)
+                                    continue
+                                events += 1
+                                dropped += 1
+                                if buffer is None:
+                                    if rv_dropped < position:
+                                        raise _HistoryReset(
+                                            f"an event at {rv_dropped} came on a watch at "
+                                            f"{position}"
+                                        )
+                                    position = rv_dropped
+                                    last = text
+                                continue
                             if obj.rv < position:  # (never while initial events are read)
                                 raise _HistoryReset(
                                     f"an event at {obj.rv} came on a watch at {position}"
@@ -900,7 +977,7 @@ class Watcher:
                                 stats.bookmarks += 1
                                 if buffer is None:
                                     put(Bookmark(obj.rv, now))
-                                    last = obj
+                                    last = obj.metadata.resource_version
                                     position = obj.rv
                                 elif obj.annotations.get(_INITIAL_EVENTS_END) == "true":
                                     limit.reschedule(None)
@@ -929,9 +1006,12 @@ class Watcher:
                                     put(ObjectDelta(dtype, obj, now))
                             else:
                                 put(ObjectDelta(dtype, obj, now))
-                            last = obj
+                            last = obj.metadata.resource_version
                     finally:  # an ERROR event raises: what came before it still counts
-                        self._queue(queued, last, events)
+                        if scope != self._scope:  # (rescoped during this read)
+                            queued = self._in_scope(queued)
+                        self._stats.objects_dropped += dropped
+                        self._queue(queued, last, position, events)
         except TimeoutError:
             if not limit.expired():
                 raise
@@ -986,19 +1066,34 @@ class Watcher:
         if current < parse_resource_version(rv):
             raise _HistoryReset(f"a watch from {rv} saw nothing, and the server is at {current}")
 
-    def _queue(self, items: list[Delta], last: KubeObject | None, events: int) -> None:
+    def _queue(self, items: list[Delta], last: str | None, position: int, events: int) -> None:
         """Put the items made from one read into the FIFO and advance the watch position to
-        ``last`` (the object of the last event or bookmark among them)."""
+        ``last`` (the resourceVersion of the last event or bookmark read, ``position`` as
+        an int)."""
         if events:
             self._stats.events_total += events
+            self._stats.objects_received += events
             self._too_large_in_a_row = 0
         if items:
             self._fifo.put_many(items)
         if last is not None:
-            self._rv = self._stats.last_rv = last.metadata.resource_version
-            self._seen = last.rv
+            self._rv = self._stats.last_rv = last
+            self._seen = position
             self._confirmed = True
             self._progress()
+
+    def _in_scope(self, items: list[_T]) -> list[_T]:
+        """``items`` (objects or deltas) without the objects outside the current shard
+        ranges (after a rescope that came while they were read)."""
+        shards = getattr(self._lw, "shards", None)
+        if shards is None:
+            return items
+        kept: list[_T] = []
+        for item in items:
+            obj = item if isinstance(item, KubeObject) else getattr(item, "obj", None)
+            if obj is None or not shards.stray(obj):
+                kept.append(item)
+        return kept
 
     def _transport_error(self, verb: str, message: str) -> TransportError:
         lw = self._lw

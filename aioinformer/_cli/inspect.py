@@ -30,9 +30,10 @@ from aioinformer._cli.tables import Column, fit_table, print_table
 from aioinformer._client.config import load_api_client
 from aioinformer._client.discovery import ApiResource
 from aioinformer._client.rest import RestClient
-from aioinformer._core.errors import AioinformerError
+from aioinformer._core.errors import AioinformerError, ConfigError
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer._core.projection import project
+from aioinformer._core.shardkeys import ShardSelector
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -68,7 +69,10 @@ the cache holds (in all and per object; plain: with bodies uncompressed), relist
 watch restarts and decode errors. On a terminal the table updates in place; otherwise
 a table is printed every --interval seconds. Columns that do not fit the terminal's
 width are left out, the least important first. --compact and --project show what
-compact mode and a projection would hold for your objects.
+compact mode and a projection would hold for your objects; --shard what one replica of a
+sharded controller would cache (its buckets of the key space, KEP-5866): who filters
+("server" when the API server applies shardSelector, else "client"), the share of the key
+space, and the objects dropped as outside it.
 """
 
 _TOP_EXAMPLES = """
@@ -76,6 +80,7 @@ examples:
   python -m aioinformer top pods
   python -m aioinformer top -n default pods configmaps leases
   python -m aioinformer top --project spec.nodeName --project status.phase pods
+  python -m aioinformer top --shard 0/4 pods
 """
 
 
@@ -127,7 +132,26 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="PATH",
         help="cache only this body field path (repeat it; metadata is always kept)",
     )
+    top.add_argument(
+        "--shard",
+        type=shard_arg,
+        metavar="BUCKETS/N",
+        help="watch only these of N equal buckets of the uid hash space (e.g. 0/4, 0,2/4)",
+    )
     top.add_argument("resources", nargs="+", metavar="RESOURCE", help="what to watch")
+
+
+def shard_arg(text: str) -> ShardSelector:
+    """``BUCKETS/N`` (``"0/4"``, ``"0,2/4"``) as the selector of those buckets of ``N``."""
+    buckets, sep, n = text.rpartition("/")
+    try:
+        if not sep:
+            raise ValueError(text)
+        return ShardSelector.of_buckets((int(b) for b in buckets.split(",")), int(n))
+    except (ValueError, ConfigError) as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not BUCKETS/N (e.g. 0/4 or 0,2/4): {exc}"
+        ) from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -205,10 +229,14 @@ TOP_COLUMNS = (
     Column("relists", priority=3),
     Column("restarts", priority=4),
     Column("decode errors", priority=5, short="errors"),
+    Column("shard", priority=2),
+    Column("dropped", priority=3),
 )
 """The columns of ``top``, most important at priority 0 (always shown). The bytes are
 ``InformerStatistics.cached_bytes`` (as held), per object, and ``plain_bytes`` (bodies
-uncompressed: more than the cached bytes only in compact mode)."""
+uncompressed: more than the cached bytes only in compact mode); ``shard`` is who filters a
+sharded informer and its share of the key space (``client 25%``), ``dropped`` the
+objects it received outside its ranges."""
 
 
 def human_bytes(n: float) -> str:
@@ -243,10 +271,19 @@ def top_table(
             str(s.relists),
             str(s.watch_restarts),
             str(s.decode_errors),
+            _shard(s),
+            str(s.objects_dropped) if s.shard_mode else "-",
         ]
         for s in stats
     ]
     return fit_table(console, TOP_COLUMNS, rows, title=title)
+
+
+def _shard(s: InformerStatistics) -> str:
+    """``top``'s shard column: the mode and the share of the key space, "-" unsharded."""
+    if s.shard_mode is None:
+        return "-"
+    return f"{s.shard_mode} {ShardSelector.parse(s.shard_selector).fraction:.0%}"
 
 
 async def _top(args: argparse.Namespace) -> int:
@@ -260,7 +297,9 @@ async def _top(args: argparse.Namespace) -> int:
         resources = [await resolve_resource(rest, r) for r in args.resources]
         async with InformerFactory(rest) as factory:
             informers = [
-                _informer(factory, r, args, compact=args.compact, transform=transform)
+                _informer(
+                    factory, r, args, compact=args.compact, transform=transform, shards=args.shard
+                )
                 for r in resources
             ]
             stop = asyncio.Event()

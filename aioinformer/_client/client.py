@@ -51,6 +51,7 @@ from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError, Conflict, DecodeError, NotFound
 from aioinformer._core.objects import KubeObject, decode_object
 from aioinformer._core.owners import set_owner
+from aioinformer._core.shardbuckets import SHARD_LABEL
 
 __all__ = [
     "IN_FLIGHT_GRACE",
@@ -187,6 +188,27 @@ def _own(body: dict[str, Any], owner: KubeObject | Mapping[str, Any]) -> None:
     if owner_ns:
         meta.setdefault("namespace", owner_ns)
     set_owner(body, owner)
+
+
+def _controller_uid(body: Mapping[str, Any]) -> str | None:
+    refs = (body.get("metadata") or {}).get("ownerReferences") or ()
+    return next((str(r.get("uid")) for r in refs if r.get("controller")), None)
+
+
+def _keep_shard_label(before: Mapping[str, Any], after: dict[str, Any]) -> None:
+    """Put back the shard bucket label a ``mutate`` dropped (e.g. by setting the labels
+    whole) while the object keeps its controller: the label is the owner's, not the
+    caller's to remove."""
+    label = ((before.get("metadata") or {}).get("labels") or {}).get(SHARD_LABEL)
+    meta = after.get("metadata")
+    if label is None or not isinstance(meta, dict):
+        return
+    labels = meta.get("labels")
+    if isinstance(labels, dict) and SHARD_LABEL in labels:
+        return
+    if _controller_uid(after) is None or _controller_uid(after) != _controller_uid(before):
+        return
+    meta["labels"] = {**(labels if isinstance(labels, dict) else {}), SHARD_LABEL: label}
 
 
 def merge_diff(old: Any, new: Any) -> Any:
@@ -592,7 +614,10 @@ class Client:
         """Make the object ``obj`` names look as ``mutate`` wants (controller-runtime's
         ``CreateOrUpdate``): read it from the server; if missing, create ``obj`` after
         ``mutate(body)``; else call ``mutate(current_body)`` and update when it changed
-        (conditional on what was read). Returns the object and what was done."""
+        (conditional on what was read). Returns the object and what was done. A
+        ``mutate`` that drops the shard bucket label (``shard.aioinformer.dev/bucket``,
+        e.g. by setting the labels whole) while the controller stays does not remove it:
+        the label is the owner's."""
         return await self._create_or(obj, mutate, patching=False)
 
     async def create_or_patch(
@@ -618,6 +643,7 @@ class Client:
         after = copy.deepcopy(before)
         if mutate is not None:
             mutate(after)
+            _keep_shard_label(before, after)
         else:
             after = {**after, **{k: v for k, v in _body(obj).items() if k != "metadata"}}
         if after == before:

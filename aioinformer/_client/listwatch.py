@@ -37,6 +37,11 @@ Contract:
   :class:`~aioinformer.StatusError` (410 is :class:`~aioinformer.Expired`), a 200 whose
   Content-Type is not JSON is :class:`DecodeError`; a connection failure, a stream cut
   mid-line or a stalled stream is :class:`TransportError`.
+* Sharded (``shards``): lists and watches send ``shardSelector``. A list page the server
+  did not apply it to (no ``shardInfo`` echo) is filtered here, each item outside the
+  ranges left out before it is built (counted in the page's ``dropped``); a watch event's
+  object outside the ranges, whatever the server did, decodes to ``DROPPED`` (see
+  :mod:`~aioinformer._client.shardfilter`).
 * Metadata-only mode asks for ``PartialObjectMetadataList`` on lists and
   ``PartialObjectMetadata`` on watches (conformance 16a/16b; the list media type on a
   watch makes the server close the stream at the first event, 16c).
@@ -64,6 +69,7 @@ from aioinformer._client.rest import (
     Request,
     RestClient,
 )
+from aioinformer._client.shardfilter import ShardFilter
 from aioinformer._core import logs
 from aioinformer._core.errors import (
     ConfigError,
@@ -74,6 +80,7 @@ from aioinformer._core.errors import (
 )
 from aioinformer._core.labels import label_matcher
 from aioinformer._core.objects import BadItem, ItemList, KubeObject, decode_event, decode_list
+from aioinformer._core.shardkeys import ShardSelector
 
 __all__ = ["IdleStreamError", "ListWatch", "WatchDeadlineError"]
 
@@ -126,6 +133,8 @@ class ListWatch:
     ``ApiClient`` (wrapped in one). ``group_version`` is ``"v1"`` for the core group or
     ``"GROUP/VERSION"``; ``plural`` the resource (``"pods"``); ``namespace`` None means all
     namespaces. ``metadata_only`` fetches PartialObjectMetadata instead of whole objects.
+    ``shards`` scopes both to hash ranges (KEP-5866 ``shardSelector``, applied here too
+    when the server does not: :mod:`~aioinformer._client.shardfilter`).
     The limits and timeouts are described in the module docstring.
 
     Example::
@@ -153,6 +162,7 @@ class ListWatch:
         list_timeout: float = DEFAULT_LIST_TIMEOUT,
         watch_deadline_margin: float = WATCH_DEADLINE_MARGIN,
         kind: str | None = None,
+        shards: ShardSelector | None = None,
     ) -> None:
         group, _, version = group_version.rpartition("/")
         self.rest = client if isinstance(client, RestClient) else RestClient(client)
@@ -195,6 +205,11 @@ class ListWatch:
             metadata_only=metadata_only,
         )
         """What the resource's objects are: anything else in a list or watch is refused."""
+        where = f"{self.resource}[{namespace}]" if namespace else self.resource
+        self.shards = ShardFilter(shards, name=where) if shards is not None else None
+        """The shard scope (None: every object): sent as ``shardSelector`` on lists and
+        watches, and applied here (:mod:`~aioinformer._client.shardfilter`); shared by
+        the copies :meth:`using` makes."""
 
     def __repr__(self) -> str:
         return f"<ListWatch {self.path}>"
@@ -212,6 +227,8 @@ class ListWatch:
             query.append(("labelSelector", self.label_selector))
         if self.field_selector:
             query.append(("fieldSelector", self.field_selector))
+        if self.shards is not None:
+            query.append(("shardSelector", self.shards.text))
         return query
 
     def _about(self, verb: str) -> Request:
@@ -303,8 +320,10 @@ class ListWatch:
             raise self._transport(
                 "list", f"the list did not complete within {self.list_timeout:g} s"
             ) from None
+        shards = self.shards
         try:
-            items, rv, cont = decode_list(body, skip_bad=True)
+            keep = shards.list_filter if shards is not None else None
+            items, rv, cont = decode_list(body, skip_bad=True, keep=keep)
         except DecodeError as exc:
             raise DecodeError(self.rest.redact(f"{self._where('list')}: {exc}")) from None
         items.nbytes = len(body)
@@ -341,8 +360,7 @@ class ListWatch:
         foreign = expected.foreign
         if not any(map(foreign, items)):
             return items
-        kept = ItemList(bad=items.bad)
-        kept.nbytes, kept.kind, kept.api_version = items.nbytes, items.kind, items.api_version
+        kept = _like(items)
         for obj in items:
             why = foreign(obj)
             if why:
@@ -355,8 +373,10 @@ class ListWatch:
         """:func:`~aioinformer._core.objects.decode_event`, and a :class:`DecodeError` for
         an object that is not one of the resource's (another kind, apiVersion or
         namespace; labels the selector does not match, but on a DELETED event: an object
-        that leaves the selector is deleted with its new labels)."""
-        decoded = decode_event(line)
+        that leaves the selector is deleted with its new labels). Sharded, an object outside
+        the ranges gives ``("DROPPED", None, {"resourceVersion": TEXT})``, unbuilt."""
+        shards = self.shards
+        decoded = decode_event(line, shards.keeps_meta if shards is not None else None)
         obj = decoded[1]
         if obj is not None and decoded[0] != "BOOKMARK":
             why = self.expected.foreign(obj)
@@ -519,3 +539,11 @@ class ListWatch:
                 "watch",
                 f"the stream ended in the middle of a line ({size} bytes without a newline)",
             )
+
+
+def _like(items: ItemList) -> ItemList:
+    """An empty ItemList with ``items``' bad items and list attributes."""
+    like = ItemList(bad=items.bad)
+    like.nbytes, like.kind, like.api_version = items.nbytes, items.kind, items.api_version
+    like.shard_selector, like.dropped = items.shard_selector, items.dropped
+    return like

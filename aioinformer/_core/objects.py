@@ -60,7 +60,9 @@ from aioinformer._core.redact import redact_known
 __all__ = [
     "MAX_RESOURCE_VERSION",
     "BadItem",
+    "ItemFilter",
     "ItemList",
+    "KeepMeta",
     "KubeObject",
     "ObjectMeta",
     "OwnerReference",
@@ -160,9 +162,14 @@ class _FastEvent(msgspec.Struct, gc=False):
     object: _FastObject | None = None
 
 
+class _ShardInfo(msgspec.Struct):
+    selector: str | None = None
+
+
 class _ListMeta(msgspec.Struct, rename="camel"):
     resource_version: str = ""
     continue_: str = msgspec.field(default="", name="continue")
+    shard_info: _ShardInfo | None = None
 
 
 class _List(msgspec.Struct, Generic[_T], rename="camel"):
@@ -341,18 +348,29 @@ def drop_managed_fields(obj: KubeObject) -> KubeObject:
     return _replace(obj, managed_fields=b"")
 
 
-def decode_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
+def decode_event(
+    line: bytes, keep: KeepMeta | None = None
+) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
     """Decode one watch event line into ``(type, object, status)``.
 
     ``type`` is ADDED, MODIFIED, DELETED, BOOKMARK or ERROR. ERROR gives ``(type, None,
     status_dict)``; BOOKMARK a metadata-only object (its name may be empty). Raises
     :class:`~aioinformer.DecodeError` for anything else (see the module docstring).
+
+    ``keep`` is asked about each ADDED/MODIFIED/DELETED event's object from its metadata,
+    read in the one pass over the line, before the object is built (its body copied, its
+    names interned, its UTF-8 checked): an object it refuses gives ``("DROPPED", None,
+    {"resourceVersion": TEXT})``, its resourceVersion as sent (unchecked).
     """
     try:
         event = _FAST_EVENT.decode(line)
         kind, obj = event.type, event.object
         if obj is None:
             raise DecodeError(f"{kind} watch event without an object")
+        if keep is not None and kind != "BOOKMARK":
+            meta = obj.metadata
+            if meta is not None and meta is not UNSET and not keep(meta):
+                return "DROPPED", None, {"resourceVersion": meta.resource_version}
         return kind, _build_fast(obj, kind == "BOOKMARK", "", ""), None
     except msgspec.ValidationError:  # ERROR, an unknown type, an unusual field, not an event
         pass
@@ -363,11 +381,16 @@ def decode_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | 
     except Exception as exc:  # RecursionError (too deep), and whatever else a decoder raises
         raise _undecodable("watch event", exc) from None
     try:
-        return _slow_event(line)
+        decoded = _slow_event(line)
     except (DecodeError, MemoryError):
         raise
     except Exception as exc:
         raise _undecodable("watch event", exc) from None
+    built = decoded[1]
+    if keep is not None and built is not None and decoded[0] != "BOOKMARK":
+        if not keep(built.metadata):
+            return "DROPPED", None, {"resourceVersion": built.metadata.resource_version}
+    return decoded
 
 
 def _slow_event(line: bytes) -> tuple[str, KubeObject | None, dict[str, Any] | None]:
@@ -401,6 +424,13 @@ def decode_object(raw: bytes | str | Raw) -> KubeObject:
     return _decode_item(raw, "", "")
 
 
+KeepMeta: TypeAlias = "Callable[[ObjectMeta], bool]"
+"""A filter asked about an object from its metadata before the object is built."""
+ItemFilter: TypeAlias = "Callable[[str | None], KeepMeta | None]"
+"""A list's filter (``decode_list(keep=...)``): called once per list with its shard
+selector echo, it returns None (keep every item) or a :data:`KeepMeta`."""
+
+
 class BadItem(NamedTuple):
     """A list item left out: its ``key`` (None when it could not be read) and ``reason``."""
 
@@ -412,7 +442,7 @@ class ItemList(list[KubeObject]):
     """The decoded items of a list (a plain list), with the items left out in :attr:`bad`
     and the body's size in :attr:`nbytes`."""
 
-    __slots__ = ("api_version", "bad", "kind", "nbytes")
+    __slots__ = ("api_version", "bad", "dropped", "kind", "nbytes", "shard_selector")
 
     def __init__(self, items: Iterable[KubeObject] = (), bad: Iterable[BadItem] = ()) -> None:
         super().__init__(items)
@@ -424,9 +454,16 @@ class ItemList(list[KubeObject]):
         """The list's kind (``"PodList"``; ``""`` when it says none)."""
         self.api_version = ""
         """The list's apiVersion (``""`` when it says none)."""
+        self.shard_selector: str | None = None
+        """The list's ``metadata.shardInfo.selector``: the shard selector the server says
+        it applied (KEP-5866); None when it sent no shardInfo."""
+        self.dropped = 0
+        """Items the ``keep`` filter of :func:`decode_list` left out."""
 
 
-def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, str | None]:
+def decode_list(
+    body: bytes, *, skip_bad: bool = False, keep: ItemFilter | None = None
+) -> tuple[ItemList, str, str | None]:
     """Decode a list response into ``(items, list resourceVersion, continue token or None)``.
 
     Items of typed lists carry no apiVersion/kind: they get the list's apiVersion and its
@@ -434,32 +471,68 @@ def decode_list(body: bytes, *, skip_bad: bool = False) -> tuple[ItemList, str, 
     resource lists (whose items carry their own) work the same way. A bad item raises
     :class:`~aioinformer.DecodeError`, or with ``skip_bad`` is left out and listed in
     ``items.bad``; a body that is not a list (malformed JSON, no object) always raises.
+    ``items.shard_selector`` is the list's ``metadata.shardInfo.selector`` (None if absent).
+
+    ``keep`` is called once per list with that echo; it returns None (keep every item) or
+    a predicate over each item's metadata, asked before the item is built (as
+    :func:`decode_event`'s ``keep``; after, for the rare lists decoded item by item): the
+    items it refuses are left out, counted in ``items.dropped``.
     """
     try:
         fast = _FAST_LIST.decode(body)
     except msgspec.ValidationError:  # an unusual item (or list): item by item
-        return _raw_list(body, skip_bad)
+        return _kept(_raw_list(body, skip_bad), keep)
     except msgspec.DecodeError as exc:
         if skip_bad and "UTF-8" in str(exc):  # (in one item, perhaps: each on its own)
-            return _split_list(body, skip_bad, DecodeError(f"list is not valid JSON: {exc}"))
+            error = DecodeError(f"list is not valid JSON: {exc}")
+            return _kept(_split_list(body, skip_bad, error), keep)
         raise DecodeError(f"list is not valid JSON: {exc}") from None
     except MemoryError:
         raise
     except Exception as exc:  # an item too deep to decode
-        return _split_list(body, skip_bad, exc)
+        return _kept(_split_list(body, skip_bad, exc), keep)
     version, kind = fast.api_version, _item_kind(fast.kind)
     items = ItemList()
     items.kind, items.api_version = fast.kind, version
+    meta = fast.metadata or _ListMeta()
+    items.shard_selector = meta.shard_info.selector if meta.shard_info else None
+    wanted = keep(items.shard_selector) if keep is not None else None
     append = items.append
     for item in fast.items or ():
+        if wanted is not None:
+            m = item.metadata
+            if m is not None and m is not UNSET and not wanted(m):
+                items.dropped += 1
+                continue
         try:
             append(_build_fast(item, False, version, kind))
         except MemoryError:
             raise
         except Exception as exc:
             _bad_item(items, _struct_key(item), exc, skip_bad)
-    meta = fast.metadata or _ListMeta()
     return items, meta.resource_version, meta.continue_ or None
+
+
+def _kept(
+    decoded: tuple[ItemList, str, str | None], keep: ItemFilter | None
+) -> tuple[ItemList, str, str | None]:
+    """A list decoded item by item, its items filtered by ``keep`` (see :func:`decode_list`)."""
+    items = decoded[0]
+    wanted = keep(items.shard_selector) if keep is not None else None
+    if wanted is None:
+        return decoded
+    kept = ItemList(bad=items.bad)
+    kept.kind, kept.api_version, kept.shard_selector = (
+        items.kind,
+        items.api_version,
+        items.shard_selector,
+    )
+    for obj in items:
+        if wanted(obj.metadata):
+            kept.append(obj)
+        else:
+            kept.dropped += 1
+    return kept, decoded[1], decoded[2]
 
 
 def _raw_list(body: bytes, skip_bad: bool) -> tuple[ItemList, str, str | None]:
@@ -506,6 +579,7 @@ def _decoded_items(
     for one in chunks:
         _one_item(items, one, version, kind, skip_bad)
     meta = raw.metadata or _ListMeta()
+    items.shard_selector = meta.shard_info.selector if meta.shard_info else None
     return items, meta.resource_version, meta.continue_ or None
 
 

@@ -4,7 +4,9 @@
 owner itself (its apiVersion, kind, name and uid), never from a hand-written kind string;
 :func:`set_owner` puts it on an object body, replacing any other controller reference
 (an object has at most one controller, as controller-runtime's ``SetControllerReference``
-enforces).
+enforces) and, with it, the owner's shard bucket label (``shard.aioinformer.dev/bucket``:
+children live in their owner's replica when caches are sharded; see
+:mod:`aioinformer._core.shardbuckets`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from aioinformer._core.errors import ConfigError
 from aioinformer._core.objects import KubeObject
+from aioinformer._core.shardbuckets import SHARD_LABEL, bucket_label, owner_bucket
 
 __all__ = ["owner_reference", "set_owner"]
 
@@ -73,7 +76,11 @@ def set_owner(
     """Add ``owner``'s reference to ``body`` (in place; returned too).
 
     The same owner (by uid) is replaced; with ``controller`` any other controller reference
-    is dropped (an object has one controller at most).
+    is dropped (an object has one controller at most) and ``body`` gets the owner's bucket
+    label ``shard.aioinformer.dev/bucket`` (:func:`~aioinformer.owner_bucket`: the owner's
+    own label, else its uid's bucket if it is a root); an owner that is an unlabeled child
+    gives none, and a label ``body`` had is removed then (the
+    :class:`~aioinformer.ShardLabeler` places such children).
 
     Args:
         body: the dependent's body, changed in place.
@@ -105,4 +112,11 @@ def set_owner(
         if r.get("uid") != ref["uid"] and not (controller and r.get("controller"))
     ]
     meta["ownerReferences"] = [*refs, ref]
+    if controller:
+        bucket = owner_bucket(owner)
+        labels = meta.get("labels") or {}
+        if bucket is not None:
+            meta["labels"] = {**labels, SHARD_LABEL: bucket_label(bucket)}
+        elif SHARD_LABEL in labels:
+            meta["labels"] = {k: v for k, v in labels.items() if k != SHARD_LABEL}
     return body

@@ -226,7 +226,7 @@ def _sees(inf: Informer, request: WriteRequest, result: KubeObject | None, key: 
     namespace = key.rpartition("/")[0]
     if result is None:
         return inf.follows(namespace, None) or inf.snapshot().get(key) is not None
-    return inf.follows(namespace, result.labels)
+    return inf.follows(namespace, result.labels, result.uid)
 
 
 def _labels(body: object) -> Mapping[str, str] | None:

@@ -33,7 +33,12 @@ from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from aioinformer._cache.factory import InformerFactory, InformerOptions
+from aioinformer._cache.factory import (
+    FACTORY_NAMESPACE,
+    InformerFactory,
+    InformerOptions,
+    NamespaceDefault,
+)
 from aioinformer._cache.handle import InformerHandle
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.process import ProcessSettings
@@ -62,6 +67,7 @@ from aioinformer._runtime.metrics import Metrics
 from aioinformer._runtime.rbac import UndeclaredWrites
 
 if TYPE_CHECKING:
+    from aioinformer._coordination.labeler import ShardLabeler
     from aioinformer._coordination.leader import LeaderElector
     from aioinformer._coordination.sharding import ShardManager
 
@@ -232,6 +238,7 @@ class Manager(Service):
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._catching_up: dict[int, int] = {}  # shard -> the Lease RV its caches wait for
         self._recorders: list[EventRecorder] = []
+        self._labelers: list[ShardLabeler] = []
         self.required_permissions: list[tuple[str, str, tuple[str, ...], str | None]] = []
         """What :meth:`require_permission` declared: (group, resource, verbs, namespace)."""
 
@@ -339,6 +346,50 @@ class Manager(Service):
             self._group.create_task(recorder.run(), name=f"event-recorder:{component}")
         return recorder
 
+    def shard_labeler(
+        self,
+        resources: Sequence[tuple[str, str]],
+        *,
+        namespace: str | NamespaceDefault | None = FACTORY_NAMESPACE,
+        concurrency: int = 4,
+        owns_bucket: Callable[[int], bool] | None = None,
+    ) -> ShardLabeler:
+        """A :class:`~aioinformer.ShardLabeler` of ``resources`` on the manager's factory
+        and :attr:`client`, run by the manager once its informers have synced (on every
+        replica, leading or not: its patches are idempotent), stopped with it. Declares
+        the ``patch`` permission it needs (:meth:`require_permission`).
+
+        Args:
+            resources: the owned resources to label, as ``(group_version, plural)``.
+            namespace: label only in this namespace (default: the manager's; None: all).
+            concurrency: how many objects it places at once.
+            owns_bucket: whether this replica labels the children of a bucket (None: all;
+                see :class:`~aioinformer.ShardLabeler`).
+        """
+        from aioinformer._coordination.labeler import ShardLabeler
+
+        ns = self.factory.namespace if namespace is FACTORY_NAMESPACE else namespace
+        labeler = ShardLabeler(
+            self.client,
+            resources,
+            factory=self.factory,
+            namespace=ns,
+            concurrency=concurrency,
+            owns_bucket=owns_bucket,
+        )
+        for gv, plural in labeler.resources:
+            group = gv.rpartition("/")[0]
+            self.require_permission(group, plural, ["patch"], ns)
+        self._labelers.append(labeler)
+        if self._group is not None:
+            self._group.create_task(labeler.run(), name="shard-labeler")
+        return labeler
+
+    @property
+    def shard_labelers(self) -> list[ShardLabeler]:
+        """The labelers :meth:`shard_labeler` made."""
+        return list(self._labelers)
+
     def _recorder(self, component: str) -> EventRecorder:
         """The recorder named ``component``: the one made already, or a new one."""
         made = [r for r in self._recorders if r.component == component]
@@ -380,6 +431,8 @@ class Manager(Service):
                 group = self._group = await stack.enter_async_context(asyncio.TaskGroup())
                 for recorder in self._recorders:
                     group.create_task(recorder.run(), name=f"event-recorder:{recorder.component}")
+                for labeler in self._labelers:
+                    group.create_task(labeler.run(), name="shard-labeler")
                 self._ready()
                 if self.elector is not None:
                     await self._lead(self.elector)

@@ -10,7 +10,11 @@ Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_de
 ``informer_cached_bytes``, ``informer_plain_bytes`` (``InformerStatistics.cached_bytes`` and
 ``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_relists_total``,
 ``informer_watch_restarts_total``,
-``informer_decode_errors_total`` (label ``informer``); ``handler_queue_depth``,
+``informer_decode_errors_total``, ``informer_objects_received_total``,
+``informer_objects_kept_total``, ``informer_objects_dropped_total`` (objects outside a
+sharded informer's ranges) (label ``informer``); ``informer_shard_info`` (1 per sharded
+informer, labels ``informer``, ``mode``: ``server`` or ``client``, and ``selector``: its
+ranges as sent); ``handler_queue_depth``,
 ``handler_queue_peak_depth``, ``handler_coalescing`` (1 while merging per key),
 ``handler_handled_total``, ``handler_errors_total``, ``handler_overflows_total`` (labels
 ``informer``, ``subscriber``: a stuck subscriber's backlog, see :mod:`._handlers`);
@@ -91,10 +95,28 @@ class _InformerCollector:
             "relists": ("Relists after a 410 or a restart.", lambda s: s.relists),
             "watch_restarts": ("Watches re-established.", lambda s: s.watch_restarts),
             "decode_errors": ("Lines skipped as undecodable.", lambda s: s.decode_errors),
+            "objects_received": (
+                "List items and watch events received.",
+                lambda s: s.objects_received,
+            ),
+            "objects_kept": ("Objects received in the shard ranges.", lambda s: s.objects_kept),
+            "objects_dropped": (
+                "Objects received outside the shard ranges (never built or cached).",
+                lambda s: s.objects_dropped,
+            ),
         }
         stats = list(self._sources())
         rows = [([s.name], s) for s in stats]
         yield from _families("aioinformer_informer_", ["informer"], rows, gauges, counters)
+        info = GaugeMetricFamily(
+            "aioinformer_informer_shard_info",
+            "1 per sharded informer: who filters (mode) and its ranges (selector).",
+            labels=["informer", "mode", "selector"],
+        )
+        for s in stats:
+            if s.shard_mode is not None:
+                info.add_metric([s.name, s.shard_mode, s.shard_selector], 1.0)
+        yield info
         handler_gauges: _Specs[SubscriptionStatistics] = {
             "queue_depth": ("Changes queued for the subscriber.", lambda h: h.depth),
             "queue_peak_depth": ("Largest queue depth seen.", lambda h: h.peak_depth),

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from aioinformer._cache.deltas import ChangeType, ObjectDelta, Replace
-from aioinformer._cache.index import by_label
+from aioinformer._cache.deltas import ChangeType, Evict, ObjectDelta, Replace
+from aioinformer._cache.index import by_controller_uid, by_label
 from aioinformer._cache.pmap import IN_PLACE
 from aioinformer._cache.snapshot_store import snapshot_store
 from aioinformer._core.errors import ConfigError
@@ -400,3 +400,30 @@ async def test_add_indexer_rejects_a_name_being_built() -> None:
     await first
     assert store.snapshot().seq == seq + 1
     assert store.snapshot().index_values("x") == []
+
+
+# ---- Evict (a sharded informer's narrowing) -------------------------------------------------
+
+
+async def test_an_evict_removes_what_it_refuses_in_one_state_with_no_change() -> None:
+    store = Store("snapshot")
+    await store.apply([Replace(many_pods(10), 10, 0.0)])
+    seq, rv = store.snapshot().seq, store.snapshot().resource_version
+    keep = {f"default/p{i}" for i in range(0, 10, 3)}
+    changes = await store.apply([Evict(lambda o: o.key in keep, 1.0)])
+    snap = store.snapshot()
+    assert changes == [], "nothing happened to them in the cluster"
+    assert set(snap.keys()) == keep and (snap.seq, snap.resource_version) == (seq + 1, rv)
+    assert {o.key for o in snap.by_index("controller", "sts-1")} == keep
+
+
+async def test_an_index_added_while_an_evict_applies_holds_only_what_is_left() -> None:
+    reader, writer = snapshot_store()
+    writer.apply([Replace(many_pods(5000), 5000, 0.0)])
+    build = asyncio.create_task(writer.add_indexer("owner", by_controller_uid, chunk=10))
+    await asyncio.sleep(0)  # (the build is under way)
+    writer.apply([Evict(lambda o: o.key.endswith("7"), 1.0)])
+    await build
+    snap = reader.snapshot()
+    assert len(snap) == 500
+    assert {o.key for o in snap.by_index("owner", "sts-1")} == set(snap.keys())

@@ -4,6 +4,7 @@ full, brackets included), and every failure in one line."""
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -237,7 +238,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
     assert all(row[staleness].endswith(" ms") for row in rows.values())
     all_headers = ["informer", "synced", "objects", "RV", "deltas/s", "FIFO", "peak",
                    "staleness", "cached bytes", "bytes/object", "plain bytes", "relists",
-                   "restarts", "decode errors"]  # fmt: skip
+                   "restarts", "decode errors", "shard", "dropped"]  # fmt: skip
     if columns >= 140:
         assert headers == all_headers and "not shown" not in text
     else:
@@ -329,3 +330,40 @@ async def test_top_on_a_terminal_redraws_one_table_in_place(sim: KubeSim, tmp_pa
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
     row = next(line for line in reversed(lines) if line.startswith("│ pods[default]"))
     assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["yes", "1"]
+
+
+def test_the_shard_option_reads_buckets_of_n() -> None:
+    from aioinformer import ShardSelector
+    from aioinformer._cli.inspect import shard_arg
+
+    assert shard_arg("0/4") == ShardSelector.of_buckets([0], 4)
+    assert shard_arg("0,2/4") == ShardSelector.of_buckets([0, 2], 4)
+    for bad in ("4/4", "0", "a/4", "0/0", "/4"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            shard_arg(bad)
+
+
+async def test_top_shows_a_sharded_informers_mode_share_and_dropped(sim: KubeSim) -> None:
+    import io
+
+    from rich.console import Console
+
+    from aioinformer import InformerFactory, ShardSelector
+    from aioinformer._cli.inspect import top_table
+
+    for i in range(20):
+        sim.create("pods", pod(f"p{i}"), "default")
+    async with sim.api_client() as api, InformerFactory(api) as factory:
+        inf = factory.informer("v1", "pods", shards=ShardSelector.of_buckets([0], 4))
+        plain = factory.informer("v1", "configmaps")
+        await factory.wait_for_sync(timeout=10)
+        stats = [inf.statistics(), plain.statistics()]
+    console = Console(file=io.StringIO(), width=250, color_system=None)
+    console.print(top_table(console, stats))
+    text: str = console.file.getvalue()  # type: ignore[attr-defined]
+    lines = text.splitlines()
+    header = [c.strip() for c in next(x for x in lines if x.startswith("┃")).strip("┃ ").split("┃")]
+    rows = [[c.strip() for c in x.strip("│ ").split("│")] for x in lines if x.startswith("│")]
+    cells = [dict(zip(header, row, strict=True)) for row in rows]
+    assert cells[0]["shard"] == "client 25%" and cells[0]["dropped"] == str(20 - stats[0].objects)
+    assert cells[1]["shard"] == "-" and cells[1]["dropped"] == "-"

@@ -392,3 +392,21 @@ async def test_the_leader_gauge_reads_1_on_a_replica_that_acts_alone_or_leads(
         async with m:
             await eventually(lambda: m.metrics.shards_owned._value.get() == 2, "2", timeout=LONG)
             assert m.metrics.leader._value.get() == 0
+
+
+async def test_a_manager_informer_can_be_sharded(sim: KubeSim) -> None:
+    """``Manager.informer`` takes the factory's options unchanged, ``shards`` included: its
+    informer caches only those ranges."""
+    from aioinformer import ShardSelector
+
+    for i in range(12):
+        sim.create("configmaps", cm(f"c{i}"), "default")
+    half = ShardSelector.of_buckets([1], 2)
+    async with sim.api_client() as api:
+        m = Manager(api)
+        inf = m.informer("v1", "configmaps", namespace="default", shards=half)
+        async with m:
+            await inf.wait_for_sync(timeout=10)
+            want = {c["metadata"]["uid"] for c in sim.list("configmaps", "default")}
+            assert {o.uid for o in inf.snapshot().list()} == {u for u in want if half.matches(u)}
+            assert inf.statistics().shard_mode == "client"

@@ -95,3 +95,19 @@ async def test_a_port_that_cannot_be_bound_is_a_config_error() -> None:
         )
     finally:
         await runner.cleanup()
+
+
+def test_sharded_informers_show_their_mode_ranges_and_kept_and_dropped_counts() -> None:
+    metrics = Metrics()
+    text = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"
+    sharded = informer_stats(
+        "pods", 5, shard_mode="client", shard_selector=text,
+        objects_received=12, objects_kept=5, objects_dropped=7,
+    )  # fmt: skip
+    metrics.add_informer_source(lambda: [sharded, informer_stats("nodes", 2)])
+    assert value(metrics, "informer_objects_dropped_total", informer="pods") == 7
+    assert value(metrics, "informer_objects_kept_total", informer="pods") == 5
+    assert value(metrics, "informer_objects_received_total", informer="pods") == 12
+    labels = {"informer": "pods", "mode": "client", "selector": text}
+    assert value(metrics, "informer_shard_info", **labels) == 1
+    assert b'informer_shard_info{informer="nodes"' not in metrics.render()

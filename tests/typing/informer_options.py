@@ -1,5 +1,6 @@
-"""What mypy --strict must refuse at the informers' front door: a misspelled option and an
-index function that is not one (a str, meaning ``by_field``), through the factory and
+"""What mypy --strict must refuse at the informers' front door: a misspelled option, an
+index function that is not one (a str, meaning ``by_field``) and shards as a selector's
+text instead of a ShardSelector, through the factory and
 through the manager and in an InformerOptions (one declaration of the options).
 Checked by test_typing.py: the comment ``# expect [code]: message`` (continued on ``#   ``
 lines) above a line is exactly the error mypy reports on it. Never run."""
@@ -29,6 +30,9 @@ def through_the_factory(api: Any) -> None:
     # expect [dict-item]: Dict entry 0 has incompatible type "str": "str"; expected "str":
     #   "Callable[[KubeObject], Iterable[str]]"
     factory.informer("v1", "pods", indexers={"node": "spec.nodeName"})
+    # expect [arg-type]: Argument "shards" to "informer" of "InformerFactory" has
+    #   incompatible type "str"; expected "ShardSelector | None"
+    factory.informer("v1", "pods", shards="shardRange(object.metadata.uid, '0x0', '0x8')")
 
 
 def as_options() -> InformerOptions:
