@@ -18,6 +18,7 @@ SLOW_FIRST = (
     "tests/testing/test_faultmix.py",
     "tests/testing/test_pytest_plugin.py",
     "tests/faults/test_fuzz.py",
+    "tests/test_doc_commands.py",
 )
 """Files of the longest tests (5-20 s each, most waiting on a subprocess), longest first:
 scheduled before the others, so that xdist's workers do not end the run with one of them
