@@ -331,6 +331,8 @@ async def test_the_commands_of_a_page_run_in_order(page: str, tmp_path: Path) ->
     env = {
         **os.environ,
         "KUBECONFIG": str(root / "sim.kubeconfig"),
+        # (soak --simulation runs itself again under PYTHONHASHSEED=0 unless it is set)
+        "PYTHONHASHSEED": "0",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     servers: list[Background] = []
