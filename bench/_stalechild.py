@@ -1,15 +1,25 @@
 """The informer process of bench/staleness_bench.py: one pods informer, K readers, a log.
 
 Run as ``python -m bench._stalechild`` with ``AIOINFORMER_STALE_TOKEN`` in the environment
-(never on the command line). Protocol (stdin -> stdout, one JSON object per line):
+(never on the command line) for KubeSim, or given a kubeconfig for a real server; it
+ignores SIGINT (the benchmark's parent ends it on Ctrl-C). Protocol (stdin -> stdout, one
+JSON object per line):
 
-1. config ``{"url", "pipeline", "read", "readers", "uids", "compact"}`` ->
-   ``{"ready": {"rss_bytes"}}``: imports done, client and informer built, nothing listed.
+1. config ``{"url" | "kubeconfig", "namespace"?, "pipeline", "read", "readers", "uids",
+   "compact", "cpu"?}`` -> ``{"ready": {"rss_bytes", "cpus"}}``: pinned to ``cpu`` first
+   (``os.sched_setaffinity``: the pipeline thread inherits it), imports done, client and
+   informer built (pods of ``namespace``, or of every namespace), nothing listed.
 2. ``{"op": "sync"}`` -> ``{"synced": seconds, "objects", "rss_bytes"}`` (after a gc).
 3. ``{"op": "load", "seconds"}``: the readers run that long -> ``{"loaded": reads}``.
 4. ``{"op": "wait_rv", "rv"}`` -> ``{"reached": bool}`` once the cache published ``rv``.
-5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "latencies", "t_start",
-   "t_end", "stats"}``; then EOF.
+5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "receipts": [[rv, received,
+   queued], ...], "latencies", "t_start", "t_end", "stats"}``; then EOF.
+
+The instants (all CLOCK_MONOTONIC): ``received`` is the watcher's stamp on each event
+(``ObjectDelta.received``): the moment the watcher's read of the watch stream returned
+the chunk holding it, split into lines, before decoding; ``queued`` is when the
+``on_receive`` listener ran: after the whole read was decoded, transformed and put in the
+FIFO; ``publishes`` are ``on_publish`` calls, right after each batch is published.
 
 Readers (``read``), each looping without pause on the informer's loop, as in the issue's
 measurements: ``index`` (one random owner's pods through the controller index), ``scan``
@@ -24,6 +34,7 @@ import gc
 import logging
 import os
 import random
+import signal
 import sys
 import time
 from typing import Any
@@ -61,24 +72,36 @@ async def reader(informer: Any, mode: str, uids: list[str], seed: int, out: list
 async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
     from aioinformer import InformerFactory, drop_managed_fields
+    from aioinformer._cache.deltas import ObjectDelta
+    from aioinformer._client.config import load_api_client
     from aioinformer._harness.simproc import parent_messages, sim_api_client
 
     receive = await parent_messages()
     cfg = await receive()
-    async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
+    if cfg.get("cpu") is not None:  # every thread there is (the pipeline thread comes later)
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), {int(cfg["cpu"])})
+    if "kubeconfig" in cfg:
+        api = await load_api_client(cfg["kubeconfig"])
+    else:
+        api = sim_api_client(cfg["url"], os.environ[TOKEN_ENV])
+    async with api:
         factory = InformerFactory(api, pipeline=cfg["pipeline"])
-        extra = {"compact": True} if cfg.get("compact") else {}
+        extra: dict[str, Any] = {"compact": True} if cfg.get("compact") else {}
+        if cfg.get("namespace"):
+            extra["namespace"] = cfg["namespace"]
         pods = factory.informer("v1", "pods", transform=drop_managed_fields, **extra)
         publishes: list[tuple[float, int]] = []
         pods.on_publish(lambda _seq, rv: publishes.append((time.monotonic(), rv)))
-        receipts: list[tuple[int, float]] = []
-        pods.on_receive(
-            lambda items: receipts.extend(
-                (i.obj.rv, time.monotonic()) for i in items if hasattr(i, "obj")
-            )
-        )
+        receipts: list[tuple[int, float, float]] = []
+
+        def note_receipts(items: Any) -> None:
+            now = time.monotonic()
+            receipts.extend((i.obj.rv, i.received, now) for i in items if type(i) is ObjectDelta)
+
+        pods.on_receive(note_receipts)
         gc.collect()
-        emit({"ready": {"rss_bytes": rss_bytes()}})
+        emit({"ready": {"rss_bytes": rss_bytes(), "cpus": sorted(os.sched_getaffinity(0))}})
         assert (await receive())["op"] == "sync"
         t0 = time.perf_counter()
         async with factory:  # runs the informer until the block ends
@@ -94,7 +117,7 @@ async def measure(
     cfg: dict[str, Any],
     receive: Any,
     publishes: list[tuple[float, int]],
-    receipts: list[tuple[int, float]],
+    receipts: list[tuple[int, float, float]],
 ) -> None:
     """The load, the drain and the result (protocol steps 3 to 5), the informer running."""
     seconds = float((await receive())["seconds"])
@@ -136,4 +159,5 @@ async def measure(
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     asyncio.run(main())
