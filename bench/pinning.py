@@ -8,17 +8,20 @@ thread of the given processes onto a CPU set (what ``taskset -a -pc CPUS PID`` d
 process's affinity is per thread on Linux, and a Go server's threads already exist).
 
 Contracts: nothing is pinned without an informer CPU (:class:`Pinning` ``None``); given no
-pids, :func:`pin_processes` pins nothing and says so (the server then runs wherever the
-kernel puts it, and the report records ``server_pinned: 0``); a pid that exits while it is
-being pinned is skipped, one the caller may not pin raises :class:`PermissionError`.
+pids, :func:`pin_processes` pins nothing (the server then runs wherever the kernel puts it,
+and the report records ``server_threads_pinned: 0``); a pid that exits while it is being
+pinned is skipped, one the caller may not pin raises :class:`PermissionError`;
+:func:`restore` gives the threads their CPUs back when the benchmark ends.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["Pinning", "parse_pids", "pin_processes", "plan"]
+__all__ = ["Pinning", "parse_pids", "pin_processes", "pinned", "plan", "restore"]
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,11 @@ def parse_pids(text: str) -> list[int]:
     return pids
 
 
-def pin_processes(pids: list[int], cpus: frozenset[int]) -> int:
-    """Put every thread of each process in ``pids`` on ``cpus``; the number of threads
-    pinned (0 for no pids). A process or thread gone meanwhile is skipped."""
-    pinned = 0
+def pin_processes(pids: list[int], cpus: frozenset[int]) -> dict[int, set[int]]:
+    """Put every thread of each process in ``pids`` on ``cpus``; each pinned thread's
+    previous CPUs by thread id (:func:`restore` puts them back; empty for no pids). A
+    process or thread gone meanwhile is skipped."""
+    previous: dict[int, set[int]] = {}
     for pid in pids:
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
@@ -71,8 +75,31 @@ def pin_processes(pids: list[int], cpus: frozenset[int]) -> int:
             continue
         for tid in tids:
             try:
+                before = os.sched_getaffinity(tid)
                 os.sched_setaffinity(tid, cpus)
             except ProcessLookupError:
                 continue
-            pinned += 1
-    return pinned
+            previous[tid] = before
+    return previous
+
+
+def restore(previous: dict[int, set[int]]) -> None:
+    """Give each thread :func:`pin_processes` pinned its previous CPUs (threads gone are
+    skipped; threads started since keep the pinned CPUs they inherited)."""
+    for tid, cpus in previous.items():
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except ProcessLookupError:
+            continue
+
+
+@contextmanager
+def pinned(pids: list[int], cpus: frozenset[int] | None) -> Iterator[int]:
+    """``with pinned(pids, cpus) as threads:`` every thread of ``pids`` on ``cpus`` (none
+    when ``cpus`` is None), their previous CPUs given back at the end; ``threads`` is how
+    many were pinned."""
+    previous = pin_processes(pids, cpus) if cpus is not None else {}
+    try:
+        yield len(previous)
+    finally:
+        restore(previous)

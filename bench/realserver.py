@@ -63,11 +63,15 @@ class RealServer:
         self._rest: RestClient | None = None
         self._writer: asyncio.subprocess.Process | None = None
         self._created = False
+        self.version = ""
+        self.writer_pid = 0
 
     async def __aenter__(self) -> Self:
         self._api = await load_api_client(self.kubeconfig)
         self._rest = RestClient(self._api)
         try:
+            about = Request("get", "version")
+            self.version = (await self._rest.request_json("GET", "/version", about))["gitVersion"]
             body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}}
             await self._rest.request_json(
                 "POST", "/api/v1/namespaces", Request("create", "namespaces"), body=body
@@ -178,6 +182,7 @@ class RealServer:
     async def _start_writer(self, names: list[str]) -> None:
         await self._end_writer()
         self._writer = await spawn_python(_WRITER, env={"PYTHONPATH": _bench_path()})
+        self.writer_pid = self._writer.pid
         cfg = {
             "kubeconfig": self.kubeconfig,
             "namespace": self.namespace,

@@ -1,30 +1,67 @@
-"""Staleness under readers that never yield, the pipeline thread against the single loop.
+"""Staleness under readers that never yield, and the informer's own latency, on KubeSim or
+on a real API server.
 
     python bench/staleness_bench.py --pods 50000,200000 --json bench/results/staleness.json
 
 KubeSim runs in its own process with N StatefulSet-shaped pods (1000 per owner, one
 namespace) and makes ``--rate`` kubelet status writes per second; for each pipeline
 (``thread``: the informer's watcher and writer on its factory's pipeline thread, the
-default; ``loop``: on the readers' event loop) and each reader mode, a fresh informer process (bench/_stalechild.py,
-managedFields dropped) syncs, then ``--readers`` readers loop without pause on its event
-loop for ``--duration`` seconds:
+default; ``loop``: on the readers' event loop), each reader mode and each reader count
+(``--readers 0,4,16``; 0 is the ``none`` run), a fresh informer process
+(bench/_stalechild.py, managedFields dropped) syncs, then the readers loop without pause
+on its event loop for ``--duration`` seconds:
 
 * ``none``: no reader;
 * ``index``: one random owner's pods through the controller index;
 * ``scan``: ``for obj in snap.list(): obj.name`` then ``sleep(0)``: never yields;
 * ``chunks``: the same through ``iter_chunks`` (yields every 1000 objects).
 
-Staleness of each pod change: the sim's commit time (its PATCH response) -> the first
-published snapshot holding it (the informer's publish log; both clocks are the machine's
-CLOCK_MONOTONIC). Also reported: the informer process's RSS per pod (after the sync minus
-before it, / N, a fresh process) and its sync time; ``--compact`` runs the informer in
-compact mode (issue 19, sections 2 and 3: RSS per pod <= 7.6 KB by default, <= 2.5 KB
-compact; one million pods with ``--pods 1000000 --compact --modes index --pipelines thread
---rate 2000 --history 200000``).
+**A real server** (``--kubeconfig PATH``, bench/realserver.py): the same pods (the same
+generator, about 3.8 KB of JSON each without managedFields) are created in a fresh
+namespace ``stalebench-<hex>`` of the server the kubeconfig names, bound to node names and
+given their Running status by the benchmark (no kubelet needed); a writer process
+(bench/_realwriter.py) makes ``--rate`` PATCHes per second (``--patch status``: the Ready
+condition, as KubeSim's churn; ``--patch label``: one label) and logs each one's
+resourceVersion, response time and latency. The namespace is removed at the end, also on
+an error or Ctrl-C (its pods without grace, then the namespace's finalizer: a bare
+kube-apiserver runs no namespace controller). A kube-apiserver v1.28 + etcd on this
+machine, measured with the informer alone on CPU 0::
 
-Target (issue 19): with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms,
-at 50k and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than
-on the loop.
+    python bench/staleness_bench.py --kubeconfig admin.kubeconfig --pods 20000,50000 \
+        --readers 0,4,16 --pipelines thread --informer-cpu 0 \
+        --server-pids "$(pgrep -d, kube-apiserver),$(pgrep -d, etcd)" --json out.json
+
+**Pinning** (``--informer-cpu CPU``, bench/pinning.py): after each N is populated, the
+informer's process runs on that CPU alone (``os.sched_setaffinity``, all its threads),
+and this process, the writer, KubeSim's process and every thread of ``--server-pids``
+(what ``taskset -a -pc`` does) on the other CPUs, given their CPUs back at the end.
+Without ``--server-pids`` the real server is not pinned (``server_threads_pinned`` 0 in
+the report); ``taskset -a -pc 1 PID`` by hand does the same.
+
+Figures per run (both clocks the machine's CLOCK_MONOTONIC):
+
+* staleness: each change's commit (KubeSim: the sim's commit; a real server: the PATCH's
+  response as the writer read it) -> the first published snapshot holding it (its RV);
+* the informer's own latency: the watcher's read of the event -> that publish. The read's
+  instant is ``ObjectDelta.received``: the watcher stamps each read of the watch stream
+  (one chunk from the socket, split into lines) before decoding it; the ``on_receive``
+  listener runs later, after the read is decoded, transformed and put in the FIFO
+  (``own_decode_p99`` is that part). Time the bytes wait in the kernel before the
+  informer's process reads them is not in it: it is in the wire part (commit -> the
+  watcher's read, ``wire_p99``), with the server's own delivery;
+* PATCH latency (a real server: request -> response in the writer; None on KubeSim,
+  whose writes are its own), so a server starved of CPU shows;
+* the readers' latency, the informer process's RSS per pod (after the sync minus before
+  it, / N, a fresh process), its sync time, the FIFO peak, the load average at the load
+  phase's start and end.
+
+``--compact`` runs the informer in compact mode (issue 19, sections 2 and 3: RSS per pod
+<= 7.6 KB by default, <= 2.5 KB compact; one million pods with ``--pods 1000000 --compact
+--modes index --pipelines thread --rate 2000 --history 200000``).
+
+Targets: with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms, at 50k
+and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than on the
+loop (issue 19); the own latency p99 <= 5 ms whatever the readers do (issue 29).
 """
 
 from __future__ import annotations
@@ -138,6 +175,31 @@ class ServerTarget:
 
 
 Target = SimTarget | ServerTarget
+
+
+#: Every run's figures (numbers); PATCH_FIGURES are None on KubeSim (its writes are its own);
+#: ``server_rss_bytes`` is None on a real server without ``--server-pids``.
+FIGURES = (
+    "sync_seconds",
+    "rss_per_pod_bytes",
+    "rss_bytes",
+    "changes",
+    "staleness_p50",
+    "staleness_p99",
+    "staleness_max",
+    "own_latency_p50",
+    "own_latency_p99",
+    "own_latency_max",
+    "own_decode_p99",
+    "wire_p99",
+    "reads",
+    "read_p50",
+    "read_p99",
+    "fifo_peak",
+    "load_1m",
+    "load_1m_end",
+)
+PATCH_FIGURES = ("patch_p50", "patch_p99", "patch_max", "patch_errors", "patch_skipped")
 
 
 def _ms(values: list[float], q: float) -> float:
@@ -317,15 +379,32 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: Options whose values are this machine's (a kubeconfig's path, process ids): a command
+#: records them as these names.
+MACHINE_VALUES = {"--kubeconfig": "KUBECONFIG", "--server-pids": "PIDS"}
+
+
 def measured_args(argv: list[str]) -> list[str]:
-    """``argv`` without ``--note`` and its text (an annotation, recorded on its own)."""
-    out, skip = [], False
+    """``argv`` without ``--note`` and its text (an annotation, recorded on its own), the
+    values of :data:`MACHINE_VALUES`' options replaced by their names."""
+    out: list[str] = []
+    skip = False
+    placeholder = ""
     for arg in argv:
+        name, eq, _ = arg.partition("=")
         if skip:
             skip = False
+        elif placeholder:
+            out.append(placeholder)
+            placeholder = ""
         elif arg == "--note":
             skip = True
-        elif not arg.startswith("--note="):
+        elif name == "--note" and eq:
+            continue
+        elif name in MACHINE_VALUES:
+            out.append(f"{name}={MACHINE_VALUES[name]}" if eq else arg)
+            placeholder = "" if eq else MACHINE_VALUES[name]
+        else:
             out.append(arg)
     return out
 
@@ -352,46 +431,16 @@ async def measure_pods(
 
 
 async def main_async(args: argparse.Namespace) -> dict[str, Any]:
-    rows: list[dict[str, Any]] = []
-    populated = []
+    server, populated, rows = await measure_all(args)
     pin: pinning.Pinning | None = args.pinning
-    pinned = {"server_pids": args.server_pid_list, "server_threads_pinned": 0}
-    if pin is not None:  # this process and the writer it starts stay off the informer's CPU
-        pinning.pin_processes([os.getpid()], pin.server)
-        pinned["server_threads_pinned"] = pinning.pin_processes(args.server_pid_list, pin.server)
-    server: dict[str, Any] = {"kind": "kubesim"}
-    for n in [int(x) for x in args.pods.split(",")]:
-        owners = max(1, n // 1000)
-        if args.kubeconfig:
-            async with realserver.RealServer(
-                args.kubeconfig, patch=args.patch, server_pids=args.server_pid_list
-            ) as real:
-                made = await real.populate(owners, n // owners)
-                server = {"kind": "kube-apiserver", "namespace": real.namespace, **made}
-                server["patch"] = args.patch
-                populated.append({"pods": made["pods"], "seconds": round(made["seconds"], 1)})
-                rows += await measure_pods(
-                    ServerTarget(real), made["pods"], real.owner_uids(), args
-                )
-            continue
-        async with SimProcess(history_size=max(args.history, int(args.rate * 40))) as sim:
-            if pin is not None:
-                pinned["sim_threads_pinned"] = pinning.pin_processes([sim.pid], pin.server)
-            made = await sim.populate(owners, n // owners, namespaces=1, nodes=100)
-            sim_stats = await sim.stats()
-            populated.append(
-                {
-                    "pods": made["pods"],
-                    "seconds": round(made["seconds"], 1),
-                    "sim_rss_bytes": sim_stats["rss_bytes"],
-                }
-            )
-            rows += await measure_pods(SimTarget(sim), made["pods"], owner_uids(owners, 1), args)
     return {
         "command": "python bench/staleness_bench.py " + shlex.join(measured_args(args.argv)),
         "machine": machine_info(),
         "server": server,
-        "pinning": {**(pin.as_dict() if pin else {"informer_cpu": None}), **pinned},
+        "pinning": {
+            **(pin.as_dict() if pin else {"informer_cpu": None, "server_cpus": None}),
+            "server_pids": args.server_pid_list,
+        },
         "rate": args.rate,
         "duration": args.duration,
         "readers": args.reader_counts,
@@ -401,6 +450,58 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "rows": rows,
         "targets": targets(rows),
     }
+
+
+async def measure_all(
+    args: argparse.Namespace,
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+    """Each N on a fresh target (KubeSim's process, or a fresh namespace of the real
+    server), populated unpinned, then measured pinned (with ``--informer-cpu``: this
+    process, the writer, KubeSim's process and ``--server-pids`` off the informer's CPU,
+    given their CPUs back after): the server's description, what was populated (with how
+    many server-side threads were pinned), the rows."""
+    pin: pinning.Pinning | None = args.pinning
+    off_informer = pin.server if pin else None
+    server: dict[str, Any] = {"kind": "kubesim"}
+    rows: list[dict[str, Any]] = []
+    populated = []
+    for n in [int(x) for x in args.pods.split(",")]:
+        owners = max(1, n // 1000)
+        if args.kubeconfig:
+            async with realserver.RealServer(
+                args.kubeconfig, patch=args.patch, server_pids=args.server_pid_list
+            ) as real:
+                made = await real.populate(owners, n // owners)
+                server = {"kind": "kube-apiserver", "version": real.version, "patch": args.patch}
+                pids = [os.getpid(), real.writer_pid, *args.server_pid_list]
+                with pinning.pinned(pids, off_informer) as threads:
+                    populated.append(
+                        {
+                            "pods": made["pods"],
+                            "seconds": round(made["seconds"], 1),
+                            "namespace": real.namespace,
+                            "server_side_threads_pinned": threads,
+                        }
+                    )
+                    target = ServerTarget(real)
+                    rows += await measure_pods(target, made["pods"], real.owner_uids(), args)
+            continue
+        async with SimProcess(history_size=max(args.history, int(args.rate * 40))) as sim:
+            made = await sim.populate(owners, n // owners, namespaces=1, nodes=100)
+            sim_stats = await sim.stats()
+            pids = [os.getpid(), sim.pid, *args.server_pid_list]
+            with pinning.pinned(pids, off_informer) as threads:
+                populated.append(
+                    {
+                        "pods": made["pods"],
+                        "seconds": round(made["seconds"], 1),
+                        "sim_rss_bytes": sim_stats["rss_bytes"],
+                        "server_side_threads_pinned": threads,
+                    }
+                )
+                uids = owner_uids(owners, 1)
+                rows += await measure_pods(SimTarget(sim), made["pods"], uids, args)
+    return server, populated, rows
 
 
 def parser() -> argparse.ArgumentParser:
