@@ -485,6 +485,8 @@ async def measure_all(
                     )
                     target = ServerTarget(real)
                     rows += await measure_pods(target, made["pods"], real.owner_uids(), args)
+            if real.left_behind:
+                server.setdefault("left_behind", []).append(real.left_behind)
             continue
         async with SimProcess(history_size=max(args.history, int(args.rate * 40))) as sim:
             made = await sim.populate(owners, n // owners, namespaces=1, nodes=100)

@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim, eventually
 from tests.support import REPO
 
 sys.path.insert(0, str(REPO / "bench"))
 import pinning
+import realserver
 import staleness_bench as bench
 
 pytestmark = pytest.mark.timeout(300)
@@ -212,6 +214,23 @@ async def test_the_real_server_mode_runs_whole_against_kubesim_posing_as_the_ser
     for row in report["rows"]:
         assert_every_figure(row, patches=True)
     assert namespaces_left(kubesim) == []  # removed, its pods with it
+
+
+async def test_cleanup_outlasts_the_servers_timeouts_on_deleting_the_pods(
+    kubesim: KubeSim,
+) -> None:
+    """Tens of thousands of pods outlast a deletecollection's request timeout (504): it is
+    asked again until no pod is left; a namespace already Terminating is emptied too."""
+    from aioinformer._client.rest import RestClient
+
+    kubesim.create("namespaces", {"metadata": {"name": "stalebench-t"}})
+    for i in range(3):  # bound, Running: no kubelet would confirm a graceful deletion
+        pod = realistic_pod("stalebench-t", "sts-0", i, node="node-0", phase="Running")
+        kubesim.create("pods", pod, "stalebench-t")
+    kubesim.fail_next(2, 504, path_contains="stalebench-t/pods", verbs=["deletecollection"])
+    async with kubesim.api_client() as api:
+        await realserver.remove_namespace(RestClient(api), "stalebench-t", timeout=30)
+    assert kubesim.list("pods", "stalebench-t") == [] and namespaces_left(kubesim) == []
 
 
 async def test_a_cancelled_real_server_run_removes_its_namespace_and_children(
