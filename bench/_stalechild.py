@@ -13,7 +13,8 @@ JSON object per line):
 3. ``{"op": "load", "seconds"}``: the readers run that long -> ``{"loaded": reads}``.
 4. ``{"op": "wait_rv", "rv"}`` -> ``{"reached": bool}`` once the cache published ``rv``.
 5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "receipts": [[rv, received,
-   queued], ...], "latencies", "t_start", "t_end", "stats"}``; then EOF.
+   queued], ...], "socket_reads": [[kernel, read], ...], "latencies", "t_start", "t_end",
+   "stats"}``; then EOF.
 
 The instants (all CLOCK_MONOTONIC): ``received`` is the watcher's stamp on each event
 (``ObjectDelta.received``): the moment the watcher's read of the watch stream returned
@@ -42,6 +43,7 @@ from typing import Any
 import orjson
 
 from aioinformer._harness.procstats import rss_bytes
+from bench import socketstamps
 
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
@@ -76,6 +78,7 @@ async def main() -> None:
     from aioinformer._client.config import load_api_client
     from aioinformer._harness.simproc import parent_messages, sim_api_client
 
+    socketstamps.install()  # (before the informer's connections are made)
     receive = await parent_messages()
     cfg = await receive()
     if cfg.get("cpu") is not None:  # every thread there is (the pipeline thread comes later)
@@ -129,6 +132,7 @@ async def measure(
             for i in range(cfg["readers"])
         ]
     pods.reset_fifo_peak()  # the load's own peak, not the sync's
+    socketstamps.READS.clear()  # (the sync's reads are not the load's)
     t_start = time.monotonic()
     await asyncio.sleep(seconds)
     t_end = time.monotonic()
@@ -150,6 +154,7 @@ async def measure(
         {
             "publishes": publishes,
             "receipts": receipts,
+            "socket_reads": socketstamps.READS,
             "latencies": latencies,
             "t_start": t_start,
             "t_end": t_end,

@@ -309,13 +309,16 @@ def real_server_section(data: dict[str, Any]) -> list[str]:
         f"from a separate process for {data['duration']:.0f} s per run; pinning: {pinning}. "
         "Staleness: each PATCH's response -> the first snapshot published holding it. Own "
         "latency: the watcher's read of the event (its `received` stamp, before decoding) -> "
-        "that publish; the wire part (response -> the watcher's read) holds the server's "
-        "delivery and any wait of the informer's process before it reads the socket. "
-        "PATCH: request -> response, in the writer. All clocks CLOCK_MONOTONIC.",
+        "that publish. From socket: the kernel's receive time of the event's bytes "
+        "(SO_TIMESTAMPNS) -> that publish; socket wait: how long they waited in the kernel "
+        "for the informer's process. Wire: the response -> the watcher's read (the server's "
+        "delivery and the socket wait). PATCH: request -> response, in the writer. All "
+        "clocks CLOCK_MONOTONIC.",
         "",
         "| pods | pipeline | readers | staleness p50 | p99 | max | own p50 | own p99 | own max | "
-        "wire p99 | PATCH p50 | PATCH p99 | reader p99 | RSS/pod | sync | load |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "from socket p99 | max | socket wait p99 | wire p99 | PATCH p50 | PATCH p99 | "
+        "reader p99 | RSS/pod | sync | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in data["rows"]:
         readers = f"{r['readers']} {r['read']}" if r["readers"] else "none"
@@ -323,7 +326,9 @@ def real_server_section(data: dict[str, Any]) -> list[str]:
             f"| {r['pods']:,} | {r['pipeline']} | {readers} | {ms(r['staleness_p50'])} | "
             f"{ms(r['staleness_p99'])} | {ms(r['staleness_max'])} | "
             f"{ms(r['own_latency_p50'])} | {ms(r['own_latency_p99'])} | "
-            f"{ms(r['own_latency_max'])} | {ms(r['wire_p99'])} | {ms(r['patch_p50'])} | "
+            f"{ms(r['own_latency_max'])} | {ms(r['socket_latency_p99'])} | "
+            f"{ms(r['socket_latency_max'])} | {ms(r['socket_wait_p99'])} | "
+            f"{ms(r['wire_p99'])} | {ms(r['patch_p50'])} | "
             f"{ms(r['patch_p99'])} | {ms(r['read_p99'])} | {kb(r['rss_per_pod_bytes'])} | "
             f"{r['sync_seconds']:.1f} s | {load(r)} |"
         )

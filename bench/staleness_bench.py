@@ -49,6 +49,12 @@ Figures per run (both clocks the machine's CLOCK_MONOTONIC):
   (``own_decode_p99`` is that part). Time the bytes wait in the kernel before the
   informer's process reads them is not in it: it is in the wire part (commit -> the
   watcher's read, ``wire_p99``), with the server's own delivery;
+* the same from the event's arrival on the socket (``socket_latency``): the kernel's
+  receive time of the newest packet of the socket read that brought it
+  (``SO_TIMESTAMPNS``, bench/socketstamps.py, on in the informer's process: a lower bound
+  of the arrival when a read holds several events), and ``socket_wait_p99``, how long
+  those bytes waited in the kernel for the informer's process to read them (a thread
+  waiting for the CPU or the GIL);
 * PATCH latency (a real server: request -> response in the writer; None on KubeSim,
   whose writes are its own), so a server starved of CPU shows;
 * the readers' latency, the informer process's RSS per pod (after the sync minus before
@@ -85,6 +91,7 @@ from aioinformer._harness.simproc import SimProcess, spawn_python
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import pinning
 import realserver
+import socketstamps
 
 _BENCH_ROOT = str(Path(__file__).resolve().parent.parent)
 
@@ -191,6 +198,10 @@ FIGURES = (
     "own_latency_p99",
     "own_latency_max",
     "own_decode_p99",
+    "socket_latency_p50",
+    "socket_latency_p99",
+    "socket_latency_max",
+    "socket_wait_p99",
     "wire_p99",
     "reads",
     "read_p50",
@@ -210,9 +221,11 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     """The load phase's figures from the informer's ``raw`` result and the target's
     ``log`` (``commits`` [(rv, t)], ``latencies`` [(t, seconds)] or None): staleness
     (commit -> first publish holding it), the informer's own latency (the watcher's read ->
-    that publish) and its decoding part (-> the ``on_receive`` call), the wire part
-    (commit -> the watcher's read), the readers' and the PATCHes' latencies. Commits and
-    PATCHes count when their time falls in the load phase."""
+    that publish) and its decoding part (-> the ``on_receive`` call), the same from the
+    kernel's receive time of the event's bytes (``socket_latency``; ``socket_wait``: the
+    kernel -> the watcher's read, see bench/socketstamps.py), the wire part (commit -> the
+    watcher's read), the readers' and the PATCHes' latencies. Commits and PATCHes count
+    when their time falls in the load phase."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in log["commits"] if t_start <= t <= t_end]
     publishes = raw["publishes"]
@@ -224,6 +237,11 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
         first.setdefault(rv, queued - received)
     wanted = {rv for rv, _ in in_load}
     decode = [d for rv, d in first.items() if rv in wanted]
+    arrived = socketstamps.socket_wait(receipts, raw.get("socket_reads", []))
+    arrivals = [(rv, arrived[rv]) for rv, _ in in_load if rv in arrived]
+    from_socket = [s for _, s in staleness_of(arrivals, publishes)]
+    read_at = dict(reversed(receipts))  # (the first receipt of each rv)
+    waited = [max(0.0, read_at[rv] - t) for rv, t in arrivals]
     lat = raw["latencies"]
     out: dict[str, Any] = {
         "changes": len(in_load),
@@ -234,6 +252,10 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
         "own_latency_p99": _ms(own, 0.99),
         "own_latency_max": round(max(own, default=0.0), 5),
         "own_decode_p99": _ms(decode, 0.99),
+        "socket_latency_p50": _ms(from_socket, 0.5),
+        "socket_latency_p99": _ms(from_socket, 0.99),
+        "socket_latency_max": round(max(from_socket, default=0.0), 5),
+        "socket_wait_p99": _ms(waited, 0.99),
         "wire_p99": _ms(wire, 0.99),
         "informer_p99": _ms(own, 0.99),  # (= own_latency_p99: render_results reads it)
         "reads": len(lat),

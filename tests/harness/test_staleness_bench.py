@@ -104,6 +104,7 @@ def test_figures_time_each_change_from_its_commit_and_from_the_watchers_read() -
         "t_end": 20.0,
         "publishes": [[10.5, 5], [11.0, 7], [30.0, 9]],
         "receipts": [[5, 10.4, 10.41], [7, 10.9, 10.95], [7, 10.97, 10.98], [9, 29.0, 29.5]],
+        "socket_reads": [[10.3, 10.39], [10.35, 10.6], [10.62, 10.8], [10.96, 10.97]],
         "latencies": [0.001, 0.003],
     }
     log = {
@@ -118,8 +119,57 @@ def test_figures_time_each_change_from_its_commit_and_from_the_watchers_read() -
     assert f["own_latency_max"] == pytest.approx(0.1)  # rv 5: 10.4 -> 10.5 (first receipt)
     assert f["own_decode_p99"] == pytest.approx(0.05)  # rv 7: read 10.9, queued 10.95
     assert f["wire_p99"] == pytest.approx(0.3)  # rv 7: 10.6 -> 10.9
+    # rv 5 read at 10.4: the last socket read before it (10.39) got bytes the kernel had
+    # at 10.3; rv 7 read at 10.9: the read at 10.8 (kernel 10.62)
+    assert f["socket_latency_max"] == pytest.approx(0.38)  # rv 7: 10.62 -> 11.0
+    assert f["socket_latency_p50"] == pytest.approx(0.2)  # rv 5: 10.3 -> 10.5
+    assert f["socket_wait_p99"] == pytest.approx(0.28)  # rv 7: 10.62 -> 10.9
     assert f["patch_max"] == pytest.approx(0.03) and f["patch_p50"] == pytest.approx(0.01)
     assert bench.figures(raw, {"commits": log["commits"], "latencies": None})["patch_p99"] is None
+
+
+SOCKET_STAMPS = """
+import asyncio, time
+from bench import socketstamps
+
+async def main():
+    socketstamps.install()
+    reads = asyncio.Queue()
+
+    async def serve(reader, writer):
+        while data := await reader.read(1):
+            reads.put_nowait(data)
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+    writer.write(b"x")
+    await reads.get()
+    sent = time.monotonic()
+    writer.write(b"y")  # (sent at once: the transport's buffer is empty)
+    time.sleep(0.2)  # the bytes wait in the kernel: the loop cannot read them meanwhile
+    await reads.get()
+    kernel, read = socketstamps.READS[-1]
+    assert abs(kernel - sent) < 0.1 and read - kernel >= 0.15, (sent, kernel, read)
+    writer.close()
+    await writer.wait_closed()
+    server.close()
+    await server.wait_closed()
+    print("ok")
+
+asyncio.run(main())
+"""
+
+
+def test_socket_reads_carry_the_kernels_receive_time() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", SOCKET_STAMPS], env=env, capture_output=True, timeout=60
+    )
+    assert done.stdout == b"ok\n", done.stderr.decode()
 
 
 def test_real_server_arguments_parse_without_a_server() -> None:
