@@ -20,7 +20,11 @@ The instants (all CLOCK_MONOTONIC): ``received`` is the watcher's stamp on each 
 (``ObjectDelta.received``): the moment the watcher's read of the watch stream returned
 the chunk holding it, split into lines, before decoding; ``queued`` is when the
 ``on_receive`` listener ran: after the whole read was decoded, transformed and put in the
-FIFO; ``publishes`` are ``on_publish`` calls, right after each batch is published.
+FIFO; ``publishes`` are ``on_publish`` calls, right after each batch is published;
+``socket_reads`` are the load phase's reads of this process's TCP sockets (the watch's,
+the only one busy then) with the kernel's receive time of their newest packet
+(bench/socketstamps.py): earlier than ``received`` by however long the bytes waited for
+this process.
 
 Readers (``read``), each looping without pause on the informer's loop, as in the issue's
 measurements: ``index`` (one random owner's pods through the controller index), ``scan``
