@@ -332,6 +332,13 @@ def real_server_section(data: dict[str, Any]) -> list[str]:
             f"{ms(r['patch_p99'])} | {ms(r['read_p99'])} | {kb(r['rss_per_pod_bytes'])} | "
             f"{r['sync_seconds']:.1f} s | {load(r)} |"
         )
+    out += ["", "Targets (issues 19 and 29, from this run):", ""]
+    for t in data["targets"]:
+        verdict = "holds" if t["holds"] else "does not hold"
+        out.append(
+            f"- {t['pods']:,} pods, {t['readers']} readers: {t['what']}: {ms(t['value'])} vs "
+            f"{ms(t['bound'])}: {verdict}"
+        )
     return out
 
 

@@ -67,7 +67,8 @@ Figures per run (both clocks the machine's CLOCK_MONOTONIC):
 
 Targets: with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms, at 50k
 and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than on the
-loop (issue 19); the own latency p99 <= 5 ms whatever the readers do (issue 29).
+loop (issue 19); the informer's own latency, from the event's arrival on the socket
+(``socket_latency_p99``), <= 5 ms whatever the readers do (issue 29).
 """
 
 from __future__ import annotations
@@ -337,13 +338,14 @@ def runs(modes: list[str], readers: list[int]) -> list[tuple[str, int]]:
     return out
 
 
-#: Issue 29: the informer's own latency (the watcher's read -> the publish), p99.
+#: Issue 29: the informer's own latency (the event's arrival on the socket -> the publish), p99.
 OWN_LATENCY_BOUND = 0.005
 
 
 def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per N, pipeline and reader count: scan p99 against 2 x none p99 + 20 ms; index and
-    chunks against the loop's; on the pipeline thread, the own latency p99 <= 5 ms."""
+    chunks against the loop's; on the pipeline thread, the latency from the socket (the
+    event's arrival -> the publish) p99 <= 5 ms."""
     out = []
     by = {(r["pods"], r["pipeline"], r["read"], r["readers"]): r for r in rows}
     counts = sorted({r["readers"] for r in rows if r["readers"]})
@@ -386,16 +388,17 @@ def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     )
     for r in rows:
         if r["pipeline"] == "thread":
+            value = r["socket_latency_p99"]  # (the issue's: from the arrival on the socket)
             out.append(
                 {
                     "pods": r["pods"],
                     "pipeline": "thread",
                     "readers": r["readers"],
-                    "what": f"own latency p99 <= 5 ms, {r['read']}",
-                    "value": r["own_latency_p99"],
+                    "what": f"latency from the socket p99 <= 5 ms, {r['read']}",
+                    "value": value,
                     "bound": OWN_LATENCY_BOUND,
-                    "ratio": round(r["own_latency_p99"] / OWN_LATENCY_BOUND, 3),
-                    "holds": r["own_latency_p99"] <= OWN_LATENCY_BOUND,
+                    "ratio": round(value / OWN_LATENCY_BOUND, 3),
+                    "holds": value <= OWN_LATENCY_BOUND,
                 }
             )
     return out

@@ -63,7 +63,7 @@ def test_a_tiny_kubesim_run_writes_every_figure(tmp_path: Path) -> None:
     for row in report["rows"]:
         assert_every_figure(row, patches=False)
         assert row["server_rss_bytes"] > 0  # KubeSim's process
-    owns = [t for t in report["targets"] if t["what"].startswith("own latency")]
+    owns = [t for t in report["targets"] if t["what"].startswith("latency from the socket")]
     assert [t["readers"] for t in owns] == [0, 2]
     assert report["command"].endswith(" ".join(argv))
 
