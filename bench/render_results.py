@@ -216,6 +216,13 @@ def load(row: dict[str, Any]) -> str:
     return f"{row['load_1m']:.2f}" if "load_1m" in row else "-"
 
 
+def reader_counts(data: dict[str, Any]) -> str:
+    """A staleness_bench run's reader counts ("4", or "0/4/16" since ``--readers`` takes
+    several)."""
+    counts = data["readers"]
+    return "/".join(map(str, counts)) if isinstance(counts, list) else str(counts)
+
+
 def note(data: dict[str, Any]) -> list[str]:
     """The run's ``--note`` (which run it repeats and why), as a paragraph."""
     return ["", f"Note: {data['note']}"] if data.get("note") else []
@@ -244,7 +251,7 @@ def staleness_section(
     out = [
         *heading(title, data),
         f"KubeSim in its own process ({made}); {data['rate']:.0f} status "
-        f"writes/s for {data['duration']:.0f} s per run; {data['readers']} readers on the "
+        f"writes/s for {data['duration']:.0f} s per run; {reader_counts(data)} readers on the "
         "informer's loop, looping without pause; a fresh informer process per run "
         f"(managedFields dropped{', compact mode' if data.get('compact') else ''}). "
         "Staleness per pod change: the sim's commit -> the first published snapshot holding it. "
@@ -439,7 +446,7 @@ def million_section(data: dict[str, Any]) -> list[str]:
         + f"; the sync is paced by the request ceiling: {pages:,} pages of {o.page_size} at "
         f"{o.request_rate:.0f} requests/s after a burst of {o.request_burst} take at least "
         f"{max(0, pages - o.request_burst) / o.request_rate:.0f} s (WatchOptions' defaults)",
-        f"- {data['readers']} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
+        f"- {r.get('readers', data['readers'])} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
         f"{data['duration']:.0f} s ({r['changes']:,} changes, "
         f"{r['changes'] / data['duration']:,.0f}/s committed): staleness p50 "
         f"{ms(r['staleness_p50'])}, p99 {ms(r['staleness_p99'])}, max {ms(r['staleness_max'])}; "
