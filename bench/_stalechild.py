@@ -1,15 +1,30 @@
 """The informer process of bench/staleness_bench.py: one pods informer, K readers, a log.
 
 Run as ``python -m bench._stalechild`` with ``AIOINFORMER_STALE_TOKEN`` in the environment
-(never on the command line). Protocol (stdin -> stdout, one JSON object per line):
+(never on the command line) for KubeSim, or given a kubeconfig for a real server; it
+ignores SIGINT (the benchmark's parent ends it on Ctrl-C). Protocol (stdin -> stdout, one
+JSON object per line):
 
-1. config ``{"url", "pipeline", "read", "readers", "uids", "compact"}`` ->
-   ``{"ready": {"rss_bytes"}}``: imports done, client and informer built, nothing listed.
+1. config ``{"url" | "kubeconfig", "namespace"?, "pipeline", "read", "readers", "uids",
+   "compact", "cpu"?}`` -> ``{"ready": {"rss_bytes", "cpus"}}``: pinned to ``cpu`` first
+   (``os.sched_setaffinity``: the pipeline thread inherits it), imports done, client and
+   informer built (pods of ``namespace``, or of every namespace), nothing listed.
 2. ``{"op": "sync"}`` -> ``{"synced": seconds, "objects", "rss_bytes"}`` (after a gc).
 3. ``{"op": "load", "seconds"}``: the readers run that long -> ``{"loaded": reads}``.
 4. ``{"op": "wait_rv", "rv"}`` -> ``{"reached": bool}`` once the cache published ``rv``.
-5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "latencies", "t_start",
-   "t_end", "stats"}``; then EOF.
+5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "receipts": [[rv, received,
+   queued], ...], "socket_reads": [[kernel, read], ...], "latencies", "t_start", "t_end",
+   "stats"}``; then EOF.
+
+The instants (all CLOCK_MONOTONIC): ``received`` is the watcher's stamp on each event
+(``ObjectDelta.received``): the moment the watcher's read of the watch stream returned
+the chunk holding it, split into lines, before decoding; ``queued`` is when the
+``on_receive`` listener ran: after the whole read was decoded, transformed and put in the
+FIFO; ``publishes`` are ``on_publish`` calls, right after each batch is published;
+``socket_reads`` are the load phase's reads of this process's TCP sockets (the watch's,
+the only one busy then) with the kernel's receive time of their newest packet
+(bench/socketstamps.py): earlier than ``received`` by however long the bytes waited for
+this process.
 
 Readers (``read``), each looping without pause on the informer's loop, as in the issue's
 measurements: ``index`` (one random owner's pods through the controller index), ``scan``
@@ -24,6 +39,7 @@ import gc
 import logging
 import os
 import random
+import signal
 import sys
 import time
 from typing import Any
@@ -31,6 +47,7 @@ from typing import Any
 import orjson
 
 from aioinformer._harness.procstats import rss_bytes
+from bench import socketstamps
 
 TOKEN_ENV = "AIOINFORMER_STALE_TOKEN"
 
@@ -61,24 +78,37 @@ async def reader(informer: Any, mode: str, uids: list[str], seed: int, out: list
 async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
     from aioinformer import InformerFactory, drop_managed_fields
+    from aioinformer._cache.deltas import ObjectDelta
+    from aioinformer._client.config import load_api_client
     from aioinformer._harness.simproc import parent_messages, sim_api_client
 
+    socketstamps.install()  # (before the informer's connections are made)
     receive = await parent_messages()
     cfg = await receive()
-    async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
+    if cfg.get("cpu") is not None:  # every thread there is (the pipeline thread comes later)
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), {int(cfg["cpu"])})
+    if "kubeconfig" in cfg:
+        api = await load_api_client(cfg["kubeconfig"])
+    else:
+        api = sim_api_client(cfg["url"], os.environ[TOKEN_ENV])
+    async with api:
         factory = InformerFactory(api, pipeline=cfg["pipeline"])
-        extra = {"compact": True} if cfg.get("compact") else {}
+        extra: dict[str, Any] = {"compact": True} if cfg.get("compact") else {}
+        if cfg.get("namespace"):
+            extra["namespace"] = cfg["namespace"]
         pods = factory.informer("v1", "pods", transform=drop_managed_fields, **extra)
         publishes: list[tuple[float, int]] = []
         pods.on_publish(lambda _seq, rv: publishes.append((time.monotonic(), rv)))
-        receipts: list[tuple[int, float]] = []
-        pods.on_receive(
-            lambda items: receipts.extend(
-                (i.obj.rv, time.monotonic()) for i in items if hasattr(i, "obj")
-            )
-        )
+        receipts: list[tuple[int, float, float]] = []
+
+        def note_receipts(items: Any) -> None:
+            now = time.monotonic()
+            receipts.extend((i.obj.rv, i.received, now) for i in items if type(i) is ObjectDelta)
+
+        pods.on_receive(note_receipts)
         gc.collect()
-        emit({"ready": {"rss_bytes": rss_bytes()}})
+        emit({"ready": {"rss_bytes": rss_bytes(), "cpus": sorted(os.sched_getaffinity(0))}})
         assert (await receive())["op"] == "sync"
         t0 = time.perf_counter()
         async with factory:  # runs the informer until the block ends
@@ -94,7 +124,7 @@ async def measure(
     cfg: dict[str, Any],
     receive: Any,
     publishes: list[tuple[float, int]],
-    receipts: list[tuple[int, float]],
+    receipts: list[tuple[int, float, float]],
 ) -> None:
     """The load, the drain and the result (protocol steps 3 to 5), the informer running."""
     seconds = float((await receive())["seconds"])
@@ -106,6 +136,7 @@ async def measure(
             for i in range(cfg["readers"])
         ]
     pods.reset_fifo_peak()  # the load's own peak, not the sync's
+    socketstamps.READS.clear()  # (the sync's reads are not the load's)
     t_start = time.monotonic()
     await asyncio.sleep(seconds)
     t_end = time.monotonic()
@@ -127,6 +158,7 @@ async def measure(
         {
             "publishes": publishes,
             "receipts": receipts,
+            "socket_reads": socketstamps.READS,
             "latencies": latencies,
             "t_start": t_start,
             "t_end": t_end,
@@ -136,4 +168,5 @@ async def measure(
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     asyncio.run(main())

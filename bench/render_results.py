@@ -216,6 +216,13 @@ def load(row: dict[str, Any]) -> str:
     return f"{row['load_1m']:.2f}" if "load_1m" in row else "-"
 
 
+def reader_counts(data: dict[str, Any]) -> str:
+    """A staleness_bench run's reader counts ("4", or "0/4/16" since ``--readers`` takes
+    several)."""
+    counts = data["readers"]
+    return "/".join(map(str, counts)) if isinstance(counts, list) else str(counts)
+
+
 def note(data: dict[str, Any]) -> list[str]:
     """The run's ``--note`` (which run it repeats and why), as a paragraph."""
     return ["", f"Note: {data['note']}"] if data.get("note") else []
@@ -244,7 +251,7 @@ def staleness_section(
     out = [
         *heading(title, data),
         f"KubeSim in its own process ({made}); {data['rate']:.0f} status "
-        f"writes/s for {data['duration']:.0f} s per run; {data['readers']} readers on the "
+        f"writes/s for {data['duration']:.0f} s per run; {reader_counts(data)} readers on the "
         "informer's loop, looping without pause; a fresh informer process per run "
         f"(managedFields dropped{', compact mode' if data.get('compact') else ''}). "
         "Staleness per pod change: the sim's commit -> the first published snapshot holding it. "
@@ -271,6 +278,73 @@ def staleness_section(
         out.append(
             f"- {t['pods']:,} pods, {t['pipeline']}: {t['what']}: {ms(t['value'])} vs "
             f"{ms(t['bound'])} (ratio {t['ratio']:.3f}): {verdict}"
+        )
+    return out
+
+
+def real_server_section(data: dict[str, Any]) -> list[str]:
+    """bench/staleness_bench.py's real-server mode (``staleness_real.json``): staleness from
+    each PATCH's response, the informer's own latency, the PATCH latency, per reader
+    pattern and count; a run whose note starts with "smoke" is marked as such."""
+    pin = data["pinning"]
+    pinning = (
+        f"the informer's process on CPU {pin['informer_cpu']}; this process, the writer and "
+        f"the server's processes ({len(pin['server_pids'])} pids given) on CPUs "
+        f"{pin['server_cpus']}"
+        if pin.get("informer_cpu") is not None
+        else "nothing pinned"
+    )
+    made = ", ".join(
+        f"{p['pods']:,} pods populated in {p['seconds']:.0f} s" for p in data["populated"]
+    )
+    server = data["server"]
+    out = heading(
+        "## The informer's own latency on a real kube-apiserver "
+        "(bench/staleness_bench.py --kubeconfig)",
+        data,
+    )
+    if str(data.get("note", "")).lower().startswith("smoke"):
+        out += [
+            "**Smoke figures, not measurements**: the machine was loaded by other work as "
+            "this ran (the load column); they show the tooling works and every figure is "
+            "filled. Measure on a quiet machine before quoting any of them.",
+            "",
+        ]
+    out += [
+        f"{server['kind']} {server.get('version', '')} ({made}, StatefulSet-shaped, a fresh "
+        f"namespace removed at the end); {data['rate']:.0f} {server.get('patch', '')} PATCHes/s "
+        f"from a separate process for {data['duration']:.0f} s per run; pinning: {pinning}. "
+        "Staleness: each PATCH's response -> the first snapshot published holding it. Own "
+        "latency: the watcher's read of the event (its `received` stamp, before decoding) -> "
+        "that publish. From socket: the kernel's receive time of the event's bytes "
+        "(SO_TIMESTAMPNS) -> that publish; socket wait: how long they waited in the kernel "
+        "for the informer's process. Wire: the response -> the watcher's read (the server's "
+        "delivery and the socket wait). PATCH: request -> response, in the writer. All "
+        "clocks CLOCK_MONOTONIC.",
+        "",
+        "| pods | pipeline | readers | staleness p50 | p99 | max | own p50 | own p99 | own max | "
+        "from socket p99 | max | socket wait p99 | wire p99 | PATCH p50 | PATCH p99 | "
+        "reader p99 | RSS/pod | sync | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        readers = f"{r['readers']} {r['read']}" if r["readers"] else "none"
+        out.append(
+            f"| {r['pods']:,} | {r['pipeline']} | {readers} | {ms(r['staleness_p50'])} | "
+            f"{ms(r['staleness_p99'])} | {ms(r['staleness_max'])} | "
+            f"{ms(r['own_latency_p50'])} | {ms(r['own_latency_p99'])} | "
+            f"{ms(r['own_latency_max'])} | {ms(r['socket_latency_p99'])} | "
+            f"{ms(r['socket_latency_max'])} | {ms(r['socket_wait_p99'])} | "
+            f"{ms(r['wire_p99'])} | {ms(r['patch_p50'])} | "
+            f"{ms(r['patch_p99'])} | {ms(r['read_p99'])} | {kb(r['rss_per_pod_bytes'])} | "
+            f"{r['sync_seconds']:.1f} s | {load(r)} |"
+        )
+    out += ["", "Targets (issues 19 and 29, from this run):", ""]
+    for t in data["targets"]:
+        verdict = "holds" if t["holds"] else "does not hold"
+        out.append(
+            f"- {t['pods']:,} pods, {t['readers']} readers: {t['what']}: {ms(t['value'])} vs "
+            f"{ms(t['bound'])}: {verdict}"
         )
     return out
 
@@ -372,7 +446,7 @@ def million_section(data: dict[str, Any]) -> list[str]:
         + f"; the sync is paced by the request ceiling: {pages:,} pages of {o.page_size} at "
         f"{o.request_rate:.0f} requests/s after a burst of {o.request_burst} take at least "
         f"{max(0, pages - o.request_burst) / o.request_rate:.0f} s (WatchOptions' defaults)",
-        f"- {data['readers']} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
+        f"- {r.get('readers', data['readers'])} {r['read']} readers, {data['rate']:.0f} writes/s offered for "
         f"{data['duration']:.0f} s ({r['changes']:,} changes, "
         f"{r['changes'] / data['duration']:,.0f}/s committed): staleness p50 "
         f"{ms(r['staleness_p50'])}, p99 {ms(r['staleness_p99'])}, max {ms(r['staleness_max'])}; "
@@ -693,6 +767,7 @@ def main(argv: list[str] | None = None) -> int:
         ("staleness_200k.json", rerun_section),
         ("memory.json", memory_section),
         ("million.json", million_section),
+        ("staleness_real.json", real_server_section),
         ("projection_memory.json", projection_memory_section),
         ("pipeline.json", pipeline_section),
         ("objects.json", objects_section),
