@@ -96,6 +96,13 @@ def add_sim_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="read the admin bearer token from this file (keeps it out of the process list)",
     )
     p.add_argument("--watch-list", action="store_true", help="enable the WatchList gate")
+    p.add_argument(
+        "--feature-gates",
+        default="",
+        metavar="A=true,B=false",
+        help="kube-apiserver feature gates KubeSim serves, off unless given: WatchList, "
+        "ShardedListAndWatch (v1.36 alpha: shardSelector on lists and watches)",
+    )
     p.add_argument("--history-size", type=int, default=10_000, metavar="N",
                    help="watch history kept per resource, in events")  # fmt: skip
     p.add_argument("--event-ttl", type=_seconds, default=3600.0, metavar="SECONDS",
@@ -155,10 +162,13 @@ async def _install_crds(sim: KubeSim, crds: list[CrdDocument]) -> None:
         print(f"CustomResourceDefinitions served: {names}", flush=True)
 
 
-async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocument]) -> None:
+async def _serve(
+    args: argparse.Namespace, token: str | None, crds: list[CrdDocument], gates: dict[str, bool]
+) -> None:
     from kubesim import KubeSim
 
     sim = KubeSim(
+        feature_gates=gates,
         host=args.host,
         port=args.port,
         auth=not args.no_auth,
@@ -208,11 +218,18 @@ async def _serve(args: argparse.Namespace, token: str | None, crds: list[CrdDocu
 
 
 def run_sim(args: argparse.Namespace) -> int:
-    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: a
-    --crd PATH that is not CustomResourceDefinitions KubeSim accepts, the token file
+    """Serve until interrupted: exit status 0; 2 when it cannot start (in one line: an
+    unknown or malformed --feature-gates, a --crd PATH that is not
+    CustomResourceDefinitions KubeSim accepts, the token file
     unreadable, the port taken, https without ``cryptography``)."""
     from kubesim import TlsUnavailable
+    from kubesim.server.features import parse_feature_gates
 
+    try:
+        gates = parse_feature_gates(args.feature_gates)
+    except ValueError as exc:
+        print(f"{PROG} sim: --feature-gates: {exc}", file=sys.stderr)
+        return 2
     try:
         crds = read_crd_files(args.crds)
     except CrdFileError as exc:
@@ -225,7 +242,7 @@ def run_sim(args: argparse.Namespace) -> int:
         print(f"{PROG} sim: cannot read the token file: {exc}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(args, token, crds))
+        asyncio.run(_serve(args, token, crds, gates))
     except _CrdRejected as exc:
         print(f"{PROG} sim: --crd {exc}", file=sys.stderr)
         return 2

@@ -64,6 +64,9 @@ PROMISES: dict[str, tuple[str, ...]] = {
     # sim --crd: docs/cli.md
     r"A file that is not CRDs, or a CRD KubeSim refuses, is one line and exit status 2":
         ("tests/cli/test_sim_crds.py::test_bad_crd_files_are_one_line_and_exit_status_2",),
+    # sim --feature-gates: docs/cli.md
+    r"an unknown gate or value is one line and exit status 2":
+        ("tests/cli/test_sim.py::test_a_bad_feature_gate_is_one_line",),
     # soak: docs/cli.md, docs/testing.md
     r"exit status (?:is )?1 if any seed did not converge":
         ("tests/cli/test_soak.py::test_soak_exits_1_when_a_seed_does_not_converge",),
