@@ -141,6 +141,10 @@ NOT_RUN: dict[str, str] = {
     ),
     "python bench/contention.py --json bench/results/contention.json --plot bench/results/contention.png": _BENCH,
     "python bench/staleness_bench.py --json bench/results/staleness.json": _BENCH,
+    """python bench/staleness_bench.py --kubeconfig ~/.kube/config --pods 20000,50000 --readers 0,4,16 --pipelines thread --informer-cpu 0 --server-pids "$(pgrep -d, kube-apiserver),$(pgrep -d, etcd)" --json bench/results/staleness_real.json   # a disposable cluster: a fresh namespace, removed after""": (
+        f"{_BENCH}; and it needs a real cluster (tests/harness/test_staleness_bench.py runs "
+        "it small against one named by AIOINFORMER_TEST_KUBECONFIG)"
+    ),
     "python bench/peers.py": _BENCH,
     "python bench/soak.py": _BENCH,
     "python bench/kubesim_bench.py --pods 200000 --owners 200 --churn 20000 --json bench/results/kubesim.json": _BENCH,
