@@ -1,0 +1,115 @@
+"""The parts of sharded caches (``Sharding(caches="sharded")``) one at a time: the option
+and its flag, the shard of a bucket, deferred informers, ``Informer.relabel`` and the key
+map of a primary informer."""
+
+from __future__ import annotations
+
+import pytest
+
+from aioinformer import (
+    ConfigError,
+    InformerFactory,
+    KubeObject,
+    Manager,
+    Sharding,
+    shard_buckets,
+    uid_bucket,
+)
+from aioinformer._cli.main import build_parser
+from aioinformer._cli.run import manager_from_args
+from aioinformer._runtime.shardcaches import ShardedCaches
+from aioinformer.testing import KubeSim, eventually
+from tests.support import pod, watch_options
+
+
+def test_the_option_and_the_flag() -> None:
+    def manager(*argv: str) -> Manager:
+        args = build_parser().parse_args(["run", "examples/podset.py:build", *argv])
+        return manager_from_args(object(), args)
+
+    assert manager("--shards", "4").sharded_caches is None  # "full": today's behaviour
+    sharded = manager("--shards", "4", "--shard-caches").sharded_caches
+    assert sharded is not None and sharded.shards == 4
+    with pytest.raises(ConfigError, match="--shard-caches needs --shards"):
+        manager("--shard-caches")
+    with pytest.raises(ConfigError, match="between 1 and 256"):
+        Manager(object(), sharding=Sharding("op", "ns", "a", 257, caches="sharded"))
+    with pytest.raises(ConfigError, match="caches"):
+        Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="some"))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [1, 3, 7, 32, 256])
+def test_every_bucket_belongs_to_the_shard_that_owns_it(n: int) -> None:
+    caches = ShardedCaches(InformerFactory(object()), n)  # type: ignore[arg-type]
+    for shard in range(n):
+        assert {caches.shard_of_bucket(b) for b in shard_buckets(shard, n)} == {shard}
+
+
+async def test_a_deferred_informer_sends_nothing_until_started(sim: KubeSim) -> None:
+    sim.create("pods", pod("p"), "default")
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        pods = factory.informer("v1", "pods")
+        configs = factory.informer("v1", "configmaps")
+        factory.defer(pods)
+        async with factory:
+            await factory.wait_for_sync(timeout=10)  # (does not wait for the deferred one)
+            assert configs.has_synced and not pods.has_synced
+            await eventually(lambda: sim.open_watches == 1, "the configmaps watch open")
+            assert not pods.has_synced and sim.open_watches == 1  # (none for pods)
+            factory.start_deferred(pods)
+            await pods.wait_for_sync(timeout=10)
+            assert [o.name for o in pods.snapshot().list()] == ["p"]
+            with pytest.raises(ConfigError, match="has started"):
+                factory.defer(configs)
+
+
+async def test_relabel_narrows_at_once_and_widens_by_a_relist(sim: KubeSim) -> None:
+    for name, bucket in [("a", "00"), ("b", "01"), ("c", "02")]:
+        sim.create("pods", pod(name, bucket=bucket), "default")
+    deleted: list[str] = []
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        pods = factory.informer("v1", "pods", namespace="default")
+        await pods.relabel("bucket in (00,01)")  # before it runs: only the selector
+        added: list[str] = []
+        pods.add_handler(
+            on_add=lambda o: added.append(o.name), on_delete=lambda o: deleted.append(o.name)
+        )
+        async with factory:
+            await factory.wait_for_sync(timeout=10)
+            assert sorted(o.name for o in pods.snapshot().list()) == ["a", "b"]
+            await pods.relabel("bucket in (00)", relist=False, timeout=10)
+            assert [o.name for o in pods.snapshot().list()] == ["a"]  # at once
+            assert pods.follows("default", {"bucket": "00"})
+            assert not pods.follows("default", {"bucket": "01"})
+            await pods.relabel("bucket in (00,02)", timeout=10)
+            assert sorted(o.name for o in pods.snapshot().list()) == ["a", "c"]
+            await eventually(lambda: "c" in added, "the handler told of c")
+            sim.create("pods", pod("d", bucket="02"), "default")
+            sim.create("pods", pod("e", bucket="01"), "default")
+            await eventually(lambda: pods.snapshot().get("default/d"), "d watched")
+            assert pods.snapshot().get("default/e") is None
+    assert deleted == []  # leaving the cache is no deletion
+
+
+async def test_a_key_maps_by_its_primary_uid_and_a_deletion_is_remembered(
+    sim: KubeSim,
+) -> None:
+    made = sim.create("configmaps", {"metadata": {"name": "x"}}, "default")
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        configs = factory.informer("v1", "configmaps", namespace="default")
+        caches = ShardedCaches(factory, 256)  # (one bucket per shard: shard == bucket)
+        keys = caches.key_map(configs)
+        gone: list[KubeObject] = []
+        configs.add_handler(on_delete=gone.append)
+        async with factory:
+            await factory.wait_for_sync(timeout=10)
+            bucket = uid_bucket(made["metadata"]["uid"])
+            assert caches.shard_of(configs, "default/x") == bucket
+            assert caches.shard_of(configs, "default/never") is None
+            sim.delete("configmaps", "x", "default")
+            await eventually(lambda: gone, "the deletion seen")
+            assert keys.bucket("default/x") == bucket
+            assert caches.shard_of(configs, "default/x") == bucket
