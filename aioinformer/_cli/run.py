@@ -150,9 +150,13 @@ def manager_from_args(api: Any, args: argparse.Namespace, **options: Any) -> Man
         election = LeaderElection(args.leader_election, args.lease_namespace, identity, **timing)
     if args.shards:
         prefix = args.lease_name or _lease_prefix(args.target)
-        caches = "sharded" if args.shard_caches else "full"
         sharding = Sharding(
-            prefix, args.lease_namespace, identity, args.shards, caches=caches, **timing
+            prefix,
+            args.lease_namespace,
+            identity,
+            args.shards,
+            caches="sharded" if args.shard_caches else "full",
+            **timing,
         )
     return Manager(
         api,
