@@ -199,13 +199,14 @@ class ShardedCaches:
             await self._wake.wait()
             self._wake.clear()
             target = self._wanted
-            if not target or target == self.scoped:
-                continue
-            gained = target - self.scoped
-            await self._apply(target, timeout)
-            self.scoped = target
-            if gained:
-                await self._catch_up(manager, gained, manager.renew_deadline)
+            if target and target != self.scoped:
+                await self._apply(target, timeout)
+                self.scoped = target
+            # every wanted shard not ready: gained now, or lost and taken again before its
+            # objects left (its caches followed it all along: only the catch-up is due)
+            pending = (self._wanted & self.scoped) - self.ready
+            if pending:
+                await self._catch_up(manager, frozenset(pending), manager.renew_deadline)
 
     async def _apply(self, target: frozenset[int], timeout: float | None) -> None:
         buckets = [b for s in sorted(target) for b in shard_buckets(s, self.shards)]

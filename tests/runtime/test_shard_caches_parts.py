@@ -4,6 +4,8 @@ map of a primary informer."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from aioinformer import (
@@ -12,6 +14,7 @@ from aioinformer import (
     KubeObject,
     Manager,
     Sharding,
+    buckets_selector,
     shard_buckets,
     uid_bucket,
 )
@@ -113,3 +116,42 @@ async def test_a_key_maps_by_its_primary_uid_and_a_deletion_is_remembered(
             await eventually(lambda: gone, "the deletion seen")
             assert keys.bucket("default/x") == bucket
             assert caches.shard_of(configs, "default/x") == bucket
+
+
+class Leases:
+    """What ShardedCaches asks of a ShardManager: every shard held, no Lease write."""
+
+    namespace, name, renew_deadline = "default", "op", 10.0
+
+    def lease_version(self, shard: int) -> int | None:
+        return None
+
+    def owns_shard(self, shard: int) -> bool:
+        return True
+
+
+async def test_a_shard_lost_and_taken_again_before_it_left_the_caches_is_ready_again(
+    sim: KubeSim,
+) -> None:
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        configs = factory.informer("v1", "configmaps", namespace="default")
+        caches = ShardedCaches(factory, 4)
+        caches.primaries = [configs]
+        factory.defer(configs)
+        async with factory:
+            scoping = asyncio.create_task(caches.run(Leases(), 10))  # type: ignore[arg-type]
+            try:
+                caches.want(frozenset({0, 1}))
+                await eventually(lambda: caches.ready == {0, 1}, "shards 0 and 1 ready")
+                assert configs.has_synced
+                caches.want(frozenset({0}))  # lost...
+                assert caches.ready == {0}  # (at once)
+                caches.want(frozenset({0, 1}))  # ...and taken again before the scope moved
+                await eventually(lambda: caches.ready == {0, 1}, "shard 1 ready again")
+                caches.want(frozenset({2}))
+                await eventually(lambda: caches.ready == {2}, "moved to shard 2")
+                assert configs.shards == buckets_selector(shard_buckets(2, 4))
+            finally:
+                scoping.cancel()
+                await asyncio.wait([scoping])
