@@ -653,8 +653,13 @@ class Manager(Service):
         resources = sorted(
             {(f"{i.group}/{i.version}" if i.group else i.version, i.plural) for i in sharded.owned}
         )
-        if resources and not self._labelers:
-            sharded.labeler = self.shard_labeler(resources, owns_bucket=self._labels_bucket)
+        namespaces = {i.namespace for i in sharded.owned}
+        if resources:
+            sharded.labeler = self.shard_labeler(
+                resources,
+                namespace=namespaces.pop() if len(namespaces) == 1 else None,
+                owns_bucket=self._labels_bucket,
+            )
 
     def _labels_bucket(self, bucket: int) -> bool:
         """Whether this replica labels the children of ``bucket``: its informers are scoped

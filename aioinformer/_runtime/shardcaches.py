@@ -155,6 +155,12 @@ class ShardedCaches:
         """Take the controllers' primary and owned informers (before the factory starts):
         each is deferred until this replica holds a shard."""
         primaries = {id(c.primary): c.primary for c in controllers}
+        for inf in primaries.values():
+            if inf.shards is not None:
+                raise ConfigError(
+                    f"primary informer {inf.name} is sharded already: with "
+                    'caches="sharded" the manager scopes primary informers by uid'
+                )
         for ctl in controllers:
             self.key_map(ctl.primary)
             for inf in ctl.owns:

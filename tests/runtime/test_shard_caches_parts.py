@@ -155,3 +155,30 @@ async def test_a_shard_lost_and_taken_again_before_it_left_the_caches_is_ready_a
             finally:
                 scoping.cancel()
                 await asyncio.wait([scoping])
+
+
+async def test_informers_that_cannot_be_scoped_are_refused() -> None:
+    def manager() -> Manager:
+        return Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="sharded"))
+
+    async def reconcile(key: str) -> None:
+        return None
+
+    both = manager()
+    configs = both.informer("v1", "configmaps")
+    both.controller("a", reconcile, primary=configs)
+    both.controller("b", reconcile, primary=both.informer("v1", "secrets"), owns=[configs])
+    assert both.sharded_caches is not None
+    with pytest.raises(ConfigError, match="a primary and an owned informer"):
+        both.sharded_caches.configure(both.controllers)
+    for sharded_one in ("primary", "owned"):
+        made = manager()
+        selector = buckets_selector([0])
+        primary = made.informer(
+            "v1", "configmaps", shards=selector if sharded_one == "primary" else None
+        )
+        pods = made.informer("v1", "pods", shards=selector if sharded_one == "owned" else None)
+        made.controller("c", reconcile, primary=primary, owns=[pods])
+        assert made.sharded_caches is not None
+        with pytest.raises(ConfigError, match=f"{sharded_one} informer .* is sharded already"):
+            made.sharded_caches.configure(made.controllers)
