@@ -20,6 +20,7 @@ from aioinformer import (
 )
 from aioinformer._cli.main import build_parser
 from aioinformer._cli.run import manager_from_args
+from aioinformer._runtime.catchup import caught_up
 from aioinformer._runtime.shardcaches import ShardedCaches
 from aioinformer.testing import KubeSim, eventually
 from tests.support import pod, watch_options
@@ -182,3 +183,22 @@ async def test_informers_that_cannot_be_scoped_are_refused() -> None:
         assert made.sharded_caches is not None
         with pytest.raises(ConfigError, match=f"{sharded_one} informer .* is sharded already"):
             made.sharded_caches.configure(made.controllers)
+
+
+@pytest.mark.looptime
+async def test_a_sharded_informer_that_holds_its_scope_has_caught_up(sim: KubeSim) -> None:
+    """Writes outside its ranges move the server's resourceVersion past its store's: it
+    has caught up all the same once it holds what the server lists in its ranges."""
+    names = [f"c{i}" for i in range(40)]
+    made = {n: sim.create("configmaps", {"metadata": {"name": n}}, "default") for n in names}
+    mine = buckets_selector(range(128))
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        configs = factory.informer("v1", "configmaps", namespace="default", shards=mine)
+        async with factory:
+            await factory.wait_for_sync(timeout=10)
+            outside = [n for n in names if uid_bucket(made[n]["metadata"]["uid"]) >= 128]
+            last = sim.patch("configmaps", outside[0], {"data": {"x": "1"}}, "default")
+            rv = int(last["metadata"]["resourceVersion"])
+            assert configs.snapshot().resource_version < rv
+            assert await caught_up(configs, rv, factory.rest, timeout=5)
