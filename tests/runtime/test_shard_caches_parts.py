@@ -18,6 +18,7 @@ from aioinformer import (
     shard_buckets,
     uid_bucket,
 )
+from aioinformer._cache.informer import Pipeline
 from aioinformer._cli.main import build_parser
 from aioinformer._cli.run import manager_from_args
 from aioinformer._runtime.catchup import caught_up
@@ -68,12 +69,15 @@ async def test_a_deferred_informer_sends_nothing_until_started(sim: KubeSim) -> 
                 factory.defer(configs)
 
 
-async def test_relabel_narrows_at_once_and_widens_by_a_relist(sim: KubeSim) -> None:
+@pytest.mark.parametrize("pipeline", ["loop", "thread"])
+async def test_relabel_narrows_at_once_and_widens_by_a_relist(
+    sim: KubeSim, pipeline: Pipeline
+) -> None:
     for name, bucket in [("a", "00"), ("b", "01"), ("c", "02")]:
         sim.create("pods", pod(name, bucket=bucket), "default")
     deleted: list[str] = []
     async with sim.api_client() as api:
-        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline=pipeline)
         pods = factory.informer("v1", "pods", namespace="default")
         await pods.relabel("bucket in (00,01)")  # before it runs: only the selector
         added: list[str] = []
