@@ -22,6 +22,10 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
   renew_deadline / 4)``, before its Lease is released;
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
+
+With ``Sharding(caches="sharded")`` each replica also caches only its shards' objects
+(:mod:`~aioinformer._runtime.shardcaches`): a key is its only once its shard's caches are
+ready, besides its Lease.
 """
 
 from __future__ import annotations
