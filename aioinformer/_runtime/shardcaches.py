@@ -32,7 +32,8 @@ holds. Contracts:
   objects leave the caches, told to no handler). A replica that holds no shard any more
   keeps its last scope cached (a selector cannot be empty) and reconciles none of it.
 * **Changes are serial.** One task applies the wanted scope, so a rescope never races
-  another; a change that comes while one is applied is applied next.
+  another; a change that comes while one is applied is applied next, and changes within
+  :data:`GATHER` seconds of each other are applied together.
 """
 
 from __future__ import annotations
@@ -61,9 +62,13 @@ if TYPE_CHECKING:
     from aioinformer._coordination.labeler import ShardLabeler
     from aioinformer._coordination.sharding import ShardManager
 
-__all__ = ["REMEMBERED_DELETIONS", "ShardedCaches"]
+__all__ = ["GATHER", "REMEMBERED_DELETIONS", "ShardedCaches"]
 
 log = logs.logger("aioinformer.manager")
+
+GATHER: Final = 0.25
+"""Seconds the scope waits after a change for more before it applies them together: a
+fresh replica's shards become owned one by one, milliseconds apart (one relist, not six)."""
 
 REMEMBERED_DELETIONS: Final = 65536
 """Deleted primaries whose bucket a controller's key map remembers (oldest forgotten)."""
@@ -203,6 +208,7 @@ class ShardedCaches:
         each catch-up."""
         while True:
             await self._wake.wait()
+            await asyncio.sleep(GATHER)
             self._wake.clear()
             target = self._wanted
             if target and target != self.scoped:
