@@ -256,6 +256,7 @@ class Manager(Service):
             self.shards = ShardManager(api_client, **settings, clock=clock)
             if caches == "sharded":
                 self.sharded_caches = ShardedCaches(self.factory, sharding.shards)
+                self.client.uid_preconditions = True  # (ownership is by object)
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._catching_up: dict[int, int] = {}  # shard -> the Lease RV its caches wait for
         self._recorders: list[EventRecorder] = []

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import asyncio
 
+import orjson
 import pytest
 
 from aioinformer import (
+    Client,
     ConfigError,
     InformerFactory,
+    Invalid,
     KubeObject,
     Manager,
     Sharding,
@@ -21,6 +24,7 @@ from aioinformer import (
 from aioinformer._cache.informer import Pipeline
 from aioinformer._cli.main import build_parser
 from aioinformer._cli.run import manager_from_args
+from aioinformer._core.objects import decode_object
 from aioinformer._runtime.catchup import caught_up
 from aioinformer._runtime.shardcaches import ShardedCaches
 from aioinformer.testing import KubeSim, eventually
@@ -206,3 +210,27 @@ async def test_a_sharded_informer_that_holds_its_scope_has_caught_up(sim: KubeSi
             rv = int(last["metadata"]["resourceVersion"])
             assert configs.snapshot().resource_version < rv
             assert await caught_up(configs, rv, factory.rest, timeout=5)
+
+
+@pytest.mark.parametrize("preconditions", [True, False])
+async def test_a_merge_patch_of_a_cached_object_does_not_reach_its_successor(
+    sim: KubeSim, preconditions: bool
+) -> None:
+    """With ``uid_preconditions`` (set by a manager with sharded caches), a merge patch of
+    an object read before it was deleted and re-created under its name is refused."""
+    old = sim.create("configmaps", {"metadata": {"name": "x"}}, "default")
+    async with sim.api_client() as api:
+        client = Client(api, uid_preconditions=preconditions)
+        cached = decode_object(orjson.dumps(old))
+        sim.delete("configmaps", "x", "default")
+        sim.create("configmaps", {"metadata": {"name": "x"}}, "default")
+        if preconditions:
+            with pytest.raises(Invalid, match=r"metadata\.uid"):  # (a uid is immutable)
+                await client.patch(cached, {"data": {"a": "1"}})
+            assert "data" not in sim.get("configmaps", "x", "default")
+        else:
+            await client.patch(cached, {"data": {"a": "1"}})
+            assert sim.get("configmaps", "x", "default")["data"] == {"a": "1"}
+    made = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="sharded"))
+    assert made.client.uid_preconditions
+    assert not Manager(object(), sharding=Sharding("op", "ns", "a", 4)).client.uid_preconditions

@@ -1,10 +1,7 @@
 """The reference operator's replicas with sharded caches (``--coordination shard-caches``:
 ``Sharding(caches="sharded")``) under every fault kind: ownership is by object there (a
 key maps through its primary's uid), so a write is checked against the Lease of the shard
-of the object it concerns (the primary's uid, or its child's controller owner's).
-
-``KNOWN`` seeds break an invariant on the current runtime and must keep breaking exactly
-it, so a fix shows here (and the entry goes)."""
+of the object it concerns (the primary's uid, or its child's controller owner's)."""
 
 from __future__ import annotations
 
@@ -15,15 +12,10 @@ from tests.simulation.test_seeds import _broken, _soak
 SEEDS = 12
 """Seeds 1 to SEEDS, every invariant holding."""
 
-KNOWN: dict[int, tuple[frozenset[str], str]] = {
-    43: (
-        frozenset({"two-writers"}),
-        "a replica whose cache still holds a deleted primary (its watch lags) reconciles it "
-        "and merge-patches it by name: the patch lands on the primary re-created under that "
-        "name, whose uid is in another replica's shard (the patch carries no uid)",
-    ),
-    93: (frozenset({"two-writers"}), "the same, under watch lag and resets"),
-}
+FIXED = (43, 93)
+"""Seeds that found failures since fixed: a replica whose cache still held a deleted
+primary (its watch lagging) merge-patched it by name, and the patch landed on the primary
+re-created under that name, in another replica's shard (now the patch carries the uid)."""
 
 
 @pytest.mark.timeout(300)
@@ -34,7 +26,7 @@ def test_every_invariant_holds_with_sharded_caches() -> None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("seed", sorted(KNOWN))
-def test_the_known_seeds_still_break_what_they_broke(seed: int) -> None:
+@pytest.mark.parametrize("seed", FIXED)
+def test_the_seeds_of_fixed_failures_stay_fixed(seed: int) -> None:
     code, output = _soak("--seed", str(seed), "--coordination", "shard-caches")
-    assert code == 1 and _broken(output) == {seed: KNOWN[seed][0]}, output
+    assert code == 0 and _broken(output) == {}, output
