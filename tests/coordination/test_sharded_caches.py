@@ -140,7 +140,11 @@ async def test_replicas_cache_and_reconcile_their_shards_only(sim: KubeSim) -> N
 
         async def stable(what: str) -> None:
             await eventually(
-                lambda: check_stable(sim, live) or True, what, timeout=LONG, retry_on=AssertionError
+                lambda: check_stable(sim, live) or True,
+                what,
+                timeout=LONG,
+                interval=0.5,
+                retry_on=AssertionError,
             )
 
         async with sampled(lambda: {str(i): r.holds(keys) for i, r in enumerate(live)}) as ov:
@@ -189,6 +193,7 @@ async def test_unlabeled_children_are_labeled_by_their_owners_replica(sim: KubeS
                 lambda: check_stable(sim, [a, b]) or True,
                 "every pod labelled with its owner's bucket and cached by its owner's replica",
                 timeout=LONG,
+                interval=0.5,
                 retry_on=AssertionError,
             )
     for p in sim.list("pods", NS):

@@ -139,6 +139,7 @@ class Leases:
         return True
 
 
+@pytest.mark.looptime
 async def test_a_shard_lost_and_taken_again_before_it_left_the_caches_is_ready_again(
     sim: KubeSim,
 ) -> None:

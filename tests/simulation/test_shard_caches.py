@@ -9,8 +9,9 @@ import pytest
 
 from tests.simulation.test_seeds import _broken, _soak
 
-SEEDS = 12
-"""Seeds 1 to SEEDS, every invariant holding."""
+SEEDS = 6
+"""Seeds 1 to SEEDS, every invariant holding (400 held when this was written: ``soak
+--simulation --seeds 400 --coordination shard-caches``)."""
 
 FIXED = (43, 93)
 """Seeds that found failures since fixed: a replica whose cache still held a deleted
