@@ -329,7 +329,7 @@ class Manager(Service):
             predicates: ``predicate(old, new)`` filters on primary updates.
             options: how it reconciles (:class:`~aioinformer.ControllerOptions`).
         """
-        if self.sharded_caches is not None:  # (its key map sees deletions first)
+        if self.sharded_caches is not None:  # (its key map follows it from the start)
             self.sharded_caches.key_map(primary)
         ctl = Controller(
             name,

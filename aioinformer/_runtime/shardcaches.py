@@ -14,7 +14,8 @@ holds. Contracts:
   for the same spec returns them, scoped.
 * **A key's shard** is that of its primary object's uid bucket, looked up in the
   controller's primary informer; the bucket of a deleted object is remembered (up to
-  :data:`REMEMBERED_DELETIONS` keys) so its last reconcile still maps. A key whose primary
+  :data:`REMEMBERED_DELETIONS` keys) so its last reconcile still maps, whichever of the
+  controller's handler and the key map's hears of the deletion first. A key whose primary
   this replica never cached is not its to reconcile.
 * **Start.** The sharded informers are deferred (not started with the factory, not
   waited for by its sync: :meth:`~aioinformer.InformerFactory.defer`) until the replica
@@ -75,32 +76,40 @@ REMEMBERED_DELETIONS: Final = 65536
 
 
 class _KeyBuckets:
-    """The bucket of each key of one primary informer: its cached object's uid bucket, or
-    the remembered one of a deleted object."""
+    """The bucket of each key of one primary informer: its cached object's uid bucket, else
+    that of the object last seen under the key (told by the informer's handlers, which may
+    run after the key's reconcile: a key keeps its bucket from its object's ADDED on, and
+    a deleted object's for :data:`REMEMBERED_DELETIONS` more deletions)."""
 
     def __init__(self, primary: Informer) -> None:
         self.primary = primary
+        self._known: dict[str, int] = {}  # keys whose object was added, not deleted
         self._gone: collections.OrderedDict[str, int] = collections.OrderedDict()
-        primary.add_handler(on_add=self._back, on_delete=self._deleted, name="shard-keys")
+        primary.add_handler(on_add=self._added, on_delete=self._deleted, name="shard-keys")
 
-    def _back(self, obj: KubeObject) -> None:
+    def _added(self, obj: KubeObject) -> None:
+        if obj.uid:
+            self._known[obj.key] = uid_bucket(obj.uid)
         self._gone.pop(obj.key, None)
 
     def _deleted(self, obj: KubeObject) -> None:
-        self.remember(obj)
-
-    def remember(self, obj: KubeObject) -> None:
+        self._known.pop(obj.key, None)
         if obj.uid:
             self._gone[obj.key] = uid_bucket(obj.uid)
             self._gone.move_to_end(obj.key)
             while len(self._gone) > REMEMBERED_DELETIONS:
                 self._gone.popitem(last=False)
 
+    def keep_only(self, buckets: frozenset[int]) -> None:
+        """Forget the live keys outside ``buckets`` (their objects left the cache)."""
+        self._known = {k: b for k, b in self._known.items() if b in buckets}
+
     def bucket(self, key: str) -> int | None:
         obj = self.primary.snapshot().get(key)
         if obj is not None and obj.uid:
             return uid_bucket(obj.uid)
-        return self._gone.get(key)
+        found = self._known.get(key)
+        return found if found is not None else self._gone.get(key)
 
 
 class ShardedCaches:
@@ -139,8 +148,7 @@ class ShardedCaches:
         """Called with the shards that just became ready."""
 
     def key_map(self, primary: Informer) -> _KeyBuckets:
-        """The key map of ``primary`` (made on first use: before the controller's handlers,
-        so a deletion is remembered before its reconcile is queued)."""
+        """The key map of ``primary`` (made on first use)."""
         found = self._keys.get(primary)
         if found is None:
             found = self._keys[primary] = _KeyBuckets(primary)
@@ -214,6 +222,9 @@ class ShardedCaches:
             if target and target != self.scoped:
                 await self._apply(target, timeout)
                 self.scoped = target
+                kept = frozenset(b for t in target for b in shard_buckets(t, self.shards))
+                for keys in self._keys.values():
+                    keys.keep_only(kept)
             # every wanted shard not ready: gained now, or lost and taken again before its
             # objects left (its caches followed it all along: only the catch-up is due)
             pending = (self._wanted & self.scoped) - self.ready

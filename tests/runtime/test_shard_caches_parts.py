@@ -5,6 +5,7 @@ map of a primary informer."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 import pytest
@@ -235,3 +236,39 @@ async def test_a_merge_patch_of_a_cached_object_does_not_reach_its_successor(
     made = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="sharded"))
     assert made.client.uid_preconditions
     assert not Manager(object(), sharding=Sharding("op", "ns", "a", 4)).client.uid_preconditions
+
+
+class Published:
+    """A primary informer whose snapshot no longer holds a deleted object while its
+    handlers have not been told yet (they run after the publish)."""
+
+    def __init__(self) -> None:
+        self.handlers: dict[str, Any] = {}
+
+    def add_handler(self, **handlers: Any) -> None:
+        self.handlers = handlers
+
+    def snapshot(self) -> dict[str, KubeObject]:
+        return {}
+
+
+def test_a_key_keeps_its_bucket_while_its_deletion_is_still_being_told() -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "x", "namespace": "default", "uid": "u-1",
+                         "resourceVersion": "1"}}  # fmt: skip
+    obj = decode_object(orjson.dumps(body))
+    primary = Published()
+    caches = ShardedCaches(InformerFactory(object()), 256)  # type: ignore[arg-type]
+    keys = caches.key_map(primary)  # type: ignore[arg-type]
+    primary.handlers["on_add"](obj)
+    # deleted: gone from the snapshot, on_delete not run yet (the controller's may run first)
+    assert keys.bucket("default/x") == uid_bucket("u-1")
+    keys.keep_only(frozenset({uid_bucket("u-1")}))
+    assert keys.bucket("default/x") == uid_bucket("u-1")
+    primary.handlers["on_delete"](obj)
+    assert keys.bucket("default/x") == uid_bucket("u-1")  # remembered once deleted
+    keys.keep_only(frozenset())
+    assert keys.bucket("default/x") == uid_bucket("u-1")  # (a deletion is kept anyway)
+    primary.handlers["on_add"](obj)
+    keys.keep_only(frozenset())  # its bucket left the scope: forgotten
+    assert keys.bucket("default/x") is None
