@@ -131,6 +131,7 @@ from aioinformer._runtime.ratelimit import RateLimiter as RateLimiter
 from aioinformer._runtime.ratelimit import (
     default_controller_rate_limiter as default_controller_rate_limiter,
 )
+from aioinformer._runtime.shardcaches import ShardedCaches as ShardedCaches
 from aioinformer._runtime.target import BuildFunction as BuildFunction
 from aioinformer._runtime.workqueue import WorkQueue as WorkQueue
 from aioinformer._runtime.workqueue import WorkQueueStatistics as WorkQueueStatistics
@@ -206,6 +207,7 @@ __all__ = [
     "ShardManager",
     "ShardMode",
     "ShardSelector",
+    "ShardedCaches",
     "Sharding",
     "Snapshot",
     "StatusError",

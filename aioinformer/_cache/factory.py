@@ -283,6 +283,7 @@ class InformerFactory(Service):
         self._changed = asyncio.Event()  # set (and replaced) when the set of informers changes
         self._group: asyncio.TaskGroup | None = None
         self._tasks: dict[Informer, asyncio.Task[None]] = {}
+        self._deferred: set[Informer] = set()  # started only by start_deferred()
         self._closed = False
 
     def __repr__(self) -> str:
@@ -400,6 +401,28 @@ class InformerFactory(Service):
             await inf.close_unstarted()
         log.debug("informer %s released by its last holder: stopped", inf.name)
 
+    def defer(self, informer: Informer) -> None:
+        """Start ``informer`` (one of this factory's, not started yet) only when
+        :meth:`start_deferred` is called, not with the factory; until then
+        :meth:`wait_for_sync` does not wait for it. A manager in sharded-cache mode defers
+        its sharded informers until the replica owns some buckets."""
+        if informer in self._tasks or informer.closed:
+            raise ConfigError(f"informer {informer.name} has started: it cannot be deferred")
+        self._deferred.add(informer)
+
+    def is_deferred(self, informer: Informer) -> bool:
+        """Whether ``informer`` waits for :meth:`start_deferred`."""
+        return informer in self._deferred
+
+    def start_deferred(self, informer: Informer) -> None:
+        """Start a deferred informer (at once if the factory runs, else with it)."""
+        if informer not in self._deferred:
+            return
+        self._deferred.discard(informer)
+        self._membership_changed()
+        if self._group is not None and informer not in self._tasks:
+            self._start(informer)
+
     def _membership_changed(self) -> None:
         changed, self._changed = self._changed, asyncio.Event()
         changed.set()
@@ -513,7 +536,7 @@ class InformerFactory(Service):
         try:
             async with asyncio.timeout(timeout):  # (not wait_for: it may lose a cancellation)
                 while True:
-                    current = self._informers.values()
+                    current = [i for i in self._informers.values() if i not in self._deferred]
                     for inf in current:
                         if inf not in waits and not inf.has_synced:
                             waits[inf] = asyncio.create_task(
@@ -534,7 +557,7 @@ class InformerFactory(Service):
             pending_names = [
                 f"{i.name} ({i.statistics().last_error or 'no error seen'})"
                 for i in self._informers.values()
-                if not i.has_synced
+                if not i.has_synced and i not in self._deferred
             ]
             raise FreshnessTimeout(
                 f"not synced after {timeout}s: {'; '.join(pending_names)}"
@@ -563,7 +586,8 @@ class InformerFactory(Service):
             async with asyncio.TaskGroup() as group:
                 self._group = group
                 for inf in self._informers.values():
-                    self._start(inf)
+                    if inf not in self._deferred:
+                        self._start(inf)
                 self._ready()
                 await asyncio.get_running_loop().create_future()  # until cancelled
         finally:

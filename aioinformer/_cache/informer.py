@@ -465,6 +465,86 @@ class Informer(Service):
         )
         return (replace if relist else 0), evict
 
+    def shard(self, shards: ShardSelector) -> None:
+        """Make an informer that has not run yet a sharded one, scoped to ``shards`` (what
+        a manager in sharded-cache mode does to its controllers' primary informers; then
+        :meth:`rescope` changes the ranges). The factory that made it keeps it under its
+        spec: asking it for that spec again returns this (sharded) informer.
+
+        Args:
+            shards: the ranges it lists, watches and caches.
+        """
+        if not isinstance(shards, ShardSelector):
+            raise ConfigError(f"shards must be a ShardSelector, not {type(shards).__name__}")
+        if self._running or self._closed:
+            raise ConfigError(f"informer {self.name} has run: shard it before it starts")
+        if self._shards is not None:
+            self._shards.rescope(shards)
+            return
+        if not hasattr(self._list_watch, "shards"):
+            raise ConfigError(f"{self._list_watch!r} cannot be sharded")
+        filt = ShardFilter(shards, name=self.name)
+        self._list_watch.shards = filt
+        self._shards = filt
+
+    async def relabel(
+        self, label_selector: str, *, relist: bool = True, timeout: float | None = None
+    ) -> None:
+        """Change the label selector of this informer's list and watch (what a manager in
+        sharded-cache mode does to its controllers' owned informers as buckets move). The
+        objects the new selector does not match leave the cache at once, as one published
+        state, told to no handler (as for a narrowing :meth:`rescope`); with ``relist``
+        (the new selector may match objects the old one did not) a list with the new
+        selector follows, swapped in as one Replace (ADDED for what it gains), and this
+        returns once it is published. Before the informer runs, only the selector changes.
+
+        Args:
+            label_selector: the new selector (the whole of it).
+            relist: whether the new selector may match objects the old did not.
+            timeout: seconds to wait for the new scope
+                (:class:`~aioinformer.FreshnessTimeout`; the change itself stays).
+        """
+        if self._closed:
+            raise ClosedError(f"informer {self.name} has stopped")
+        matcher = label_matcher(label_selector)
+        old = self.label_selector
+        self.label_selector = label_selector or None
+        self.selective = bool(self.label_selector or self.field_selector)
+        self._labels_match = matcher
+        if not self._running:
+            _set_labels(self._list_watch, label_selector, matcher)
+            return
+        replace, evict = await self._host.submit(
+            self._relabel_here(old, label_selector, matcher, relist)
+        )
+
+        def scoped() -> bool:
+            return self._replaces >= replace and self._evicts >= evict
+
+        await self._wait(scoped, timeout, lambda: f"its new label selector {label_selector}")
+
+    async def _relabel_here(
+        self,
+        old: str | None,
+        label_selector: str,
+        matcher: Callable[[Mapping[str, str]], bool],
+        relist: bool,
+    ) -> tuple[int, int]:
+        """On the host: apply the new label selector (see :meth:`relabel`); the numbers of
+        the Replace and of the Evict to wait for (0: none)."""
+        if old == (label_selector or None):
+            return 0, 0
+        _set_labels(self._watcher.list_watch, label_selector, matcher)
+        if self._watcher.list_watch is not self._list_watch:
+            _set_labels(self._list_watch, label_selector, matcher)
+        self._evicts_put += 1
+        evict = self._evicts_put
+        self._fifo.put_nowait(Evict(lambda obj: matcher(obj.labels), self._clock()))
+        replace = self._watcher.rescope(relist)
+        log.info("%s: label selector %r -> %r%s", self.name, old, label_selector,
+                 " (relisting)" if relist else "")  # fmt: skip
+        return (replace if relist else 0), evict
+
     @property
     def kind(self) -> str | None:
         """The kind of the cached objects: from discovery, else from the first object
@@ -966,3 +1046,13 @@ def _compacting(transform: Transform | None) -> Transform:
         return compactor(result) if isinstance(result, KubeObject) else result
 
     return transform_then_compact
+
+
+def _set_labels(
+    list_watch: ListerWatcher, selector: str, matcher: Callable[[Mapping[str, str]], bool]
+) -> None:
+    """Make ``list_watch`` send ``selector`` and accept only objects ``matcher`` keeps."""
+    list_watch.label_selector = selector or None  # type: ignore[attr-defined]
+    expected = getattr(list_watch, "expected", None)
+    if expected is not None:
+        expected.labels = matcher if selector else None

@@ -433,6 +433,11 @@ class Watcher:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    @property
+    def list_watch(self) -> ListerWatcher:
+        """The lister-watcher it lists and watches through now."""
+        return self._lw
+
     def use(self, list_watch: ListerWatcher) -> None:
         """List and watch through ``list_watch`` from now on (before :meth:`run`: an
         informer's pipeline thread hands over the one whose connections are its own)."""

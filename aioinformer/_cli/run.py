@@ -6,7 +6,8 @@ Manager and registers informers and controllers on it. The cluster comes from
 kubeconfig. The metrics port serves ``/metrics``, ``/healthz`` (the event loop answers) and
 ``/readyz`` (every informer synced, and the checks the operator added). With
 ``--leader-election NAME`` the controllers run only on the replica holding the Lease NAME;
-with ``--shards N`` each replica reconciles the keys of the shards it holds.
+with ``--shards N`` each replica reconciles the keys of the shards it holds, and with
+``--shard-caches`` too it caches only their objects (``Sharding(caches="sharded")``).
 
 SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get up to
 ``--shutdown-timeout`` seconds, then the Leases are released, then the informers stop, and
@@ -54,7 +55,8 @@ The cluster comes from --kubeconfig/--context, else the pod's service account, e
 $KUBECONFIG or ~/.kube/config. The metrics port serves /metrics, /healthz (the event
 loop answers) and /readyz (every informer synced, and the checks the operator added).
 With --leader-election NAME the controllers run only on the replica holding the Lease
-NAME; with --shards N each replica reconciles the keys of the shards it holds.
+NAME; with --shards N each replica reconciles the keys of the shards it holds, and with
+--shard-caches too it caches only those shards' primaries and their children.
 
 SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get
 up to --shutdown-timeout seconds, then the Leases are released, then the informers
@@ -67,6 +69,7 @@ examples:
   python -m aioinformer run examples/podset.py:build --kubeconfig sim.kubeconfig
   python -m aioinformer run mypkg.operator:build --leader-election my-operator
   python -m aioinformer run mypkg.operator:build --shards 4 --log-format json
+  python -m aioinformer run mypkg.operator:build --shards 16 --shard-caches
 """
 
 
@@ -109,6 +112,9 @@ def add_manager_arguments(p: argparse.ArgumentParser) -> None:
                    help="run controllers only while holding the Lease NAME")  # fmt: skip
     c.add_argument("--shards", type=int, metavar="N",
                    help="split the keys in N shards across the replicas")  # fmt: skip
+    c.add_argument("--shard-caches", action="store_true",
+                   help="with --shards (N <= 256): each replica also caches only its shards' "
+                   "primaries and their children")  # fmt: skip
     c.add_argument("--lease-name", metavar="NAME",
                    help="prefix of the shard Leases (default: the target's name)")  # fmt: skip
     c.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
@@ -131,6 +137,8 @@ def manager_from_args(api: Any, args: argparse.Namespace, **options: Any) -> Man
     """The Manager the flags describe."""
     if args.leader_election and args.shards:
         raise ConfigError("--leader-election and --shards exclude each other")
+    if args.shard_caches and not args.shards:
+        raise ConfigError("--shard-caches needs --shards N")
     identity = args.identity or _default_identity()
     timing = {
         "lease_duration": args.lease_duration,
@@ -142,7 +150,14 @@ def manager_from_args(api: Any, args: argparse.Namespace, **options: Any) -> Man
         election = LeaderElection(args.leader_election, args.lease_namespace, identity, **timing)
     if args.shards:
         prefix = args.lease_name or _lease_prefix(args.target)
-        sharding = Sharding(prefix, args.lease_namespace, identity, args.shards, **timing)
+        sharding = Sharding(
+            prefix,
+            args.lease_namespace,
+            identity,
+            args.shards,
+            caches="sharded" if args.shard_caches else "full",
+            **timing,
+        )
     return Manager(
         api,
         namespace=args.namespace,

@@ -61,8 +61,9 @@ def add_simulation_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--workload", metavar="NAME", default="WORKLOAD",
                    help="the Workload object in --target's module")  # fmt: skip
     g.add_argument("--replicas", type=int, default=3, help="replicas of the operator")
-    g.add_argument("--coordination", choices=("leader", "shards"),
-                   help="leader election or sharding (default: each seed draws one)")  # fmt: skip
+    g.add_argument("--coordination", choices=("leader", "shards", "shard-caches"),
+                   help="leader election, sharding, or sharding with sharded caches "
+                   "(default: each seed draws leader or shards)")  # fmt: skip
     g.add_argument("--duration", type=float, default=60.0, metavar="SECONDS",
                    help="virtual seconds of workload and faults per seed")  # fmt: skip
     g.add_argument("--settle", type=float, default=120.0, metavar="SECONDS",

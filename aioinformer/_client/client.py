@@ -249,6 +249,14 @@ class Client:
             managedFields name it).
         discovery: where resources are looked up (default: a new one on the same client).
         hooks: write hooks, called in order (see :class:`WriteHook`).
+        uid_preconditions: a merge patch of an object given with its uid (a cached
+            ``KubeObject``) carries that uid (``metadata.uid``), so the server refuses it
+            when the name now holds another object, one re-created meanwhile (422
+            :class:`~aioinformer.Invalid`: a uid is immutable), as :meth:`delete` refuses
+            by its precondition by default. A manager with
+            sharded caches sets it: a replica whose cache still holds a deleted object
+            must not patch the object re-created under its name, which another replica
+            may own.
     """
 
     def __init__(
@@ -258,9 +266,13 @@ class Client:
         field_manager: str = "aioinformer",
         discovery: Discovery | None = None,
         hooks: Sequence[WriteHook] = (),
+        uid_preconditions: bool = False,
     ) -> None:
         if not field_manager:
             raise ConfigError("field_manager must be a non-empty string")
+        self.uid_preconditions = uid_preconditions
+        """Whether a merge patch of an object given with its uid (a cached object) is
+        conditional on that uid (see ``uid_preconditions`` above)."""
         self.rest = api_client if isinstance(api_client, RestClient) else RestClient(api_client)
         self.discovery = discovery or Discovery(self.rest)
         self.field_manager = field_manager
@@ -522,6 +534,10 @@ class Client:
         api_version, kind, namespace, name, uid, _ = _identity(obj)
         if type == "apply" and not isinstance(patch, Mapping):
             raise ConfigError("an apply patch is an object body")
+        if self.uid_preconditions and uid and type == "merge" and isinstance(patch, Mapping):
+            meta = patch.get("metadata")
+            if meta is None or (isinstance(meta, Mapping) and "uid" not in meta):
+                patch = {**patch, "metadata": {**(meta or {}), "uid": uid}}
         res = await self.resource_of(api_version, kind)
         ns = self._namespace(res, namespace)
         owners = _controllers(patch) if isinstance(patch, Mapping) else ()

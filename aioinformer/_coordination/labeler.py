@@ -144,6 +144,8 @@ class ShardLabeler(Service):
         self._retries: dict[tuple[int, str], asyncio.TimerHandle] = {}
         self._memo: dict[str, int] = {}  # owner uid -> the bucket its children carry
         self._labeled = 0
+        self._busy = 0  # objects being placed now
+        self._last_rv = 0  # the resourceVersion of its latest patch
         self._since_summary = 0
         self._errors = 0
         self._left: dict[str, set[str]] = {"without_controller": set(), "owner_gone": set(),
@@ -202,6 +204,21 @@ class ShardLabeler(Service):
             for obj in inf.snapshot().list():
                 self._queue(i, obj)
 
+    async def settle(self, timeout: float | None = None) -> int:
+        """Wait until it has looked at every object it knew of (nothing pending, nothing
+        being placed; those waiting for a retry are not waited for), at most ``timeout``
+        seconds; return the resourceVersion of its latest patch (0: none yet), which an
+        informer of labelled children has caught up with once it reached it."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while self._pending or self._busy:
+            if deadline is not None and loop.time() >= deadline:
+                log.warning("shard labeler: %d objects still to place after %ss",
+                            len(self._pending) + self._busy, timeout)  # fmt: skip
+                break
+            await asyncio.sleep(0.05)
+        return self._last_rv
+
     def _queue(self, i: int, obj: KubeObject) -> None:
         self._pending[(i, obj.key)] = None
         self._wake.set()
@@ -226,6 +243,7 @@ class ShardLabeler(Service):
             obj = self.informers[i].snapshot().get(key)
             if obj is None or SHARD_LABEL in obj.labels:
                 continue  # labeled or deleted since it was queued
+            self._busy += 1
             try:
                 await self._place(self._apis[i], obj)
             except ConfigError as e:  # the owner's kind is not served
@@ -239,6 +257,8 @@ class ShardLabeler(Service):
                     old.cancel()
                 loop = asyncio.get_running_loop()
                 self._retries[(i, key)] = loop.call_later(self.retry_delay, self._retry, i, key)
+            finally:
+                self._busy -= 1
 
     def _retry(self, i: int, key: str) -> None:
         self._retries.pop((i, key), None)
@@ -285,9 +305,10 @@ class ShardLabeler(Service):
         }
         patch = {"metadata": {"uid": obj.uid, "labels": {SHARD_LABEL: bucket_label(bucket)}}}
         try:
-            await self.client.patch(target, patch)
+            patched = await self.client.patch(target, patch)
         except (NotFound, Conflict):
             return  # deleted, or replaced by another object of that name: not this one
+        self._last_rv = max(self._last_rv, patched.rv)
         self._labeled += 1
         self._since_summary += 1
         log.debug("shard labeler: %s %s -> bucket %02x (owner %s %s)",

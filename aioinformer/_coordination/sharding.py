@@ -250,7 +250,12 @@ class ShardManager(Service):
         it holds the Lease of ``key``'s shard (:meth:`shard_for`) and renewed it less than
         ``renew_deadline`` ago by its clock. The manager checks it before each reconcile
         and each write; code of its own (a webhook, a periodic job) may ask too."""
-        held = self._held.get(shard_of(key, self.shards))
+        return self.owns_shard(shard_of(key, self.shards))
+
+    def owns_shard(self, shard: int) -> bool:
+        """Whether this replica holds shard ``shard`` now (the rule of :meth:`owns`, for a
+        shard number rather than a key)."""
+        held = self._held.get(shard)
         now = self._clock()
         return held is not None and held.owned_from <= now < held.renewed + self.renew_deadline
 

@@ -99,8 +99,9 @@ async def _caught_up(informer: Informer, rv: int, rest: RestClient, timeout: flo
 
 
 async def _listed(informer: Informer, rest: RestClient) -> tuple[dict[str, str], str]:
-    """The keys and resourceVersions the server lists now in ``informer``'s scope, and the
-    list's resourceVersion (one consistent read, page by page, metadata only)."""
+    """The keys and resourceVersions the server lists now in ``informer``'s scope (its
+    selectors, and its shard ranges if it is sharded), and the list's resourceVersion (one
+    consistent read, page by page, metadata only)."""
     group_version = f"{informer.group}/{informer.version}" if informer.group else informer.version
     lister = ListWatch(
         rest,
@@ -110,6 +111,7 @@ async def _listed(informer: Informer, rest: RestClient) -> tuple[dict[str, str],
         label_selector=informer.label_selector,
         field_selector=informer.field_selector,
         metadata_only=True,
+        shards=informer.shards,  # (a sharded informer: its ranges, filtered here if need be)
     )
     versions: dict[str, str] = {}
     token: str | None = None

@@ -22,16 +22,21 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
   renew_deadline / 4)``, before its Lease is released;
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
+
+With ``Sharding(caches="sharded")`` each replica also caches only its shards' objects
+(:mod:`~aioinformer._runtime.shardcaches`): a key is its only once its shard's caches are
+ready, besides its Lease.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack
 
 from aioinformer._cache.factory import (
     FACTORY_NAMESPACE,
@@ -65,6 +70,7 @@ from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics
 from aioinformer._runtime.rbac import UndeclaredWrites
+from aioinformer._runtime.shardcaches import ShardedCaches
 
 if TYPE_CHECKING:
     from aioinformer._coordination.labeler import ShardLabeler
@@ -118,6 +124,13 @@ class Sharding:
     """Seconds after its last successful renewal's start that a shard is still owned."""
     retry_period: float = 2.0
     """Seconds between two renewals or balancing rounds."""
+    caches: Literal["full", "sharded"] = "full"
+    """"full": every replica caches every object and reconciles the keys of its shards
+    (keys hashed by :func:`~aioinformer.shard_of`). "sharded": each replica caches,
+    decodes and reconciles only its shards' objects (at most 256 shards, cut along the
+    label buckets): the controllers' primary informers are scoped by uid, their owned
+    informers by the bucket label, re-scoped as shards move (see docs/running.md,
+    "Scaling out: sharded caches")."""
 
 
 class Manager(Service):
@@ -231,10 +244,19 @@ class Manager(Service):
 
             self.elector = LeaderElector(api_client, **asdict(leader_election), clock=clock)
         self.shards: ShardManager | None = None
+        self.sharded_caches: ShardedCaches | None = None
+        """With ``Sharding(caches="sharded")``: the scope of the sharded informers."""
         if sharding is not None:
             from aioinformer._coordination.sharding import ShardManager
 
-            self.shards = ShardManager(api_client, **asdict(sharding), clock=clock)
+            settings = asdict(sharding)
+            caches = settings.pop("caches")
+            if caches not in ("full", "sharded"):
+                raise ConfigError(f'Sharding.caches must be "full" or "sharded", not {caches!r}')
+            self.shards = ShardManager(api_client, **settings, clock=clock)
+            if caches == "sharded":
+                self.sharded_caches = ShardedCaches(self.factory, sharding.shards)
+                self.client.uid_preconditions = True  # (ownership is by object)
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._catching_up: dict[int, int] = {}  # shard -> the Lease RV its caches wait for
         self._recorders: list[EventRecorder] = []
@@ -307,6 +329,8 @@ class Manager(Service):
             predicates: ``predicate(old, new)`` filters on primary updates.
             options: how it reconciles (:class:`~aioinformer.ControllerOptions`).
         """
+        if self.sharded_caches is not None:  # (its key map follows it from the start)
+            self.sharded_caches.key_map(primary)
         ctl = Controller(
             name,
             reconcile,
@@ -317,7 +341,7 @@ class Manager(Service):
             predicates=predicates,
             options=options,
             metrics=self.metrics,
-            may_act=self._may_act,
+            may_act=functools.partial(self._may_act_on, primary),
             clock=self.clock,
             events=self._recorder(name) if (options or ControllerOptions()).error_events else None,
         )
@@ -426,6 +450,8 @@ class Manager(Service):
                     self.watchdog.start()
                     stack.callback(self.watchdog.stop)
                 await self.resolve()
+                if self.sharded_caches is not None:
+                    self._shard_caches(self.sharded_caches)
                 await stack.enter_async_context(self.factory)
                 await self.factory.wait_for_sync(self.cache_sync_timeout)
                 group = self._group = await stack.enter_async_context(asyncio.TaskGroup())
@@ -436,6 +462,8 @@ class Manager(Service):
                 self._ready()
                 if self.elector is not None:
                     await self._lead(self.elector)
+                elif self.shards is not None and self.sharded_caches is not None:
+                    await self._shard_cached(self.shards, self.sharded_caches)
                 elif self.shards is not None:
                     await self._shard(self.shards)
                 else:
@@ -466,10 +494,20 @@ class Manager(Service):
         return None
 
     def _informers_check(self) -> str | None:
-        waiting = [i.name for i in self.factory.informers if not i.has_synced]
+        waiting = [
+            i.name
+            for i in self.factory.informers
+            if not i.has_synced and not self.factory.is_deferred(i)
+        ]
         return f"not synced: {', '.join(waiting)}" if waiting else None
 
     # -- who may act -----------------------------------------------------------------------------
+
+    def _may_act_on(self, primary: Informer, key: str) -> bool:
+        """Whether this replica holds ``key`` (of the controller of ``primary``) now."""
+        if self.sharded_caches is not None and self.shards is not None:
+            return self.sharded_caches.may_act(self.shards, primary, key)
+        return self._may_act(key)
 
     def _may_act(self, key: str) -> bool:
         """Whether this replica holds ``key`` now (by the local clock)."""
@@ -612,6 +650,79 @@ class Manager(Service):
             if catching:
                 await asyncio.wait(catching)
             self._catching_up.clear()
+
+    def _shard_caches(self, sharded: ShardedCaches) -> None:
+        """Before the informers start: scope the controllers' informers by shard, and
+        label the owned resources' children of the buckets this replica gets ready."""
+        sharded.configure(self.controllers)
+        resources = sorted(
+            {(f"{i.group}/{i.version}" if i.group else i.version, i.plural) for i in sharded.owned}
+        )
+        namespaces = {i.namespace for i in sharded.owned}
+        if resources:
+            sharded.labeler = self.shard_labeler(
+                resources,
+                namespace=namespaces.pop() if len(namespaces) == 1 else None,
+                owns_bucket=self._labels_bucket,
+            )
+
+    def _labels_bucket(self, bucket: int) -> bool:
+        """Whether this replica labels the children of ``bucket``: its informers are scoped
+        to the bucket's shard, and it holds that shard."""
+        sharded, shards = self.sharded_caches, self.shards
+        if sharded is None or shards is None:
+            return True
+        shard = sharded.shard_of_bucket(bucket)
+        return shard in sharded.scoped and shards.owns_shard(shard)
+
+    async def _shard_cached(self, shards: ShardManager, sharded: ShardedCaches) -> None:
+        """Controllers on the keys of the shards held whose caches are ready (see
+        :mod:`~aioinformer._runtime.shardcaches`): a shard gained is reconciled once its
+        informers were widened, synced and caught up with its Lease; a shard lost is fenced
+        as in :meth:`_shard` and then leaves the caches."""
+
+        def shard_of(ctl: Controller, key: str) -> int | None:
+            return sharded.shard_of(ctl.primary, key)
+
+        def owned_changed(owned: frozenset[int]) -> None:
+            self.metrics.shards_owned.set(len(shards.owned_shards()))
+            keep = owned | shards.handing_over
+            sharded.want(keep)
+            for ctl in self.controllers:
+                ctl.abort_reconciles(
+                    lambda k, ctl=ctl: shard_of(ctl, k) not in keep  # type: ignore[misc]
+                )
+
+        def ready(gained: frozenset[int]) -> None:
+            for ctl in self.controllers:
+                for obj in ctl.primary.snapshot().list():
+                    if shard_of(ctl, obj.key) in gained:
+                        ctl.queue.add(obj.key)
+
+        async def hand_over(released: frozenset[int]) -> None:
+            grace = min(1.0, shards.renew_deadline / 4)
+            for ctl in self.controllers:
+                await ctl.cancel_reconciles(
+                    lambda k, ctl=ctl: shard_of(ctl, k) in released,  # type: ignore[misc]
+                    grace,
+                )
+            sharded.want(shards.owned_shards())  # fenced: their objects leave the caches
+
+        shards.on_change.append(owned_changed)
+        shards.on_release.append(hand_over)
+        sharded.on_ready.append(ready)
+        try:
+            async with asyncio.TaskGroup() as outer:
+                sharding = outer.create_task(shards.run(), name=shards._service_name())
+                scoping = outer.create_task(sharded.run(shards, self.cache_sync_timeout))
+                try:
+                    await _first(self._run_controllers(None), sharding)
+                finally:
+                    scoping.cancel()
+        finally:
+            shards.on_change.remove(owned_changed)
+            shards.on_release.remove(hand_over)
+            sharded.on_ready.remove(ready)
 
     async def _catch_up_shards(self, shards: ShardManager, versions: dict[int, int]) -> None:
         """Wait, bounded by ``renew_deadline``, until the informers caught up with the

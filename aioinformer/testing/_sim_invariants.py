@@ -123,6 +123,8 @@ class Invariants:
         child_store: the storage name of their children's resource (None: none checked).
         expected_children: how many children a primary (a dict) asks for.
         guard_of: the name of the Lease that guards a key.
+        guard_of_uid: with sharded caches, the name of the Lease that guards an object
+            (by its uid, or its controller owner's); None: by key.
         lease_namespace: where the coordination Leases are.
     """
 
@@ -135,6 +137,9 @@ class Invariants:
     expected_children: Callable[[Mapping[str, Any]], int] | None
     guard_of: Callable[[str], str]
     lease_namespace: str
+    guard_of_uid: Callable[[str], str] | None = None
+    """With sharded caches: the Lease guarding the object of uid ``uid`` (a primary's, or
+    a child's controller owner's): ownership is by object, not by name."""
     writes: list[Write] = field(default_factory=list)
     """Every write, in the server's order."""
     violations: list[Violation] = field(default_factory=list)
@@ -194,7 +199,7 @@ class Invariants:
             self._child_written(write, meta)
         if acts_on is not None and write.writer in self.identities:
             self._last_write[(write.writer, acts_on)] = write
-            self._check_writer(write)
+            self._check_writer(write, self._guard(store, meta, acts_on))
 
     def _acts_on(self, store: str, key: str, namespace: str, meta: Mapping[str, Any]) -> str | None:
         if store == self.primary_store:
@@ -220,9 +225,19 @@ class Invariants:
         else:
             self._terms[name] = _Term(None, holder)
 
-    def _check_writer(self, write: Write) -> None:
+    def _guard(self, store: str, meta: Mapping[str, Any], acts_on: str) -> str:
+        """The Lease guarding what a write acts on: by key, or by the object's uid."""
+        if self.guard_of_uid is None:
+            return self.guard_of(acts_on)
+        if store == self.primary_store:
+            return self.guard_of_uid(str(meta.get("uid") or ""))
+        for ref in meta.get("ownerReferences") or ():
+            if ref.get("controller") and ref.get("kind") == self.primary_kind:
+                return self.guard_of_uid(str(ref.get("uid") or ""))
+        return self.guard_of(acts_on)
+
+    def _check_writer(self, write: Write, lease: str) -> None:
         assert write.acts_on is not None
-        lease = self.guard_of(write.acts_on)
         term = self._terms.get(lease)
         if term is None or term.replica is None or term.replica == write.writer:
             return

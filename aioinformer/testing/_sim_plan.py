@@ -44,6 +44,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 __all__ = [
+    "COORDINATIONS",
     "FAULT_KINDS",
     "RUN_FAULTS",
     "WORKLOAD_KINDS",
@@ -52,6 +53,9 @@ __all__ = [
     "Step",
     "draw_plan",
 ]
+
+COORDINATIONS = ("leader", "shards", "shard-caches")
+"""How the replicas coordinate: leader election, sharding, sharding with sharded caches."""
 
 FAULT_KINDS = (
     "lost_answer", "lost_renewal", "cut_watches", "watch_lag", "reset", "server_error",
@@ -116,9 +120,11 @@ class SimulationPlan:
     seed: int
     """The seed it was drawn from."""
     coordination: str
-    """"leader" (one leader Lease) or "shards" (one Lease per shard)."""
+    """"leader" (one leader Lease), "shards" (one Lease per shard) or "shard-caches"
+    (shards whose replicas cache only their shards' objects: ``Sharding(caches="sharded")``;
+    never drawn, only chosen)."""
     shards: int
-    """Shards (with ``coordination="shards"``)."""
+    """Shards (with ``coordination="shards"`` or ``"shard-caches"``)."""
     replicas: tuple[ReplicaSpec, ...]
     """The replicas, in the order they start."""
     faults: frozenset[str]
@@ -188,7 +194,8 @@ def draw_plan(
     Args:
         seed: draws everything.
         replicas: how many replicas run the operator.
-        coordination: "leader" or "shards" (None: drawn, two in three seeds "leader").
+        coordination: "leader", "shards" or "shard-caches" (None: drawn, two in three
+            seeds "leader", the others "shards").
         duration: virtual seconds of workload and faults.
         objects: primaries at most at once.
         faults: the fault kinds a seed may play (each seed plays a random subset; when
@@ -201,8 +208,8 @@ def draw_plan(
         raise ValueError("need replicas >= 1, objects >= 1 and duration > 0")
     rng = random.Random(seed)
     mode = coordination or ("leader" if rng.random() < 2 / 3 else "shards")
-    if mode not in ("leader", "shards"):
-        raise ValueError(f"coordination must be 'leader' or 'shards', not {mode!r}")
+    if mode not in COORDINATIONS:
+        raise ValueError(f"coordination must be one of {COORDINATIONS}, not {mode!r}")
     shards = rng.randint(2, 6)
     chosen = frozenset(
         kind for kind in FAULT_KINDS if rng.random() < _CHANCE.get(kind, _DEFAULT_CHANCE)

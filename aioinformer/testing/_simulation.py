@@ -49,7 +49,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from kubernetes_asyncio.client import ApiClient
@@ -57,6 +57,7 @@ from kubernetes_asyncio.client import ApiClient
 from aioinformer._cache.informer import Informer
 from aioinformer._coordination.lease import micro_time
 from aioinformer._coordination.sharding import shard_of
+from aioinformer._core.shardbuckets import shard_buckets, uid_bucket
 from aioinformer._runtime.controller import Controller, Reconciler
 from aioinformer._runtime.manager import LeaderElection, Manager, Sharding
 from aioinformer._runtime.target import BuildFunction, build_manager
@@ -184,7 +185,8 @@ class Simulation:
         workload: its objects, as the simulation writes and checks them.
         seed: draws the plan: the same seed and settings, the same run.
         replicas: how many replicas run it.
-        coordination: "leader" or "shards" (None: the seed chooses).
+        coordination: "leader", "shards" or "shard-caches" (None: the seed chooses
+            "leader" or "shards").
         duration: virtual seconds of workload and faults.
         settle: virtual seconds allowed, after the faults are lifted, for every object to
             be reconciled.
@@ -485,6 +487,7 @@ class _Run:
             expected_children=workload.expected_children,
             guard_of=guard_of,
             lease_namespace=workload.namespace,
+            guard_of_uid=_uid_guard(shards) if plan.coordination == "shard-caches" else None,
         )
 
     async def _start(self, spec: ReplicaSpec) -> None:
@@ -506,9 +509,13 @@ class _Run:
                     _LEASE, workload.namespace, spec.identity
                 )
             else:
-                coordination["sharding"] = Sharding(
-                    _LEASE, workload.namespace, spec.identity, shards=self.plan.shards
+                caches: Literal["full", "sharded"] = (
+                    "sharded" if self.plan.coordination == "shard-caches" else "full"
                 )
+                coordination["sharding"] = Sharding(
+                    _LEASE, workload.namespace, spec.identity, shards=self.plan.shards,
+                    caches=caches,
+                )  # fmt: skip
             manager = _TrackedManager(
                 api,
                 replica=spec.name,
@@ -786,3 +793,10 @@ def _target_of(build: BuildFunction, workload: Workload) -> str:
         if value is workload:
             return f"{target} --workload {attr}"
     return target + " --workload ?"
+
+
+def _uid_guard(shards: int) -> Callable[[str], str]:
+    """The Lease guarding an object of a given uid with sharded caches: its bucket's
+    shard's (``-1``: no uid)."""
+    of_bucket = {b: i for i in range(shards) for b in shard_buckets(i, shards)}
+    return lambda uid: f"{_LEASE}-shard-{of_bucket[uid_bucket(uid)] if uid else -1}"

@@ -1,0 +1,201 @@
+"""Sharded caches (``Sharding(caches="sharded")``): replicas of a StatefulSet-shaped operator
+(ConfigMaps own one pod each, made with ``owner=``) each cache only their shards' primaries
+and those primaries' children, every primary is reconciled and gets exactly one child, and
+no key is ever held by two replicas at once, through a join, a graceful leave and a crash;
+on KubeSim with the ShardedListAndWatch gate on (the server filters) and off (the informers
+filter). Pods made by another client without the bucket label are labelled by the replica
+owning their owner.
+
+On virtual time (looptime), with client-go's Lease durations."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from aioinformer import (
+    ControllerOptions,
+    Informer,
+    KubeObject,
+    Manager,
+    Sharding,
+    shard_buckets,
+    uid_bucket,
+)
+from aioinformer._core.shardbuckets import SHARD_LABEL
+from aioinformer.testing import KubeSim, eventually
+from tests.coordination.overlap import sampled
+
+pytestmark = pytest.mark.looptime
+
+NS = "default"
+SHARDS = 6
+PRIMARIES = 24
+TIMING = {"lease_duration": 15.0, "renew_deadline": 10.0, "retry_period": 2.0}
+LONG = 120.0
+
+
+@pytest.fixture(params=[True, False], ids=["gate-on", "gate-off"])
+async def sim(request: pytest.FixtureRequest) -> AsyncIterator[KubeSim]:
+    async with KubeSim(feature_gates={"ShardedListAndWatch": request.param}) as s:
+        yield s
+
+
+class Replica:
+    def __init__(self, api: Any, identity: str) -> None:
+        loop = asyncio.get_running_loop()
+        sharding = Sharding("op", NS, identity, SHARDS, caches="sharded", **TIMING)
+        self.identity = identity
+        self.manager = manager = Manager(api, pipeline="loop", clock=loop.time, sharding=sharding)
+        self.configs = manager.informer("v1", "configmaps", namespace=NS)
+        self.pods = manager.informer("v1", "pods", namespace=NS)
+        self.reconciled: set[str] = set()
+        self.task: asyncio.Task[None] | None = None
+
+        async def reconcile(key: str) -> None:
+            self.reconciled.add(key)
+            config = self.configs.snapshot().get(key)
+            if config is None or self.pods.snapshot().by_index("controller", config.uid):
+                return
+            await manager.client.create(child(config), owner=config)
+
+        self.ctl = manager.controller(
+            "children", reconcile, primary=self.configs, owns=[self.pods],
+            options=ControllerOptions(freshness=False),
+        )  # fmt: skip
+
+    def ready_buckets(self) -> set[int]:
+        caches = self.manager.sharded_caches
+        assert caches is not None
+        return {b for s in caches.ready for b in shard_buckets(s, SHARDS)}
+
+    def holds(self, keys: list[str]) -> list[str]:
+        return [k for k in keys if self.ctl.may_act(k)]
+
+
+def child(config: KubeObject) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": f"{config.name}-", "namespace": NS},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+
+
+def cached(inf: Informer) -> set[str]:
+    return {o.key for o in inf.snapshot().list()}
+
+
+def check_stable(sim: KubeSim, replicas: list[Replica]) -> None:
+    """Every primary has one child; every live replica has ready shards and caches exactly
+    the primaries of their buckets and those primaries' children; together they cache
+    every primary once."""
+    configs = {f"{NS}/{c['metadata']['name']}": c for c in sim.list("configmaps", NS)}
+    configs = {k: c for k, c in configs.items() if c["metadata"]["name"].startswith("p-")}
+    children: dict[str, list[str]] = {}
+    for p in sim.list("pods", NS):
+        for ref in p["metadata"].get("ownerReferences") or ():
+            children.setdefault(ref["uid"], []).append(f"{NS}/{p['metadata']['name']}")
+    counts = sorted(len(children.get(c["metadata"]["uid"], [])) for c in configs.values())
+    assert set(counts) == {1}, f"children per primary: {counts}"
+    total = 0
+    for r in replicas:
+        buckets = r.ready_buckets()
+        assert buckets, f"{r.identity} has no ready shard"
+        mine = {k for k, c in configs.items() if uid_bucket(c["metadata"]["uid"]) in buckets}
+        kids = {kid for k in mine for kid in children[configs[k]["metadata"]["uid"]]}
+        primaries = {k for k in cached(r.configs) if k.startswith(f"{NS}/p-")}
+        assert primaries == mine, f"{r.identity} caches {len(primaries)} of {len(mine)} primaries"
+        assert cached(r.pods) == kids, (
+            f"{r.identity} caches {len(cached(r.pods))} of {len(kids)} pods"
+        )
+        total += len(mine)
+    assert total == len(configs), f"{total} primaries cached, of {len(configs)}"
+
+
+async def test_replicas_cache_and_reconcile_their_shards_only(sim: KubeSim) -> None:
+    random.seed(27)  # the jitter of the Lease loops
+    for i in range(PRIMARIES):
+        sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS)
+    keys = [f"{NS}/p-{i}" for i in range(PRIMARIES)]
+    live: list[Replica] = []
+    async with contextlib.AsyncExitStack() as stack:
+
+        async def start(identity: str) -> Replica:
+            api = await stack.enter_async_context(sim.api_client())
+            replica = Replica(api, identity)
+            task = replica.task = asyncio.create_task(replica.manager.run())
+            stack.push_async_callback(stop, task)
+            live.append(replica)
+            return replica
+
+        async def stop(task: asyncio.Task[None]) -> None:
+            task.cancel()
+            await asyncio.wait([task])
+
+        async def stable(what: str) -> None:
+            await eventually(
+                lambda: check_stable(sim, live) or True,
+                what,
+                timeout=LONG,
+                interval=0.5,
+                retry_on=AssertionError,
+            )
+
+        async with sampled(lambda: {str(i): r.holds(keys) for i, r in enumerate(live)}) as ov:
+            a = await start("a")
+            await stable("a alone caches every primary and child")
+            assert len(cached(a.configs)) == PRIMARIES
+            b = await start("b")
+            c = await start("c")
+            await stable("three replicas split the primaries and their children")
+            for r in live:  # each holds less than all (6 shards over 3: 2 each)
+                assert 0 < len(cached(r.configs)) < PRIMARIES, cached(r.configs)
+                assert r.reconciled
+            # graceful leave: b stops, its shards are released and taken by a and c
+            live.remove(b)
+            assert b.task is not None
+            b.task.cancel()
+            await asyncio.wait([b.task])
+            await stable("a and c take b's shards after it left")
+            # crash: c is cancelled without releasing its Leases; a takes them once expired
+            assert c.manager.shards is not None and c.task is not None
+            c.manager.shards.release_on_cancel = False
+            live.remove(c)
+            c.task.cancel()
+            await asyncio.wait([c.task])
+            await stable("a takes c's shards once their Leases expired")
+            assert len(cached(a.configs)) == PRIMARIES
+            assert set(a.reconciled) == set(keys)
+        assert ov.overlapping == 0, ov.summary()
+
+
+async def test_unlabeled_children_are_labeled_by_their_owners_replica(sim: KubeSim) -> None:
+    """Pods another client made without the bucket label are labelled (by the replica that
+    owns their owner), and then cached by it."""
+    random.seed(28)
+    owners = [sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS) for i in range(6)]
+    for o in owners:
+        meta = o["metadata"]
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"],
+               "controller": True}  # fmt: skip
+        sim.create("pods", {"metadata": {"name": f"{meta['name']}-x", "ownerReferences": [ref]},
+                            "spec": {"containers": [{"name": "c", "image": "i"}]}}, NS)  # fmt: skip
+    async with sim.api_client() as api_a, sim.api_client() as api_b:
+        a, b = Replica(api_a, "a"), Replica(api_b, "b")
+        async with a.manager, b.manager:
+            await eventually(
+                lambda: check_stable(sim, [a, b]) or True,
+                "every pod labelled with its owner's bucket and cached by its owner's replica",
+                timeout=LONG,
+                interval=0.5,
+                retry_on=AssertionError,
+            )
+    for p in sim.list("pods", NS):
+        owner = p["metadata"]["ownerReferences"][0]["uid"]
+        assert p["metadata"]["labels"][SHARD_LABEL] == f"{uid_bucket(owner):02x}"
