@@ -687,6 +687,33 @@ def manager_before_section(data: dict[str, Any]) -> list[str]:
 README_START, README_END = "<!-- headline:start -->", "<!-- headline:end -->"
 
 
+def shard_caches_section(data: dict[str, Any]) -> list[str]:
+    """Per replica of a sharded-cache operator: what it caches, receives and reconciles."""
+    out = heading("## Sharded caches: what each replica holds (bench/shard_caches_bench.py)", data)
+    out += [
+        f"{data['owners']} owners x {data['pods']} pods (StatefulSet-shaped), {data['shards']} "
+        "shards; replicas as Managers in one process on KubeSim (in-process), "
+        "`Sharding(caches=...)`; gate: KubeSim's ShardedListAndWatch (on: the server filters "
+        "the primaries; off: each replica filters them itself). Per replica: shards ready, "
+        "primaries and pods cached, cached bytes, objects received, reconciles.",
+        "",
+        "| caches | gate | replicas | seconds to stable | per replica: shards / primaries / pods "
+        "/ cached MB / received / reconciles |",
+        "|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        rows = "; ".join(
+            f"{r['shards_ready']} / {r['primaries']} / {r['pods']:,} / "
+            f"{r['cached_bytes'] / 1e6:.1f} / {r['objects_received']:,} / {r['reconciles']}"
+            for r in run["per_replica"]
+        )
+        gate = "on" if run["gate"] else "off"
+        out.append(
+            f"| {run['caches']} | {gate} | {run['replicas']} | {run['seconds_to_stable']} | {rows} |"
+        )
+    return [*out, ""]
+
+
 def before_after_section(data: dict[str, Any]) -> list[str]:
     """A figure-by-figure comparison of two checkouts in one run (bench/before_after.py)."""
     before, after = data["before"], data["after"]
@@ -772,6 +799,7 @@ def main(argv: list[str] | None = None) -> int:
         ("pipeline.json", pipeline_section),
         ("objects.json", objects_section),
         ("shard_filter.json", shard_filter_section),
+        ("shard_caches.json", shard_caches_section),
         ("peers.json", peers_section),
         ("soak.json", soak_section),
         ("kubesim.json", kubesim_section),

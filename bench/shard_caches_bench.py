@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import platform
 import sys
 import time
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any, Literal
 
 from aioinformer import Manager, Sharding, bucket_label, uid_bucket
 from aioinformer._core.shardbuckets import SHARD_LABEL
+from aioinformer._harness.procstats import machine_info
 from aioinformer.testing import KubeSim
 
 NS = "bench"
@@ -140,7 +140,8 @@ def main(argv: list[str] | None = None) -> None:
                 )
     if args.json:
         args.json.write_text(json.dumps({
-            "python": sys.version.split()[0], "platform": platform.platform(),
+            "command": "python bench/shard_caches_bench.py " + " ".join(argv or sys.argv[1:]),
+            "machine": machine_info(),
             "owners": args.owners, "pods": args.pods, "shards": SHARDS, "runs": runs,
         }, indent=1) + "\n")  # fmt: skip
 
