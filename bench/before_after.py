@@ -31,9 +31,24 @@ from aioinformer._harness.procstats import machine_info
 HERE = Path(__file__).resolve().parent
 
 
-NAMED_BY = ("mode", "name")
-"""A list of dicts is flattened item by item, each named by the first of these keys it
-has (``rows.compact.rss_per_pod_bytes``); other lists are left out."""
+NAMED_BY: tuple[str | tuple[str, ...], ...] = (
+    "mode",
+    "name",
+    ("pods", "pipeline", "read", "readers"),
+)
+"""A list of dicts is flattened item by item, each named by the first of these keys (or
+key tuples, their values joined by ``-``) it has (``rows.compact.rss_per_pod_bytes``,
+``rows.20000-thread-none-0.sync_seconds``); other lists are left out."""
+
+
+def _row_name(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    for key in NAMED_BY:
+        keys = (key,) if isinstance(key, str) else key
+        if all(k in item for k in keys):
+            return "-".join(str(item[k]) for k in keys)
+    return None
 
 
 def flatten(value: Any, prefix: str = "") -> dict[str, float]:
@@ -47,8 +62,8 @@ def flatten(value: Any, prefix: str = "") -> dict[str, float]:
     if isinstance(value, list):
         out = {}
         for item in value:
-            name = next((item[k] for k in NAMED_BY if isinstance(item, dict) and k in item), None)
-            if isinstance(name, str):
+            name = _row_name(item)
+            if name is not None:
                 out.update(flatten(item, f"{prefix}{name}."))
         return out
     if isinstance(value, int | float) and not isinstance(value, bool):

@@ -810,6 +810,7 @@ def main(argv: list[str] | None = None) -> int:
         ("footprint_before_after.json", before_after_section),
         ("footprint_store_before_after.json", before_after_section),
         ("metadata_sharing_before_after.json", before_after_section),
+        ("metadata_sharing_real.json", before_after_section),
     ]
     for name, render in sections:
         path = RESULTS / name

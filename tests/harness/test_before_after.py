@@ -25,9 +25,13 @@ def test_nested_figures_flatten_to_dotted_names() -> None:
 
 def test_a_list_of_named_rows_flattens_row_by_row() -> None:
     rows = [{"mode": "plain", "rss": 7000}, {"mode": "compact", "rss": 2400}, {"x": 1}]
+    rows.append({"pods": 20000, "pipeline": "thread", "read": "none", "readers": 0, "rss": 1})
     assert before_after.flatten({"rows": rows}) == {
         "rows.plain.rss": 7000.0,
         "rows.compact.rss": 2400.0,
+        "rows.20000-thread-none-0.pods": 20000.0,
+        "rows.20000-thread-none-0.readers": 0.0,
+        "rows.20000-thread-none-0.rss": 1.0,
     }  # (a row without a name is left out)
 
 
