@@ -11,7 +11,7 @@ feature gate ``ShardedListAndWatch``; kubernetes/kubernetes#136657; read from th
   of one selector uses the same field (the parser refuses a mix).
 * **Hash.** 64-bit FNV-1a over the field's string value (its UTF-8 bytes): offset basis
   ``0xcbf29ce484222325``, prime ``0x100000001b3``, xor then multiply, mod 2**64.
-* **Bounds.** Single-quoted string literals, ``'0x'`` then exactly 16 lowercase hex digits
+* **Bounds.** String literals (``'...'``), ``'0x'`` then exactly 16 lowercase hex digits
   (``'0x0000000000000000'``; uppercase digits and shorter forms are refused), except the
   exclusive upper end 2**64, written ``'0x10000000000000000'`` (17 digits). A range is
   half-open, ``START <= hash < END``, and ``START < END`` is required.
@@ -24,7 +24,9 @@ feature gate ``ShardedListAndWatch``; kubernetes/kubernetes#136657; read from th
   older, or the gate off, or one instance of an HA control plane mid-upgrade) ignores the
   parameter, sends everything and no ``shardInfo``: the client must filter itself. The
   KEP also mentions "the initial sync of a WATCH"; client-go's own sharded ListWatch reads
-  the echo from lists only, and so does this library: a watch carries no echo.
+  the echo from lists only, and so does this library: a watch carries no echo. client-go
+  trusts any ``shardInfo``; this library, reading strictly, only one that names the ranges
+  it sent.
 
 :class:`ShardSelector` is this library's typed form of one selector (normalized, so two
 selectors of the same set of hashes are equal); :func:`shard_hash` the hash. Buckets are

@@ -189,3 +189,29 @@ async def test_a_sharded_informer_sends_the_selector_and_keeps_exactly_its_range
     assert stats.objects_kept == 4
     assert [s.query.get("shardSelector") for s in server.seen[:2]] == [LOWER.text] * 2
     assert {s.kind for s in server.seen[:2]} == {"list", "watch"}
+
+
+async def test_a_rescope_during_a_list_sends_it_again_with_the_new_selector() -> None:
+    """A widening while the sync's list is in flight: that list's answer is never used; the
+    list is sent again with the new selector and rescope returns once it is cached."""
+    pods = [pod(n, 5) for n in named(True, 3) + named(False, 3)]
+    first_list = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.query.get("watch") in ("1", "true"):
+            await asyncio.Event().wait()
+        if not first_list.is_set():
+            first_list.set()
+            await asyncio.Event().wait()  # (never answered: cancelled by the client)
+        return web.Response(body=list_of(pods), content_type="application/json")
+
+    everything = ShardSelector.of_buckets([0, 1], 2)
+    async with hostile_server(handler) as server, server.api_client() as api:
+        f = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        inf = f.informer("v1", "pods", namespace="default", shards=LOWER)
+        async with f:
+            await asyncio.wait_for(first_list.wait(), 10)
+            await asyncio.wait_for(inf.rescope(everything), 10)
+            assert len(inf.snapshot()) == 6 and inf.statistics().relists == 0
+    lists = [s.query.get("shardSelector") for s in server.seen if s.kind == "list"]
+    assert lists == [LOWER.text, everything.text]
