@@ -64,11 +64,10 @@ from types import ModuleType
 from typing import Any
 
 import aiohttp
-import orjson
 
 from aioinformer._harness.contention import percentile, staleness_of
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.simproc import SimProcess
+from aioinformer._harness.simproc import SimProcess, asker
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "_managerchild.py"
@@ -183,20 +182,7 @@ async def run_child(
         env=child_env(checkout, sim.token),
         limit=256 << 20,
     )
-    assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
-
-    async def ask(msg: dict[str, Any]) -> dict[str, Any]:
-        stdin.write(orjson.dumps(msg) + b"\n")
-        await stdin.drain()
-        line = await asyncio.wait_for(stdout.readline(), ANSWER_TIMEOUT)
-        if not line:
-            raise RuntimeError(
-                f"{checkout['label']}, {n} informers: the informer process exited "
-                f"({await child.wait()})"
-            )
-        reply: dict[str, Any] = orjson.loads(line)
-        return reply
+    ask = asker(child, f"{checkout['label']}, {n} informers", ANSWER_TIMEOUT)
 
     specs = [[k.group_version, k.plural] for k in kinds.KINDS[:n]]
     try:

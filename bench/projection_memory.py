@@ -31,7 +31,7 @@ import orjson
 from aioinformer._core.objects import decode_event, drop_managed_fields
 from aioinformer._core.projection import project
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.simproc import SimProcess, spawn_python
+from aioinformer._harness.simproc import SimProcess, asker, spawn_python
 from aioinformer._harness.workload import realistic_pod
 from bench._projectionchild import TOKEN_ENV
 
@@ -58,24 +58,15 @@ async def run_mode(sim: SimProcess, mode: str, paths: list[str]) -> dict[str, An
     child = await spawn_python(
         "bench._projectionchild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _python_path()}
     )
-    assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
-
-    async def ask(msg: dict[str, Any]) -> dict[str, Any]:
-        stdin.write(orjson.dumps(msg) + b"\n")
-        await stdin.drain()
-        line = await stdout.readline()
-        if not line:
-            raise RuntimeError(f"{mode}: the informer process exited ({await child.wait()})")
-        reply: dict[str, Any] = orjson.loads(line)
-        return reply
+    ask = asker(child, mode)
 
     try:
         ready = (await ask({"url": sim.url, **cfg}))["ready"]
         load_1m = os.getloadavg()[0]
         synced = await ask({"op": "sync"})
     finally:
-        stdin.close()
+        assert child.stdin is not None
+        child.stdin.close()
         try:
             await asyncio.wait_for(child.wait(), 60)
         except TimeoutError:

@@ -82,12 +82,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from aioinformer._harness.contention import percentile, split_staleness, staleness_of
 from aioinformer._harness.informer_process import owner_uids
 from aioinformer._harness.procstats import machine_info
-from aioinformer._harness.simproc import SimProcess, spawn_python
+from aioinformer._harness.simproc import SimProcess, asker, spawn_python
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ is not a package
 import pinning
@@ -283,17 +281,7 @@ async def run_child(
 ) -> dict[str, Any]:
     env = {**target.child_env(), "PYTHONPATH": _python_path()}
     child = await spawn_python("bench._stalechild", env=env)
-    assert child.stdin is not None and child.stdout is not None
-    stdin, stdout = child.stdin, child.stdout
-
-    async def ask(msg: dict[str, Any]) -> dict[str, Any]:
-        stdin.write(orjson.dumps(msg) + b"\n")
-        await stdin.drain()
-        line = await stdout.readline()
-        if not line:
-            raise RuntimeError(f"{cfg}: the informer process exited ({await child.wait()})")
-        reply: dict[str, Any] = orjson.loads(line)
-        return reply
+    ask = asker(child, str(cfg))
 
     pin = args.pinning
     try:

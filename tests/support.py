@@ -77,6 +77,16 @@ def pod(name: str, **labels: str) -> dict[str, Any]:
     }
 
 
+def child_pod(owner_name: str, namespace: str) -> dict[str, Any]:
+    """A Pod body named after its owner (``generateName``: ``OWNER-``), in ``namespace``."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"generateName": f"{owner_name}-", "namespace": namespace},
+        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
+    }
+
+
 def configmap(name: str, **data: str) -> dict[str, Any]:
     """A ConfigMap body with ``data`` (default ``v=1``)."""
     return {

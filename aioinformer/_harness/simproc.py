@@ -241,3 +241,25 @@ async def spawn_python(
         env=child_env,
         limit=256 << 20,
     )
+
+
+def asker(
+    child: asyncio.subprocess.Process, what: str, timeout: float | None = None
+) -> Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]:
+    """The request/answer channel to a child made by :func:`spawn_python` (or with pipes
+    on stdin and stdout): each call writes one JSON line and reads one back (within
+    ``timeout`` seconds, None: no limit); a child that exited is a RuntimeError naming
+    ``what`` and its exit status."""
+    assert child.stdin is not None and child.stdout is not None
+    stdin, stdout = child.stdin, child.stdout
+
+    async def ask(msg: dict[str, Any]) -> dict[str, Any]:
+        stdin.write(orjson.dumps(msg) + b"\n")
+        await stdin.drain()
+        line = await asyncio.wait_for(stdout.readline(), timeout)
+        if not line:
+            raise RuntimeError(f"{what}: the informer process exited ({await child.wait()})")
+        reply: dict[str, Any] = orjson.loads(line)
+        return reply
+
+    return ask

@@ -7,6 +7,7 @@ namespace, through lists, watches and a rescope; a custom resource's list carrie
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -91,50 +92,32 @@ async def test_a_rescope_in_server_mode_relists_with_the_new_selector(gated: Kub
             assert cached(inf) == keys(gated, QUARTERS[2], ["default"])
 
 
-WIDGETS = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "x-kubernetes-preserve-unknown-fields": True,
-                    }
-                },
-            }
-        ],
-    },
-}
+PODSETS = Path(__file__).resolve().parents[2] / "examples" / "crds" / "podset.yaml"
+"""The examples' PodSet CRD (a custom resource: v1.36 lists carry no shardInfo for it)."""
 
 
 async def test_a_custom_resource_has_no_echo_so_its_informer_filters_itself(
     gated: KubeSim,
 ) -> None:
     async with gated.api_client() as api:
-        await install_crd(Client(api), WIDGETS)
+        await install_crd(Client(api), PODSETS)
         for i in range(30):
-            widget = {
-                "apiVersion": "example.com/v1",
-                "kind": "Widget",
-                "metadata": {"name": f"w{i}"},
+            podset = {
+                "apiVersion": "example.aioinformer.dev/v1",
+                "kind": "PodSet",
+                "metadata": {"name": f"ps{i}"},
+                "spec": {"replicas": 0, "template": {}},
             }
-            gated.create("widgets", widget, "default")
+            gated.create("podsets", podset, "default")
         factory = InformerFactory(api, watch_options=watch_options())
-        inf = factory.informer("example.com/v1", "widgets", namespace="default", shards=QUARTERS[1])
+        inf = factory.informer(
+            "example.aioinformer.dev/v1", "podsets", namespace="default", shards=QUARTERS[1]
+        )
         async with factory:
             await factory.wait_for_sync(timeout=10)
             want = {
                 f"default/{w['metadata']['name']}"
-                for w in gated.list("widgets", "default")
+                for w in gated.list("podsets", "default")
                 if QUARTERS[1].contains(shard_hash(w["metadata"]["uid"]))
             }
             assert cached(inf) == want and want

@@ -21,7 +21,6 @@ import pytest
 from aioinformer import (
     ControllerOptions,
     Informer,
-    KubeObject,
     Manager,
     Sharding,
     shard_buckets,
@@ -30,6 +29,7 @@ from aioinformer import (
 from aioinformer._core.shardbuckets import SHARD_LABEL
 from aioinformer.testing import KubeSim, eventually
 from tests.coordination.overlap import sampled
+from tests.support import child_pod
 
 pytestmark = pytest.mark.looptime
 
@@ -62,7 +62,7 @@ class Replica:
             config = self.configs.snapshot().get(key)
             if config is None or self.pods.snapshot().by_index("controller", config.uid):
                 return
-            await manager.client.create(child(config), owner=config)
+            await manager.client.create(child_pod(config.name, NS), owner=config)
 
         self.ctl = manager.controller(
             "children", reconcile, primary=self.configs, owns=[self.pods],
@@ -76,15 +76,6 @@ class Replica:
 
     def holds(self, keys: list[str]) -> list[str]:
         return [k for k in keys if self.ctl.may_act(k)]
-
-
-def child(config: KubeObject) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"generateName": f"{config.name}-", "namespace": NS},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
-    }
 
 
 def cached(inf: Informer) -> set[str]:

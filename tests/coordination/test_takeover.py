@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from aioinformer import ControllerOptions, KubeObject, LeaderElection, Manager, Sharding
+from aioinformer import ControllerOptions, LeaderElection, Manager, Sharding
 from aioinformer.testing import KubeSim, eventually
-from tests.support import released_lease
+from tests.support import child_pod, released_lease
 
 pytestmark = pytest.mark.looptime
 
@@ -46,7 +46,7 @@ def operator(api: Any, identity: str, kind: str, made: asyncio.Event) -> Manager
         config = configs.snapshot().get(key)
         if config is None or pods.snapshot().by_index("controller", config.uid):
             return
-        await manager.client.create(child(config), owner=config)
+        await manager.client.create(child_pod(config.name, NS), owner=config)
         made.set()
 
     manager.controller(
@@ -54,15 +54,6 @@ def operator(api: Any, identity: str, kind: str, made: asyncio.Event) -> Manager
         options=ControllerOptions(freshness=False),
     )  # fmt: skip
     return manager
-
-
-def child(config: KubeObject) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"generateName": f"{config.name}-", "namespace": NS},
-        "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]},
-    }
 
 
 @pytest.mark.parametrize("kind", KINDS)
