@@ -6,8 +6,9 @@ Manager and registers informers and controllers on it. The cluster comes from
 kubeconfig. The metrics port serves ``/metrics``, ``/healthz`` (the event loop answers) and
 ``/readyz`` (every informer synced, and the checks the operator added). With
 ``--leader-election NAME`` the controllers run only on the replica holding the Lease NAME;
-with ``--shards N`` each replica reconciles the keys of the shards it holds, and with
-``--shard-caches`` too it caches only their objects (``Sharding(caches="sharded")``).
+with ``--shards N`` each replica reconciles the keys of the shards it holds and caches only
+their objects (``Sharding(caches="sharded")``; ``--shard-caches full``: every replica caches
+every object, ``caches="full"``).
 
 SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get up to
 ``--shutdown-timeout`` seconds, then the Leases are released, then the informers stop, and
@@ -55,8 +56,9 @@ The cluster comes from --kubeconfig/--context, else the pod's service account, e
 $KUBECONFIG or ~/.kube/config. The metrics port serves /metrics, /healthz (the event
 loop answers) and /readyz (every informer synced, and the checks the operator added).
 With --leader-election NAME the controllers run only on the replica holding the Lease
-NAME; with --shards N each replica reconciles the keys of the shards it holds, and with
---shard-caches too it caches only those shards' primaries and their children.
+NAME; with --shards N each replica reconciles the keys of the shards it holds and caches
+only those shards' primaries and their children (--shard-caches full: every replica
+caches every object). At start it logs which informers are sharded and how.
 
 SIGTERM (what Kubernetes sends) or SIGINT stops it gracefully: running reconciles get
 up to --shutdown-timeout seconds, then the Leases are released, then the informers
@@ -69,7 +71,7 @@ examples:
   python -m aioinformer run examples/podset.py:build --kubeconfig sim.kubeconfig
   python -m aioinformer run mypkg.operator:build --leader-election my-operator
   python -m aioinformer run mypkg.operator:build --shards 4 --log-format json
-  python -m aioinformer run mypkg.operator:build --shards 16 --shard-caches
+  python -m aioinformer run mypkg.op:build --shards 300 --shard-caches full
 """
 
 
@@ -112,9 +114,10 @@ def add_manager_arguments(p: argparse.ArgumentParser) -> None:
                    help="run controllers only while holding the Lease NAME")  # fmt: skip
     c.add_argument("--shards", type=int, metavar="N",
                    help="split the keys in N shards across the replicas")  # fmt: skip
-    c.add_argument("--shard-caches", action="store_true",
-                   help="with --shards (N <= 256): each replica also caches only its shards' "
-                   "primaries and their children")  # fmt: skip
+    c.add_argument("--shard-caches", nargs="?", const="sharded", choices=("sharded", "full"),
+                   help="with --shards: 'sharded' (the default; N <= 256): each replica "
+                   "caches only its shards' primaries and their children; 'full': every "
+                   "replica caches every object")  # fmt: skip
     c.add_argument("--lease-name", metavar="NAME",
                    help="prefix of the shard Leases (default: the target's name)")  # fmt: skip
     c.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "default"),
@@ -155,7 +158,7 @@ def manager_from_args(api: Any, args: argparse.Namespace, **options: Any) -> Man
             args.lease_namespace,
             identity,
             args.shards,
-            caches="sharded" if args.shard_caches else "full",
+            caches=args.shard_caches or "sharded",
             **timing,
         )
     return Manager(

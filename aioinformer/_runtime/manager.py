@@ -23,7 +23,8 @@ clock (others may take it over only ``lease_duration`` after they last saw it ch
 * a shutdown stops the controllers first (bounded by ``shutdown_timeout``) while the
   Leases are still renewed, then releases the Leases, then stops the informers.
 
-With ``Sharding(caches="sharded")`` each replica also caches only its shards' objects
+With ``Sharding`` (``caches="sharded"``, its default) each replica also caches only its
+shards' objects
 (:mod:`~aioinformer._runtime.shardcaches`): a key is its only once its shard's caches are
 ready, besides its Lease.
 """
@@ -124,13 +125,14 @@ class Sharding:
     """Seconds after its last successful renewal's start that a shard is still owned."""
     retry_period: float = 2.0
     """Seconds between two renewals or balancing rounds."""
-    caches: Literal["full", "sharded"] = "full"
-    """"full": every replica caches every object and reconciles the keys of its shards
-    (keys hashed by :func:`~aioinformer.shard_of`). "sharded": each replica caches,
-    decodes and reconciles only its shards' objects (at most 256 shards, cut along the
-    label buckets): the controllers' primary informers are scoped by uid, their owned
-    informers by the bucket label, re-scoped as shards move (see docs/running.md,
-    "Scaling out: sharded caches")."""
+    caches: Literal["full", "sharded"] = "sharded"
+    """"sharded" (the default): each replica caches, decodes and reconciles only its
+    shards' objects (at most 256 shards, cut along the label buckets): the controllers'
+    primary informers are scoped by uid, their owned informers by the bucket label,
+    re-scoped as shards move; an informer that cannot be sharded stays full, and the
+    manager says at start which are sharded and how (see docs/running.md, "Scaling out").
+    "full": every replica caches every object and reconciles the keys of its shards (keys
+    hashed by :func:`~aioinformer.shard_of`); needed for more than 256 shards."""
 
 
 class Manager(Service):

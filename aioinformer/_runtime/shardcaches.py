@@ -8,10 +8,13 @@ holds. Contracts:
 * **What is sharded.** Every controller's primary informer is scoped by uid
   (``shards=buckets_selector(scope)``) and each of its owned informers by label
   (``shard.aioinformer.dev/bucket in (...)``, ANDed with the informer's own selector): the
-  informers the controllers have when the manager starts. Informers of other kinds (those
-  of ``watches=``, or read by the reconcilers only) stay full, and so do owned informers
-  added while the manager runs. The manager scopes these informers: asking its factory
-  for the same spec returns them, scoped.
+  informers the controllers have when the manager starts, unless one cannot be
+  (:func:`plan_scopes`: given ``shards=`` by its user, primary of one controller and
+  owned by another, or followed through ``watches=``). Informers of other kinds (read by
+  the reconcilers only) stay full, and so do owned informers added while the manager
+  runs. The manager scopes these informers: asking its factory for the same spec returns
+  them, scoped. At start it logs one INFO line per informer saying how it is scoped (the
+  informer itself logs who filters once its first list has told: server or client).
 * **A key's shard** is that of its primary object's uid bucket, looked up in the
   controller's primary informer; the bucket of a deleted object is remembered (up to
   :data:`REMEMBERED_DELETIONS` keys) so its last reconcile still maps, whichever of the
@@ -42,7 +45,8 @@ from __future__ import annotations
 import asyncio
 import collections
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Final
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal
 
 from aioinformer._cache.factory import InformerFactory
 from aioinformer._cache.informer import Informer
@@ -51,6 +55,7 @@ from aioinformer._core.errors import ConfigError
 from aioinformer._core.objects import KubeObject
 from aioinformer._core.shardbuckets import (
     LABEL_BUCKETS,
+    SHARD_LABEL,
     bucket_label_selector,
     buckets_selector,
     shard_buckets,
@@ -63,7 +68,7 @@ if TYPE_CHECKING:
     from aioinformer._coordination.labeler import ShardLabeler
     from aioinformer._coordination.sharding import ShardManager
 
-__all__ = ["GATHER", "REMEMBERED_DELETIONS", "ShardedCaches"]
+__all__ = ["GATHER", "REMEMBERED_DELETIONS", "Scoping", "ShardedCaches", "plan_scopes"]
 
 log = logs.logger("aioinformer.manager")
 
@@ -73,6 +78,77 @@ fresh replica's shards become owned one by one, milliseconds apart (one relist, 
 
 REMEMBERED_DELETIONS: Final = 65536
 """Deleted primaries whose bucket a controller's key map remembers (oldest forgotten)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scoping:
+    """How a manager with sharded caches scopes one informer."""
+
+    by: Literal["uid", "label", "full"]
+    """``"uid"``: a primary, by its uid buckets; ``"label"``: owned, by the bucket label;
+    ``"full"``: not sharded."""
+    why: str
+    """Whose informer it is (or why it stays full)."""
+
+    @property
+    def text(self) -> str:
+        """What the manager logs at start for the informer."""
+        if self.by == "uid":
+            return (
+                f"sharded by uid buckets (primary of {self.why}; server or client "
+                "filtering decided at its first list)"
+            )
+        if self.by == "label":
+            return f"sharded by label {SHARD_LABEL} (owned by {self.why})"
+        return f"full ({self.why})"
+
+
+def plan_scopes(controllers: Sequence[Controller]) -> dict[Informer, Scoping]:
+    """How a manager with sharded caches scopes the informers of ``controllers``: a
+    primary informer by uid, an owned one by the bucket label, unless it cannot be:
+
+    * an informer given ``shards=`` by its user keeps its own scope (full here);
+    * an informer that is a primary of one controller and owned by another stays full
+      (it cannot be scoped both by uid and by label);
+    * an informer any controller follows through ``watches=`` stays full: a mapper may
+      map any of its objects to any key, so none may be missing.
+
+    A controller whose informers stay full still reconciles only the keys of its shards
+    (by its primary's uid bucket), on full caches."""
+    primaries: dict[Informer, list[str]] = {}
+    owned: dict[Informer, list[str]] = {}
+    watched: dict[Informer, list[str]] = {}
+    for ctl in controllers:
+        primaries.setdefault(ctl.primary, []).append(ctl.name)
+        for inf in ctl.owns:
+            owned.setdefault(inf, []).append(ctl.name)
+        for inf in ctl.watches:
+            watched.setdefault(inf, []).append(ctl.name)
+    plan: dict[Informer, Scoping] = {}
+    for inf in {**watched, **owned, **primaries}:
+        names = ", ".join(primaries.get(inf) or owned.get(inf) or [])
+        if inf.shards is not None:
+            plan[inf] = Scoping("full", f"its own shard selector {inf.shards.text}")
+        elif inf in watched:
+            plan[inf] = Scoping("full", f"watches= of {', '.join(watched[inf])}")
+        elif inf in primaries and inf in owned:
+            plan[inf] = Scoping(
+                "full",
+                f"primary of {', '.join(primaries[inf])} and owned by "
+                f"{', '.join(owned[inf])}: cannot be scoped both by uid and by label",
+            )
+        elif inf in primaries:
+            plan[inf] = Scoping("uid", names)
+        else:
+            plan[inf] = Scoping("label", names)
+    return plan
+
+
+def _title(inf: Informer) -> str:
+    """``podsets.example.com/v1`` (``pods/v1``; ``[namespace]`` appended when it has one)."""
+    where = f"[{inf.namespace}]" if inf.namespace else ""
+    base = f"{inf.plural}.{inf.group}" if inf.group else inf.plural
+    return f"{base}/{inf.version}{where}"
 
 
 class _KeyBuckets:
@@ -123,7 +199,9 @@ class ShardedCaches:
     def __init__(self, factory: InformerFactory, shards: int) -> None:
         if not 1 <= shards <= LABEL_BUCKETS:
             raise ConfigError(
-                f'caches="sharded" needs between 1 and {LABEL_BUCKETS} shards, not {shards}'
+                f'caches="sharded" needs between 1 and {LABEL_BUCKETS} shards, not {shards}: '
+                f'use fewer shards, or caches="full" (--shard-caches full), where every '
+                "replica caches every object"
             )
         self.factory = factory
         self.shards = shards
@@ -165,41 +243,29 @@ class ShardedCaches:
         return None if bucket is None else self._shard_of_bucket[bucket]
 
     def configure(self, controllers: Sequence[Controller]) -> None:
-        """Take the controllers' primary and owned informers (before the factory starts):
-        each is deferred until this replica holds a shard."""
-        primaries = {id(c.primary): c.primary for c in controllers}
-        for inf in primaries.values():
-            if inf.shards is not None:
-                raise ConfigError(
-                    f"primary informer {inf.name} is sharded already: with "
-                    'caches="sharded" the manager scopes primary informers by uid'
-                )
+        """Take the controllers' primary and owned informers that can be sharded (before
+        the factory starts; see :func:`plan_scopes`): each is deferred until this replica
+        holds a shard. Says at INFO, one line per informer of the factory, how each is
+        scoped."""
+        plan = plan_scopes(controllers)
+        self.primaries = [inf for inf, how in plan.items() if how.by == "uid"]
+        self.owned = {inf: inf.label_selector for inf, how in plan.items() if how.by == "label"}
         for ctl in controllers:
             self.key_map(ctl.primary)
-            for inf in ctl.owns:
-                if id(inf) in primaries:
-                    raise ConfigError(
-                        f"informer {inf.name} is a primary and an owned informer: with "
-                        'caches="sharded" it cannot be scoped both by uid and by label'
-                    )
-                if inf.shards is not None:
-                    raise ConfigError(
-                        f"owned informer {inf.name} is sharded already: with "
-                        'caches="sharded" the manager scopes owned informers by label'
-                    )
-                self.owned.setdefault(inf, inf.label_selector)
-        self.primaries = list(primaries.values())
         for inf in self._informers():
             self.factory.defer(inf)
-        log.info(
-            "sharded caches: primaries %s by uid, owned %s by the bucket label; "
-            "started once this replica holds shards",
-            ", ".join(i.name for i in self.primaries) or "none",
-            ", ".join(i.name for i in self.owned) or "none",
-        )
+        for inf in self.factory.informers:
+            how = plan.get(inf) or Scoping("full", "read by reconcilers only")
+            log.info("%s: %s", _title(inf), how.text)
 
     def _informers(self) -> Iterable[Informer]:
         return [*self.primaries, *self.owned]
+
+    def buckets_text(self, shard: int) -> str:
+        """The buckets of ``shard`` as text: ``"00-3f"`` (two hex digits each)."""
+        buckets = shard_buckets(shard, self.shards)
+        first, last = buckets[0], buckets[-1]
+        return f"{first:02x}" if first == last else f"{first:02x}-{last:02x}"
 
     # -- the wanted scope ------------------------------------------------------------------
 

@@ -84,7 +84,7 @@ def replica(kind: str, api: Any, identity: str, reconcile: Reconciler | None = N
         le = LeaderElection("ledger-leader", NAMESPACE, identity, **LEASE_TIMING)
         m = Manager(api, leader_election=le, pipeline="loop", clock=loop.time)
     else:
-        sh = Sharding("ledger", NAMESPACE, identity, SHARDS, **LEASE_TIMING)
+        sh = Sharding("ledger", NAMESPACE, identity, SHARDS, caches="full", **LEASE_TIMING)
         m = Manager(api, sharding=sh, pipeline="loop", clock=loop.time)
     if reconcile is None:
         return Replica(m, build(m), requests)

@@ -35,7 +35,7 @@ def operator(api: Any, identity: str, kind: str, made: asyncio.Event) -> Manager
     coordination: dict[str, Any] = (
         {"leader_election": LeaderElection("op", NS, identity, **TIMING)}
         if kind == "elected"
-        else {"sharding": Sharding("op", NS, identity, 1, **TIMING)}
+        else {"sharding": Sharding("op", NS, identity, 1, caches="full", **TIMING)}
     )
     loop = asyncio.get_running_loop()
     manager = Manager(api, pipeline="loop", clock=loop.time, **coordination)

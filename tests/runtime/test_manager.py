@@ -319,7 +319,7 @@ async def test_sharding_three_replicas_each_key_once(sim: KubeSim) -> None:
     for k in keys:
         sim.create("configmaps", cm(k), "default")
     activity = Activity()
-    sh = {"name": "cm-shards", "namespace": "default", "shards": 8, **LEASE}
+    sh = {"name": "cm-shards", "namespace": "default", "shards": 8, "caches": "full", **LEASE}
     async with contextlib.AsyncExitStack() as stack:
         apis = [await stack.enter_async_context(sim.api_client()) for _ in range(3)]
         managers = [

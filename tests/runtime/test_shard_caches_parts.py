@@ -5,6 +5,7 @@ map of a primary informer."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import orjson
@@ -37,13 +38,20 @@ def test_the_option_and_the_flag() -> None:
         args = build_parser().parse_args(["run", "examples/podset.py:build", *argv])
         return manager_from_args(object(), args)
 
-    assert manager("--shards", "4").sharded_caches is None  # "full": today's behaviour
-    sharded = manager("--shards", "4", "--shard-caches").sharded_caches
-    assert sharded is not None and sharded.shards == 4
+    for argv in [(), ("--shard-caches",), ("--shard-caches", "sharded")]:  # the default
+        sharded = manager("--shards", "4", *argv).sharded_caches
+        assert sharded is not None and sharded.shards == 4, argv
+    assert manager("--shards", "4", "--shard-caches", "full").sharded_caches is None
+    assert manager("--shards", "300", "--shard-caches", "full").sharded_caches is None
+    with pytest.raises(ConfigError, match='fewer shards, or caches="full"'):
+        manager("--shards", "257")
     with pytest.raises(ConfigError, match="--shard-caches needs --shards"):
         manager("--shard-caches")
+    assert Manager(object(), sharding=Sharding("op", "ns", "a", 4)).sharded_caches is not None
+    full = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="full"))
+    assert full.sharded_caches is None
     with pytest.raises(ConfigError, match="between 1 and 256"):
-        Manager(object(), sharding=Sharding("op", "ns", "a", 257, caches="sharded"))
+        Manager(object(), sharding=Sharding("op", "ns", "a", 257))
     with pytest.raises(ConfigError, match="caches"):
         Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="some"))  # type: ignore[arg-type]
 
@@ -168,31 +176,42 @@ async def test_a_shard_lost_and_taken_again_before_it_left_the_caches_is_ready_a
                 await asyncio.wait([scoping])
 
 
-async def test_informers_that_cannot_be_scoped_are_refused() -> None:
-    def manager() -> Manager:
-        return Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="sharded"))
+async def test_informers_that_cannot_be_scoped_stay_full_and_each_is_told(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One INFO line per informer at start: how it is scoped, or why it stays full."""
+    made = Manager(object(), namespace="ns", sharding=Sharding("op", "ns", "a", 4))
 
     async def reconcile(key: str) -> None:
         return None
 
-    both = manager()
-    configs = both.informer("v1", "configmaps")
-    both.controller("a", reconcile, primary=configs)
-    both.controller("b", reconcile, primary=both.informer("v1", "secrets"), owns=[configs])
-    assert both.sharded_caches is not None
-    with pytest.raises(ConfigError, match="a primary and an owned informer"):
-        both.sharded_caches.configure(both.controllers)
-    for sharded_one in ("primary", "owned"):
-        made = manager()
-        selector = buckets_selector([0])
-        primary = made.informer(
-            "v1", "configmaps", shards=selector if sharded_one == "primary" else None
-        )
-        pods = made.informer("v1", "pods", shards=selector if sharded_one == "owned" else None)
-        made.controller("c", reconcile, primary=primary, owns=[pods])
-        assert made.sharded_caches is not None
-        with pytest.raises(ConfigError, match=f"{sharded_one} informer .* is sharded already"):
-            made.sharded_caches.configure(made.controllers)
+    podsets = made.informer("example.aioinformer.dev/v1", "podsets")
+    pods = made.informer("v1", "pods")
+    configs = made.informer("v1", "configmaps")  # primary of one, owned by another
+    nodes = made.informer("v1", "nodes", namespace=None)  # watches= of one
+    secrets = made.informer("v1", "secrets", shards=buckets_selector([0]))  # its own scope
+    made.informer("v1", "services")  # read by reconcilers only
+    made.controller("podset", reconcile, primary=podsets, owns=[pods],
+                    watches=[(nodes, lambda o: [])])  # fmt: skip
+    made.controller("a", reconcile, primary=configs)
+    made.controller("b", reconcile, primary=secrets, owns=[configs])
+    assert made.sharded_caches is not None
+    with caplog.at_level(logging.INFO, logger="aioinformer.manager"):
+        made.sharded_caches.configure(made.controllers)
+    told = [r.getMessage() for r in caplog.records if r.name == "aioinformer.manager"]
+    assert told == [
+        "podsets.example.aioinformer.dev/v1[ns]: sharded by uid buckets (primary of podset; "
+        "server or client filtering decided at its first list)",
+        "pods/v1[ns]: sharded by label shard.aioinformer.dev/bucket (owned by podset)",
+        "configmaps/v1[ns]: full (primary of a and owned by b: cannot be scoped both by uid "
+        "and by label)",
+        "nodes/v1: full (watches= of podset)",
+        f"secrets/v1[ns]: full (its own shard selector {buckets_selector([0]).text})",
+        "services/v1[ns]: full (read by reconcilers only)",
+    ]
+    assert made.sharded_caches.primaries == [podsets]
+    assert list(made.sharded_caches.owned) == [pods]
+    assert [i for i in made.factory.informers if made.factory.is_deferred(i)] == [podsets, pods]
 
 
 @pytest.mark.looptime
@@ -235,7 +254,8 @@ async def test_a_merge_patch_of_a_cached_object_does_not_reach_its_successor(
             assert sim.get("configmaps", "x", "default")["data"] == {"a": "1"}
     made = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="sharded"))
     assert made.client.uid_preconditions
-    assert not Manager(object(), sharding=Sharding("op", "ns", "a", 4)).client.uid_preconditions
+    full = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="full"))
+    assert not full.client.uid_preconditions
 
 
 class Published:
