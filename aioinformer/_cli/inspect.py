@@ -6,7 +6,9 @@ the whole object (``metadata.managedFields`` left out unless ``--show-managed-fi
 then one summary line ``{"count": N, "resourceVersion": "..."}`` (the RV the cache
 reflects). ``top RESOURCE...`` shows each informer's statistics until interrupted: a live
 table on a terminal, a table every ``--interval`` seconds otherwise (a log shows it is
-alive). RESOURCE is resolved as :mod:`aioinformer._cli.resources` describes.
+alive); ``top --lease-name NAME`` shows, above them or alone, the shard ring of a sharded
+operator as its Leases say (:mod:`aioinformer._coordination.ring`). RESOURCE is resolved
+as :mod:`aioinformer._cli.resources` describes.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import signal
 import sys
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -30,6 +34,8 @@ from aioinformer._cli.tables import Column, fit_table, print_table
 from aioinformer._client.config import load_api_client
 from aioinformer._client.discovery import ApiResource
 from aioinformer._client.rest import RestClient
+from aioinformer._coordination.lease import LeaseClient
+from aioinformer._coordination.ring import Ring, RingShard, read_ring
 from aioinformer._core.errors import AioinformerError, ConfigError
 from aioinformer._core.objects import KubeObject, drop_managed_fields
 from aioinformer._core.projection import project
@@ -39,7 +45,15 @@ if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
 
-__all__ = ["TOP_COLUMNS", "add_parsers", "human_bytes", "run", "top_table"]
+__all__ = [
+    "RING_COLUMNS",
+    "TOP_COLUMNS",
+    "add_parsers",
+    "human_bytes",
+    "ring_table",
+    "run",
+    "top_table",
+]
 
 _RESOURCE_HELP = """
 RESOURCE is a name as kubectl takes it (pods, pod, po, statefulsets, sts,
@@ -72,7 +86,13 @@ width are left out, the least important first. --compact and --project show what
 compact mode and a projection would hold for your objects; --shard what one replica of a
 sharded controller would cache (its buckets of the key space, KEP-5866): who filters
 ("server" when the API server applies shardSelector, else "client"), the share of the key
-space, and the objects dropped as outside it.
+space, and the objects it kept and dropped as outside it.
+
+--lease-name NAME (the --lease-name, or the target's name, given to "run --shards") shows
+the ring of that sharded operator as its Leases in --lease-namespace say, read from the
+server: each shard's holder, whether it is ready there (its caches synced and caught
+up: its keys are reconciled), the label buckets it covers, when it was last renewed
+(or that it expired), and the live replicas. RESOURCE can then be left out.
 """
 
 _TOP_EXAMPLES = """
@@ -81,6 +101,7 @@ examples:
   python -m aioinformer top -n default pods configmaps leases
   python -m aioinformer top --project spec.nodeName --project status.phase pods
   python -m aioinformer top --shard 0/4 pods
+  python -m aioinformer top --lease-name podset --lease-namespace ops
 """
 
 
@@ -138,7 +159,18 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         metavar="BUCKETS/N",
         help="watch only these of N equal buckets of the uid hash space (e.g. 0/4, 0,2/4)",
     )
-    top.add_argument("resources", nargs="+", metavar="RESOURCE", help="what to watch")
+    top.add_argument(
+        "--lease-name",
+        metavar="NAME",
+        help="show the shard ring of the sharded operator whose Leases are NAME-shard-I",
+    )
+    top.add_argument(
+        "--lease-namespace",
+        default=os.environ.get("POD_NAMESPACE", "default"),
+        metavar="NAMESPACE",
+        help="namespace of those Leases, $POD_NAMESPACE when set",
+    )
+    top.add_argument("resources", nargs="*", metavar="RESOURCE", help="what to watch")
 
 
 def shard_arg(text: str) -> ShardSelector:
@@ -160,6 +192,9 @@ def run(args: argparse.Namespace) -> int:
     way, each said in one line (:mod:`aioinformer._cli.failures`)."""
     if args.command == "top":
         import rich  # noqa: F401 (fail before connecting when the extra is missing)
+
+        if not args.resources and not args.lease_name:
+            return fail("top", ConfigError("name a RESOURCE to watch, or --lease-name NAME"))
     try:
         return asyncio.run(_dump(args) if args.command == "dump" else _top(args))
     except AioinformerError as exc:
@@ -230,13 +265,14 @@ TOP_COLUMNS = (
     Column("restarts", priority=4),
     Column("decode errors", priority=5, short="errors"),
     Column("shard", priority=2),
+    Column("kept", priority=3),
     Column("dropped", priority=3),
 )
 """The columns of ``top``, most important at priority 0 (always shown). The bytes are
 ``InformerStatistics.cached_bytes`` (as held), per object, and ``plain_bytes`` (bodies
 uncompressed: more than the cached bytes only in compact mode); ``shard`` is who filters a
-sharded informer and its share of the key space (``client 25%``), ``dropped`` the
-objects it received outside its ranges."""
+sharded informer and its share of the key space (``client 25%``), ``kept`` and
+``dropped`` the objects it received inside and outside its ranges."""
 
 
 def human_bytes(n: float) -> str:
@@ -272,6 +308,7 @@ def top_table(
             str(s.watch_restarts),
             str(s.decode_errors),
             _shard(s),
+            str(s.objects_kept) if s.shard_mode else "-",
             str(s.objects_dropped) if s.shard_mode else "-",
         ]
         for s in stats
@@ -286,8 +323,46 @@ def _shard(s: InformerStatistics) -> str:
     return f"{s.shard_mode} {ShardSelector.parse(s.shard_selector).fraction:.0%}"
 
 
+RING_COLUMNS = (
+    Column("shard"),
+    Column("holder", justify="left"),
+    Column("ready"),
+    Column("buckets", priority=1),
+    Column("renewed", priority=2),
+    Column("transitions", priority=3, short="moves"),
+)
+"""The columns of ``top --lease-name``'s ring table: one row per shard Lease."""
+
+
+def ring_table(console: Console, ring: Ring, title: str) -> Table:
+    """``top --lease-name``'s table of ``ring``, fitted to the console's width."""
+    rows = [
+        [
+            str(s.shard),
+            s.holder or "(released)",
+            "yes" if s.ready else "no",
+            s.buckets or "-",
+            _renewed(s),
+            str(s.transitions),
+        ]
+        for s in ring.shards
+    ]
+    members = ", ".join(ring.members) or "none"
+    caption = f"{ring.ready} of {len(ring.shards)} shards ready; live replicas: {members}"
+    return fit_table(console, RING_COLUMNS, rows, title=f"{title}\n{caption}")
+
+
+def _renewed(s: RingShard) -> str:
+    if s.holder == "?":
+        return "missing"
+    if s.renewed_ago is None:
+        return "-"
+    ago = f"{s.renewed_ago:.0f} s ago"
+    return f"expired, {ago}" if s.expired else ago
+
+
 async def _top(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from rich.console import Console, Group
     from rich.live import Live
 
     console = Console()
@@ -295,6 +370,8 @@ async def _top(args: argparse.Namespace) -> int:
     async with await load_api_client(args.kubeconfig, args.context) as api:
         rest = RestClient(api)
         resources = [await resolve_resource(rest, r) for r in args.resources]
+        leases = LeaseClient(rest, args.lease_namespace) if args.lease_name else None
+        ring_title = f"shards {args.lease_name} in {args.lease_namespace}"
         async with InformerFactory(rest) as factory:
             informers = [
                 _informer(
@@ -308,22 +385,30 @@ async def _top(args: argparse.Namespace) -> int:
                 with contextlib.suppress(NotImplementedError):
                     loop.add_signal_handler(sig, stop.set)
 
-            def table(title: str = "aioinformer top") -> Table:
-                return top_table(console, [inf.statistics() for inf in informers], title)
+            async def tables(title: str = "aioinformer top") -> list[Table]:
+                shown = []
+                if leases is not None:
+                    ring = read_ring(await leases.list(), args.lease_name, datetime.now(UTC))
+                    shown.append(ring_table(console, ring, f"{title}: {ring_title}"))
+                if informers:
+                    stats = [inf.statistics() for inf in informers]
+                    shown.append(top_table(console, stats, title))
+                return shown
 
             async def tick() -> None:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), args.interval)
 
             if console.is_terminal:
-                with Live(table(), console=console, refresh_per_second=4) as live:
+                with Live(Group(*await tables()), console=console, refresh_per_second=4) as live:
                     while not stop.is_set():
                         await tick()
-                        live.update(table())
+                        live.update(Group(*await tables()))
             else:
                 while True:
                     await tick()
-                    print_table(console, table(f"aioinformer top at {time.strftime('%H:%M:%S')}"))
+                    for table in await tables(f"aioinformer top at {time.strftime('%H:%M:%S')}"):
+                        print_table(console, table)
                     if stop.is_set():
                         break
     return 0

@@ -63,6 +63,16 @@ Contract:
   replica merely cut off that long re-creates its lease at its next renewal; a rolling
   restart's leftovers are gone within a minute with the defaults (45 s).
 
+* What a shard Lease says besides its record (for ``python -m aioinformer top
+  --lease-name``, and people with kubectl): its holder writes, with each renewal, the
+  annotation :data:`READY_ANNOTATION` ``"true"`` while the shard is ready
+  (:attr:`ShardManager.is_ready`: by default, while owned; a manager with sharded caches:
+  once its caches synced and caught up, when it reconciles the shard's keys) and removes
+  it otherwise, and on release; and :data:`BUCKETS_ANNOTATION`, the label buckets the
+  shard covers (:attr:`ShardManager.buckets_text`, when set). They ride on the writes the
+  Lease gets anyway (no extra request), under the same resourceVersion precondition; a
+  reader trusts the ready annotation only on a Lease with a holder that has not expired.
+
 Every renewal is one write per held shard per ``retry_period`` (client-go's cadence), and
 every balancing round lists the Leases of the namespace: give sharded controllers a
 namespace without many unrelated Leases.
@@ -93,7 +103,13 @@ from aioinformer._core import logs
 from aioinformer._core.errors import AlreadyExists, ConfigError, Conflict, NotFound
 from aioinformer._core.service import Service
 
-__all__ = ["STALE_MEMBER_DURATIONS", "ShardManager", "shard_of"]
+__all__ = [
+    "BUCKETS_ANNOTATION",
+    "READY_ANNOTATION",
+    "STALE_MEMBER_DURATIONS",
+    "ShardManager",
+    "shard_of",
+]
 
 log = logs.logger("aioinformer.sharding")
 
@@ -101,6 +117,12 @@ _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 STALE_MEMBER_DURATIONS = 3
 """A member lease unchanged for this many lease durations is deleted (module docstring)."""
+
+READY_ANNOTATION = "shard.aioinformer.dev/ready"
+"""The annotation a shard Lease's holder sets to ``"true"`` while the shard is ready."""
+
+BUCKETS_ANNOTATION = "shard.aioinformer.dev/buckets"
+"""The annotation a shard Lease's holder writes the shard's label buckets in (``"00-3f"``)."""
 
 ChangeCallback = Callable[[frozenset[int]], object]
 ReleaseCallback = Callable[[frozenset[int]], Awaitable[None]]
@@ -213,6 +235,12 @@ class ShardManager(Service):
         self.on_release: list[ReleaseCallback] = []
         """Awaited with the shards about to be released, after they stopped being owned and
         before their Leases are released (append to add)."""
+        self.is_ready: Callable[[int], bool] = self.owns_shard
+        """Whether a held shard is ready, written on its Lease at each renewal
+        (:data:`READY_ANNOTATION`); by default, while it is owned."""
+        self.buckets_text: Callable[[int], str] | None = None
+        """The label buckets of a shard as text, written on its Lease
+        (:data:`BUCKETS_ANNOTATION`); None: not written."""
         self.member_lease = f"{name}-member-{identity}"
         """The name of this replica's membership Lease."""
         self._clock = clock
@@ -372,7 +400,8 @@ class ShardManager(Service):
             record = replace(held.record, renew_time=micro_time())
             try:
                 async with asyncio.timeout(left):
-                    held.lease = await self._rewrite(self.shard_name(shard), held.lease, record)
+                    lease = self._annotated(shard, held.lease)
+                    held.lease = await self._rewrite(self.shard_name(shard), lease, record)
                 held.record, held.renewed = record, start
                 return True
             except FAILURES as exc:
@@ -437,7 +466,20 @@ class ShardManager(Service):
             log.warning("shards %s: on_release callbacks took longer than %ss", self.name,
                         self.renew_deadline)  # fmt: skip
 
+    def _annotated(self, shard: int, lease: dict[str, Any]) -> dict[str, Any]:
+        """``lease`` with the annotations its holder writes (see the module docstring):
+        ready while :attr:`is_ready` says so (never for a shard not held yet), and its
+        buckets."""
+        held = self._held.get(shard)
+        ready = held is not None and self.is_ready(shard)
+        wanted = {READY_ANNOTATION: "true" if ready else None}
+        if self.buckets_text is not None:
+            wanted[BUCKETS_ANNOTATION] = self.buckets_text(shard)
+        return _with_annotations(lease, wanted)
+
     async def _release(self, name: str, lease: dict[str, Any] | None) -> None:
+        if lease is not None:  # (released: ready no more)
+            lease = _with_annotations(lease, {READY_ANNOTATION: None})
         try:
             async with asyncio.timeout(self.renew_deadline):
                 await self._client.release(name, lease, self.identity, self._instance)
@@ -620,7 +662,7 @@ class ShardManager(Service):
                         )
                     else:
                         record = replace(record, transitions=old.transitions + 1)
-                    written = await self._client.update(lease, record)
+                    written = await self._client.update(self._annotated(shard, lease), record)
         except FAILURES as exc:
             log.info("shard %s: not acquired: %r", name, exc)
             return
@@ -642,3 +684,17 @@ class ShardManager(Service):
                 callback(owned)
             except Exception:
                 log.exception("shard on_change callback %r failed", callback)
+
+
+def _with_annotations(lease: dict[str, Any], wanted: dict[str, str | None]) -> dict[str, Any]:
+    """A copy of ``lease`` whose annotations are set as ``wanted`` says (None: removed);
+    its resourceVersion (the write's precondition) unchanged."""
+    meta = dict(lease.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    for key, value in wanted.items():
+        if value is None:
+            annotations.pop(key, None)
+        else:
+            annotations[key] = value
+    meta["annotations"] = annotations
+    return {**lease, "metadata": meta}

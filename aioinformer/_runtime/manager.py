@@ -69,7 +69,7 @@ from aioinformer._runtime.controller import (
 from aioinformer._runtime.events import EventRecorder
 from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
-from aioinformer._runtime.metrics import Metrics
+from aioinformer._runtime.metrics import Metrics, ShardState
 from aioinformer._runtime.rbac import UndeclaredWrites
 from aioinformer._runtime.shardcaches import ShardedCaches
 
@@ -256,9 +256,12 @@ class Manager(Service):
             if caches not in ("full", "sharded"):
                 raise ConfigError(f'Sharding.caches must be "full" or "sharded", not {caches!r}')
             self.shards = ShardManager(api_client, **settings, clock=clock)
+            self.shards.is_ready = self._shard_ready
             if caches == "sharded":
                 self.sharded_caches = ShardedCaches(self.factory, sharding.shards)
+                self.shards.buckets_text = self.sharded_caches.buckets_text
                 self.client.uid_preconditions = True  # (ownership is by object)
+            self.metrics.add_shard_source(self._shard_states)
         self._group: asyncio.TaskGroup | None = None  # while running: the recorders'
         self._catching_up: dict[int, int] = {}  # shard -> the Lease RV its caches wait for
         self._recorders: list[EventRecorder] = []
@@ -502,6 +505,33 @@ class Manager(Service):
             if not i.has_synced and not self.factory.is_deferred(i)
         ]
         return f"not synced: {', '.join(waiting)}" if waiting else None
+
+    # -- shards, as /metrics and the shard Leases show them ----------------------------------------
+
+    def _shard_ready(self, shard: int) -> bool:
+        """Whether ``shard`` is ready here: held, and its caches synced and caught up with
+        the Lease write that took it (with sharded caches: scoped to it too), so its keys
+        are reconciled."""
+        shards = self.shards
+        if shards is None or not shards.owns_shard(shard):
+            return False
+        if self.sharded_caches is not None:
+            return shard in self.sharded_caches.ready
+        return self._group is not None and shard not in self._catching_up
+
+    def _shard_states(self) -> list[ShardState]:
+        shards, sharded = self.shards, self.sharded_caches
+        if shards is None:
+            return []
+        return [
+            ShardState(
+                s,
+                shards.owns_shard(s),
+                self._shard_ready(s),
+                sharded.buckets_text(s) if sharded is not None else "",
+            )
+            for s in range(shards.shards)
+        ]
 
     # -- who may act -----------------------------------------------------------------------------
 

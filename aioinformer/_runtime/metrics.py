@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from aiohttp import web
@@ -44,7 +45,7 @@ from aioinformer._cache.handlers import SubscriptionStatistics
 from aioinformer._cache.informer import InformerStatistics
 from aioinformer._core.errors import ConfigError
 
-__all__ = ["Metrics", "WorkQueueMetricsAdapter"]
+__all__ = ["Metrics", "ShardState", "WorkQueueMetricsAdapter"]
 
 T = TypeVar("T")
 
@@ -132,6 +133,45 @@ class _InformerCollector:
         yield from _families("aioinformer_handler_", labels, subs, handler_gauges, handler_counters)
 
 
+@dataclass(frozen=True, slots=True)
+class ShardState:
+    """One shard as this replica sees it (the ``shard_*`` series)."""
+
+    shard: int
+    owned: bool
+    """This replica holds its Lease."""
+    ready: bool
+    """Held, and its caches synced and caught up: its keys are reconciled here."""
+    buckets: str
+    """The label buckets it covers (``"00-3f"``; "" with full caches)."""
+
+
+class _ShardCollector:
+    def __init__(self, source: Callable[[], Iterable[ShardState]]) -> None:
+        self._source = source
+
+    def collect(self) -> Iterator[Any]:
+        states = list(self._source())
+        gauges: _Specs[ShardState] = {
+            "owned": ("1 while this replica holds the shard's Lease.", lambda s: s.owned),
+            "ready": (
+                "1 while the shard is ready here: held, its caches synced and caught up.",
+                lambda s: s.ready,
+            ),
+        }
+        rows = [([str(s.shard)], s) for s in states]
+        yield from _families("aioinformer_shard_", ["shard"], rows, gauges, {})
+        info = GaugeMetricFamily(
+            "aioinformer_shard_info",
+            "1 per shard this replica holds, with the label buckets it covers.",
+            labels=["shard", "buckets"],
+        )
+        for s in states:
+            if s.owned:
+                info.add_metric([str(s.shard), s.buckets], 1.0)
+        yield info
+
+
 class Metrics:
     """The metrics of one manager: a private registry plus the series listed above."""
 
@@ -206,6 +246,10 @@ class Metrics:
     def add_informer_source(self, source: Callable[[], Iterable[InformerStatistics]]) -> None:
         """Report the informers ``source()`` returns (called at every scrape)."""
         self._informer_sources.append(source)
+
+    def add_shard_source(self, source: Callable[[], Iterable[ShardState]]) -> None:
+        """Report the shards ``source()`` returns (called at every scrape; once)."""
+        self.registry.register(_ShardCollector(source))
 
     def _all_informer_stats(self) -> Iterator[InformerStatistics]:
         for source in self._informer_sources:

@@ -10,6 +10,8 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +151,16 @@ async def test_an_unknown_resource_is_one_line_at_once(
     assert sim.open_watches == 0  # nothing was started
 
 
-async def top(sim: KubeSim, kubeconfig: Path, columns: int, *args: str) -> str:
-    """Run ``top ARGS`` until it has printed a table with every informer synced, interrupt
-    it, return what it printed."""
+async def top(
+    sim: KubeSim,
+    kubeconfig: Path,
+    columns: int,
+    *args: str,
+    enough: Callable[[list[str]], bool] | None = None,
+) -> str:
+    """Run ``top ARGS`` until it has printed a table with every informer synced (or what
+    ``enough`` accepts, given the tables printed so far), interrupt it, return what it
+    printed."""
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "aioinformer", "top", "--kubeconfig", str(kubeconfig),
         "--interval", "0.2", *args,
@@ -168,6 +177,8 @@ async def top(sim: KubeSim, kubeconfig: Path, columns: int, *args: str) -> str:
 
     def synced_table_printed() -> bool:
         tables = "".join(printed).split("aioinformer top at ")
+        if enough is not None:
+            return enough(tables[1:-1])  # (whole tables)
         return len(tables) > 2 and " no " not in tables[-2]  # a whole table, all synced
 
     reader = asyncio.create_task(read())
@@ -209,7 +220,7 @@ def last_table(text: str) -> tuple[list[str], dict[str, list[str]]]:
     return headers, rows
 
 
-@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("columns", [80, 220])
 async def test_top_shows_a_table_that_fits_the_terminal(
     sim: KubeSim, tmp_path: Path, columns: int
 ) -> None:
@@ -238,7 +249,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
     assert all(row[staleness].endswith(" ms") for row in rows.values())
     all_headers = ["informer", "synced", "objects", "RV", "deltas/s", "FIFO", "peak",
                    "staleness", "cached bytes", "bytes/object", "plain bytes", "relists",
-                   "restarts", "decode errors", "shard", "dropped"]  # fmt: skip
+                   "restarts", "decode errors", "shard", "kept", "dropped"]  # fmt: skip
     if columns >= 140:
         assert headers == all_headers and "not shown" not in text
     else:
@@ -247,7 +258,7 @@ async def test_top_shows_a_table_that_fits_the_terminal(
 
 
 def test_top_table_columns_are_chosen_by_priority() -> None:
-    """In process, at every width from 200 down to 64: the table fits, the informer name is
+    """In process, at every width from 210 down to 64: the table fits, the informer name is
     whole, and columns go least important first; narrower, the name folds (never "…")."""
     import io
 
@@ -265,7 +276,7 @@ def test_top_table_columns_are_chosen_by_priority() -> None:
         )
     ]  # fmt: skip
     kept: list[tuple[str, ...]] = []
-    for width in range(200, 63, -1):
+    for width in range(210, 63, -1):
         console = Console(file=io.StringIO(), width=width, color_system=None)
         console.print(top_table(console, stats))
         text: Any = console.file.getvalue()  # type: ignore[attr-defined]
@@ -366,4 +377,53 @@ async def test_top_shows_a_sharded_informers_mode_share_and_dropped(sim: KubeSim
     rows = [[c.strip() for c in x.strip("│ ").split("│")] for x in lines if x.startswith("│")]
     cells = [dict(zip(header, row, strict=True)) for row in rows]
     assert cells[0]["shard"] == "client 25%" and cells[0]["dropped"] == str(20 - stats[0].objects)
-    assert cells[1]["shard"] == "-" and cells[1]["dropped"] == "-"
+    assert cells[0]["kept"] == str(stats[0].objects) != "0"
+    assert cells[1]["shard"] == "-" and cells[1]["dropped"] == "-" and cells[1]["kept"] == "-"
+
+
+def lease(name: str, holder: str, renewed: datetime, **annotations: str) -> dict[str, Any]:
+    stamp = renewed.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15, "renewTime": stamp,
+                 "acquireTime": stamp, "leaseTransitions": 2},
+    }  # fmt: skip
+
+
+async def test_top_shows_the_shard_ring_from_the_leases(sim: KubeSim, tmp_path: Path) -> None:
+    """``top --lease-name`` reads the shard Leases: each shard's holder, whether it is
+    ready there, its buckets, its renewal (or expiry), a missing Lease, the live replicas."""
+    now, old = datetime.now(UTC), datetime.now(UTC) - timedelta(hours=1)
+    ready, buckets = "shard.aioinformer.dev/ready", "shard.aioinformer.dev/buckets"
+    sim.create("namespaces", {"metadata": {"name": "ops"}})
+    for body in [
+        lease("op-shard-0", "a", now, **{ready: "true", buckets: "00-3f"}),
+        lease("op-shard-1", "b", old, **{ready: "true", buckets: "40-7f"}),  # expired
+        lease("op-shard-3", "", now, **{ready: "true"}),  # released (a stale annotation)
+        lease("op-member-a", "a", now),
+        lease("op-member-b", "b", old),
+        lease("other-shard-0", "z", now, **{ready: "true"}),
+    ]:
+        sim.create("leases", body, "ops")
+    kubeconfig = sim.write_kubeconfig(tmp_path / "kc")
+
+    def enough(tables: list[str]) -> bool:
+        return len(tables) >= 2
+
+    text = await top(sim, kubeconfig, 200, "--lease-name", "op", "--lease-namespace", "ops",
+                     enough=enough)  # fmt: skip
+    headers, rows = last_table(text)
+    assert headers == ["shard", "holder", "ready", "buckets", "renewed", "transitions"]
+    assert rows["0"][1:4] == ["a", "yes", "00-3f"] and rows["0"][4].endswith(" s ago")
+    assert rows["1"][1:4] == ["b", "no", "40-7f"] and rows["1"][4].startswith("expired, ")
+    assert rows["2"][1:5] == ["?", "no", "-", "missing"]
+    assert rows["3"][1:4] == ["(released)", "no", "-"]
+    assert set(rows) == {"0", "1", "2", "3"}
+    assert "1 of 4 shards ready; live replicas: a" in text.rsplit("aioinformer top at ", 1)[-1]
+
+
+async def test_top_needs_a_resource_or_a_lease_name(sim: KubeSim, tmp_path: Path) -> None:
+    kubeconfig = str(sim.write_kubeconfig(tmp_path / "kc"))
+    result = await run_cli("top", "--kubeconfig", kubeconfig, timeout=30)
+    assert result.code == 2 and result.out == ""
+    assert "name a RESOURCE to watch, or --lease-name NAME" in result.err
