@@ -44,6 +44,12 @@ rules are derived from what it registers, so the manifests cannot drift from the
                              delete)
   Manager.require_permission what the operator declared
 
+With --shards (sharded caches, the default) the shard labelers list, watch and patch
+the owned resources in the namespaces of their informers (granted above) and read the
+controller owner of each child they label: the primary, or an owned kind. An owner
+chain through another kind (a ReplicaSet between a Deployment and its pods) needs get
+on it: declare it with Manager.require_permission.
+
 Writes to anything else (a ConfigMap no informer watches) cannot be derived: declare them
 with Manager.require_permission. The running operator logs a WARNING naming the call to
 add for each write these rules do not grant (a test run shows them).

@@ -71,7 +71,7 @@ from aioinformer._runtime.health import Health
 from aioinformer._runtime.loopwatch import LoopWatchdog
 from aioinformer._runtime.metrics import Metrics, ShardState
 from aioinformer._runtime.rbac import UndeclaredWrites
-from aioinformer._runtime.shardcaches import ShardedCaches
+from aioinformer._runtime.shardcaches import ShardedCaches, labeled_resources
 
 if TYPE_CHECKING:
     from aioinformer._coordination.labeler import ShardLabeler
@@ -687,15 +687,9 @@ class Manager(Service):
         """Before the informers start: scope the controllers' informers by shard, and
         label the owned resources' children of the buckets this replica gets ready."""
         sharded.configure(self.controllers)
-        resources = sorted(
-            {(f"{i.group}/{i.version}" if i.group else i.version, i.plural) for i in sharded.owned}
-        )
-        namespaces = {i.namespace for i in sharded.owned}
-        if resources:
-            sharded.labeler = self.shard_labeler(
-                resources,
-                namespace=namespaces.pop() if len(namespaces) == 1 else None,
-                owns_bucket=self._labels_bucket,
+        for namespace, resources in labeled_resources(self.controllers).items():
+            sharded.labelers.append(
+                self.shard_labeler(resources, namespace=namespace, owns_bucket=self._labels_bucket)
             )
 
     def _labels_bucket(self, bucket: int) -> bool:

@@ -26,11 +26,12 @@ holds. Contracts:
 * **Gain.** When shards are gained, the informers are widened (one relist of the new
   scope each, or their first list), their sync of it awaited, then the caches catch up
   with the Lease writes that took the shards (:mod:`~aioinformer._runtime.catchup`), then
-  the labeler (:class:`~aioinformer.ShardLabeler`, which labels the children of the
-  buckets the informers are scoped to) places the unlabeled children it holds and the
-  owned informers catch up with its patches, and only then are the shards *ready*: their
-  keys may be reconciled, and are requeued. (Without that wait, a child that exists but
-  lacks the label is invisible to its owner's reconcile, which would make it again.)
+  the labelers (:class:`~aioinformer.ShardLabeler`, one per namespace of the owned
+  informers, which label the children of the buckets the informers are scoped to) place
+  the unlabeled children they hold and the owned informers catch up with their patches,
+  and only then are the shards *ready*: their keys may be reconciled, and are requeued.
+  (Without that wait, a child that exists but lacks the label is invisible to its
+  owner's reconcile, which would make it again.)
 * **Loss.** A shard lost or handed over stops being ready at once (its reconciles are
   fenced by the manager); the informers are narrowed once the hand-over fence ran (its
   objects leave the caches, told to no handler). A replica that holds no shard any more
@@ -68,7 +69,14 @@ if TYPE_CHECKING:
     from aioinformer._coordination.labeler import ShardLabeler
     from aioinformer._coordination.sharding import ShardManager
 
-__all__ = ["GATHER", "REMEMBERED_DELETIONS", "Scoping", "ShardedCaches", "plan_scopes"]
+__all__ = [
+    "GATHER",
+    "REMEMBERED_DELETIONS",
+    "Scoping",
+    "ShardedCaches",
+    "labeled_resources",
+    "plan_scopes",
+]
 
 log = logs.logger("aioinformer.manager")
 
@@ -142,6 +150,21 @@ def plan_scopes(controllers: Sequence[Controller]) -> dict[Informer, Scoping]:
         else:
             plan[inf] = Scoping("label", names)
     return plan
+
+
+def labeled_resources(
+    controllers: Sequence[Controller],
+) -> dict[str | None, list[tuple[str, str]]]:
+    """What the manager's shard labelers watch and patch: the resources (``(group_version,
+    plural)``) of the informers :func:`plan_scopes` scopes by label, by namespace (None:
+    every namespace), each where its informer watches, so the labelers need no
+    permission the owned informers do not have."""
+    found: dict[str | None, set[tuple[str, str]]] = {}
+    for inf, how in plan_scopes(controllers).items():
+        if how.by == "label":
+            gv = f"{inf.group}/{inf.version}" if inf.group else inf.version
+            found.setdefault(inf.namespace, set()).add((gv, inf.plural))
+    return {ns: sorted(found[ns]) for ns in sorted(found, key=lambda n: n or "")}
 
 
 def _title(inf: Informer) -> str:
@@ -220,8 +243,9 @@ class ShardedCaches:
         """The shards the informers are scoped to now."""
         self._wanted: frozenset[int] = frozenset()
         self._wake = asyncio.Event()
-        self.labeler: ShardLabeler | None = None
-        """The labeler of the owned resources' unlabeled children (set by the manager)."""
+        self.labelers: list[ShardLabeler] = []
+        """The labelers of the owned resources' unlabeled children, one per namespace of
+        the owned informers (:func:`labeled_resources`; set by the manager)."""
         self.on_ready: list[Callable[[frozenset[int]], object]] = []
         """Called with the shards that just became ready."""
 
@@ -330,9 +354,11 @@ class ShardedCaches:
         if rv:
             await catch_up(self.factory.informers, rv, self.factory.rest, what=what,
                            timeout=timeout)  # fmt: skip
-        if self.labeler is not None:  # the unlabeled children of the gained buckets
-            self.labeler.recheck()
-            labeled = await self.labeler.settle(timeout)
+        if self.labelers:  # the unlabeled children of the gained buckets
+            for labeler in self.labelers:
+                labeler.recheck()
+            settled = await asyncio.gather(*(lab.settle(timeout) for lab in self.labelers))
+            labeled = max(settled)
             if labeled > rv:
                 await catch_up(self.owned, labeled, self.factory.rest,
                                what=f"{what} (labelled children)", timeout=timeout)  # fmt: skip
