@@ -482,3 +482,17 @@ async def run_cli(
 ) -> CliResult:
     """Run ``python -m aioinformer ARGS`` to its end, as :func:`run_python` does."""
     return await run_python("-m", "aioinformer", *args, columns=columns, env=env, timeout=timeout)
+
+
+def rules_of(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """The (verb, group, resource) grants of the ClusterRole and Roles, as KubeSim takes
+    them (KubeSim's rules hold in every namespace: the Role's are not narrowed)."""
+    return [
+        (verb, group, resource)
+        for d in docs
+        if d["kind"] in ("ClusterRole", "Role")
+        for rule in d["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    ]

@@ -27,7 +27,7 @@ import yaml
 from aioinformer import Client
 from aioinformer._cli import rbac, run
 from aioinformer.testing import KubeSim, eventually, install_crd
-from tests.support import REPO, released_lease, run_cli
+from tests.support import REPO, released_lease, rules_of, run_cli
 
 DEPLOY = REPO / "examples" / "deploy" / "website"
 GENERATED = "#   python -m aioinformer "
@@ -161,20 +161,6 @@ def test_kubectl_kustomize_builds_the_directory() -> None:
     )
     assert built.returncode == 0, built.stderr
     assert len(list(yaml.safe_load_all(built.stdout))) == 8
-
-
-def rules_of(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
-    """The (verb, group, resource) grants of the ClusterRole and Roles, as KubeSim takes
-    them (KubeSim's rules hold in every namespace: the Role's are not narrowed)."""
-    return [
-        (verb, group, resource)
-        for d in docs
-        if d["kind"] in ("ClusterRole", "Role")
-        for rule in d["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    ]
 
 
 @contextlib.asynccontextmanager

@@ -18,6 +18,7 @@ from aioinformer._cli.rbac import rbac_manifests
 from aioinformer._core.shardbuckets import SHARD_LABEL
 from aioinformer._runtime.rbac import derive_rules
 from aioinformer.testing import KubeSim, eventually
+from tests.support import rules_of
 
 pytestmark = pytest.mark.looptime
 
@@ -44,16 +45,9 @@ def operator(api: Any) -> Manager:
 
 def derived_rules(manager: Manager) -> list[tuple[str, str, str]]:
     """The manifests' rules as KubeSim user rules (verb, group, resource)."""
-    docs = rbac_manifests(manager, name="op", service_account="op", service_account_namespace="x")
-    return [
-        (verb, group, resource)
-        for doc in docs
-        if doc["kind"] in ("Role", "ClusterRole")
-        for rule in doc["rules"]
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-        for verb in rule["verbs"]
-    ]
+    return rules_of(
+        rbac_manifests(manager, name="op", service_account="op", service_account_namespace="x")
+    )
 
 
 async def test_the_derived_rbac_grants_what_sharding_and_its_labelers_do(sim: KubeSim) -> None:
