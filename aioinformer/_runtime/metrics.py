@@ -178,7 +178,9 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._informer_sources: list[Callable[[], Iterable[InformerStatistics]]] = []
+        self._shard_sources: list[Callable[[], Iterable[ShardState]]] = []
         self.registry.register(_InformerCollector(self._all_informer_stats))
+        self.registry.register(_ShardCollector(self._all_shard_states))
         r = self.registry
         self.wq_depth = Gauge("aioinformer_workqueue_depth", "Keys waiting.", ["name"], registry=r)
         self.wq_adds = Counter("aioinformer_workqueue_adds", "Keys added.", ["name"], registry=r)
@@ -248,8 +250,12 @@ class Metrics:
         self._informer_sources.append(source)
 
     def add_shard_source(self, source: Callable[[], Iterable[ShardState]]) -> None:
-        """Report the shards ``source()`` returns (called at every scrape; once)."""
-        self.registry.register(_ShardCollector(source))
+        """Report the shards ``source()`` returns (called at every scrape)."""
+        self._shard_sources.append(source)
+
+    def _all_shard_states(self) -> Iterator[ShardState]:
+        for source in self._shard_sources:
+            yield from source()
 
     def _all_informer_stats(self) -> Iterator[InformerStatistics]:
         for source in self._informer_sources:
