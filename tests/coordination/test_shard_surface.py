@@ -146,3 +146,31 @@ async def test_full_caches_show_readiness_without_buckets(sim: KubeSim) -> None:
         shown = await ring(api)
         assert [s.buckets for s in shown.shards] == [""] * SHARDS
         assert scraped(solo)["aioinformer_shard_info"] == {f"{s}:": 1.0 for s in range(SHARDS)}
+
+
+async def test_a_taken_lease_drops_its_previous_holders_ready_annotation(sim: KubeSim) -> None:
+    """A replica that takes an expired shard Lease (its holder crashed while ready) says
+    nothing of readiness until it is ready itself: the stale annotation goes with the
+    write that takes the Lease."""
+    from aioinformer import ShardManager
+
+    old = "2020-01-01T00:00:00.000000Z"
+    sim.create("leases", {
+        "metadata": {"name": "op-shard-0", "annotations": {READY_ANNOTATION: "true"}},
+        "spec": {"holderIdentity": "crashed", "leaseDurationSeconds": 15, "renewTime": old,
+                 "acquireTime": old, "leaseTransitions": 0},
+    }, NS)  # fmt: skip
+    loop = asyncio.get_running_loop()
+    async with sim.api_client() as api:
+        shards = ShardManager(api, name="op", namespace=NS, identity="a", shards=1,
+                              clock=loop.time, **TIMING)  # fmt: skip
+        shards.is_ready = lambda shard: False  # (never ready: only the takeover writes)
+        async with shards:
+
+            def taken() -> bool:
+                return sim.get("leases", "op-shard-0", NS)["spec"]["holderIdentity"] == "a"
+
+            await eventually(taken, "a takes the expired Lease", timeout=60, interval=0.5)
+            lease = sim.get("leases", "op-shard-0", NS)
+            assert READY_ANNOTATION not in lease["metadata"].get("annotations", {})
+            assert not (await ring(api)).ready
