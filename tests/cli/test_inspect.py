@@ -422,8 +422,11 @@ async def test_top_shows_the_shard_ring_from_the_leases(sim: KubeSim, tmp_path: 
     assert "1 of 4 shards ready; live replicas: a" in text.rsplit("aioinformer top at ", 1)[-1]
 
 
-async def test_top_needs_a_resource_or_a_lease_name(sim: KubeSim, tmp_path: Path) -> None:
-    kubeconfig = str(sim.write_kubeconfig(tmp_path / "kc"))
-    result = await run_cli("top", "--kubeconfig", kubeconfig, timeout=30)
-    assert result.code == 2 and result.out == ""
-    assert "name a RESOURCE to watch, or --lease-name NAME" in result.err
+def test_top_needs_a_resource_or_a_lease_name(capsys: pytest.CaptureFixture[str]) -> None:
+    from aioinformer._cli import inspect
+    from aioinformer._cli.main import build_parser
+
+    assert inspect.run(build_parser().parse_args(["top", "--kubeconfig", "nowhere"])) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "python -m aioinformer top: name a RESOURCE to watch, or --lease-name NAME\n"
