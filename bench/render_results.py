@@ -736,6 +736,26 @@ def before_after_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def own_latency_section(data: dict[str, Any]) -> list[str]:
+    """:func:`before_after_section` of bench/staleness_bench.py runs, with each side's load
+    (the 1-minute average when each run's load phase began, min-max over its runs) and
+    the pinning the runs had."""
+    out = before_after_section(data)
+    loads: dict[str, list[float]] = {"before": [], "after": []}
+    pinning = ""
+    for run in data["runs"]:
+        result = run["result"]
+        loads[run["side"]] += [r["load_1m"] for r in result["rows"] if "load_1m" in r]
+        pin = result.get("pinning") or {}
+        if pin.get("informer_cpu") is not None:
+            pinning = f"the informer's process pinned to CPU {pin['informer_cpu']}, the rest off it"
+    said = "; ".join(
+        f"{side} {min(v):.2f}-{max(v):.2f}" for side, v in loads.items() if v
+    )  # fmt: skip
+    out += ["", f"Load (1-minute average at each load phase): {said}; {pinning or 'no pinning'}."]
+    return out
+
+
 def headline(data: dict[str, Any]) -> list[str]:
     """The README's compact table: one row per configuration of the seed run."""
     o = data["options"]
@@ -811,6 +831,7 @@ def main(argv: list[str] | None = None) -> int:
         ("footprint_store_before_after.json", before_after_section),
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
+        ("own_latency_before_after.json", own_latency_section),
     ]
     for name, render in sections:
         path = RESULTS / name
