@@ -756,6 +756,44 @@ def own_latency_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def sched_profile_section(data: dict[str, Any]) -> list[str]:
+    """Per profile (bench/sched_profile.py): each thread's switches, the wait for a CPU
+    after each wake-up, its runs and its time off a CPU."""
+    first = data["profiles"][0]
+    out = [
+        "## Where the informer's threads wait: the scheduler's view (bench/sched_profile.py)",
+        "",
+        f"Machine: {machine_line(first.get('machine') or {})}",
+        "",
+        "Per thread of the informer's process: how often it was switched in, the wait for a "
+        "CPU after each wake-up (sched delay), how long it then ran, and how long it had been "
+        "off a CPU before (asleep: epoll, or the interpreter's lock). Milliseconds."
+        + (
+            f" Kernel: {', '.join(f'{k}={v}' for k, v in first['kernel'].items())} (a woken "
+            "thread the scheduler does not run at once waits for a tick at most)."
+            if first.get("kernel")
+            else ""
+        ),
+        "",
+        "| load (note) | thread | switches | sched delay p50 / p99 / max | run p50 / p99 / "
+        "total | off CPU p50 / p99 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for prof in data["profiles"]:
+        where = f"{prof['note']}; load {prof['load_1m']:.2f}, CPUs {prof['cpus_of_pid']}"
+        for t in prof["threads"]:
+            if t["switches"] < 20:
+                continue
+            out.append(
+                f"| {where} | {t['name']} | {t['switches']} | {t['sched_delay_p50_ms']} / "
+                f"{t['sched_delay_p99_ms']} / {t['sched_delay_max_ms']} | {t['run_p50_ms']} / "
+                f"{t['run_p99_ms']} / {t['run_total_ms']} | {t['off_cpu_p50_ms']} / "
+                f"{t['off_cpu_p99_ms']} |"
+            )
+    out += ["", "Commands:", "", *(f"    {p['command']}" for p in data["profiles"])]
+    return out
+
+
 def headline(data: dict[str, Any]) -> list[str]:
     """The README's compact table: one row per configuration of the seed run."""
     o = data["options"]
@@ -832,6 +870,8 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
         ("own_latency_before_after.json", own_latency_section),
+        ("sched_profile.json", sched_profile_section),
+        ("sched_slice_before_after.json", own_latency_section),
     ]
     for name, render in sections:
         path = RESULTS / name
