@@ -358,6 +358,35 @@ def rerun_section(data: dict[str, Any]) -> list[str]:
     )
 
 
+def own_latency_grid_section(data: dict[str, Any]) -> list[str]:
+    """The informer's own latency at each N, reader count and pattern (issue 29, point 2)."""
+    pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
+    pin = data.get("pinning") or {}
+    out = heading(f"## The informer's own latency at {pods} pods (bench/staleness_bench.py)", data)
+    out += [
+        f"KubeSim in its own process; {data['rate']:.0f} status writes/s for "
+        f"{data['duration']:.0f} s per run; readers on the informer's loop, looping without "
+        "pause; a fresh informer process per run"
+        + (f", pinned to CPU {pin['informer_cpu']}" if pin.get("informer_cpu") is not None else "")
+        + ". Own latency: the watcher's read of an event -> the publish of the first snapshot "
+        "holding it; from the socket: the kernel's receive time of the read's newest packet "
+        "-> that publish (socket wait: the part before the read). Target (issue 29): from "
+        "the socket p99 <= 5 ms.",
+        "",
+        "| pods | readers | own p50 / p99 | from the socket p50 / p99 | socket wait p99 | "
+        "staleness p99 | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        who = "none" if not r["readers"] else f"{r['readers']} {r['read']}"
+        out.append(
+            f"| {r['pods']:,} | {who} | {ms(r['own_latency_p50'])} / {ms(r['own_latency_p99'])} "
+            f"| {ms(r['socket_latency_p50'])} / {ms(r['socket_latency_p99'])} | "
+            f"{ms(r['socket_wait_p99'])} | {ms(r['staleness_p99'])} | {load(r)} |"
+        )
+    return out
+
+
 def memory_section(data: dict[str, Any]) -> list[str]:
     """RSS per pod, default and compact, from staleness_bench runs (``memory.json``: a list
     of those results)."""
@@ -870,6 +899,7 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
         ("own_latency_before_after.json", own_latency_section),
+        ("own_latency_grid.json", own_latency_grid_section),
         ("sched_profile.json", sched_profile_section),
         ("sched_slice_before_after.json", own_latency_section),
     ]
