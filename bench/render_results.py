@@ -900,6 +900,7 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata_sharing_real.json", before_after_section),
         ("own_latency_before_after.json", own_latency_section),
         ("own_latency_grid.json", own_latency_grid_section),
+        ("own_latency_pipeline_before_after.json", before_after_section),
         ("sched_profile.json", sched_profile_section),
         ("sched_slice_before_after.json", own_latency_section),
     ]
