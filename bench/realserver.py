@@ -5,7 +5,9 @@ kubeconfig (aioinformer's own loader, as the informer's process does) and create
 namespace ``stalebench-<hex>``. :meth:`RealServer.populate` creates the StatefulSet-shaped
 pods KubeSim's mode makes (:func:`~aioinformer._harness.workload.realistic_pod`: 1000 per
 owner, bound to one of 100 node names) and writes each one's Running status itself (no
-kubelet is needed), about 3.8 KB of JSON each without managedFields; then it starts the
+kubelet is needed), about 3.8 KB of JSON each without managedFields, with
+:data:`POPULATE_CONCURRENCY` requests in flight over one HTTP session of its own
+(:class:`PodPopulator`); then it starts the
 writer process (``bench/_realwriter.py``), which makes the PATCHes (:meth:`churn`) and logs
 each one's resourceVersion, response time and latency (:meth:`commits`).
 
@@ -24,10 +26,13 @@ import asyncio
 import os
 import secrets
 import signal
+import ssl
 import sys
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any, Self
 
+import aiohttp
 import orjson
 
 from aioinformer._client.config import load_api_client
@@ -36,10 +41,13 @@ from aioinformer._core.errors import Conflict, NotFound, ServerTimeout
 from aioinformer._harness.simproc import spawn_python
 from aioinformer._harness.workload import realistic_pod, statefulset_uid
 
-__all__ = ["RealServer", "remove_namespace"]
+__all__ = ["PodPopulator", "RealServer", "remove_namespace"]
 
 #: Requests in flight while pods are created.
-POPULATE_CONCURRENCY = 32
+POPULATE_CONCURRENCY = 64
+#: Answers a populating request is tried again on (the server is busy), and how often.
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+RETRIES = 8
 _MERGE = "application/merge-patch+json"
 _WRITER = "bench._realwriter"
 
@@ -103,42 +111,29 @@ class RealServer:
 
     # -- the pods -----------------------------------------------------------------------------
 
-    async def populate(self, owners: int, pods: int, *, nodes: int = 100) -> dict[str, Any]:
+    async def populate(
+        self, owners: int, pods: int, *, nodes: int = 100, concurrency: int = POPULATE_CONCURRENCY
+    ) -> dict[str, Any]:
         """Create ``owners`` x ``pods`` Running pods ``sts-<o>-<i>`` with their status
-        written, then start the writer over them. Returns pods, seconds, rv."""
-        assert self._rest is not None
-        rest, ns = self._rest, self.namespace
+        written, then start the writer over them. Returns pods, seconds, rv.
+
+        Each pod is a create then a status write (a create resets a pod's status), through
+        :class:`PodPopulator`: ``concurrency`` requests in flight over one HTTP session."""
+        assert self._api is not None
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         work = [(o, i) for o in range(owners) for i in range(pods)]
-        names = [f"sts-{o}-{i}" for o, i in work]
-        last_rv = 0
-
-        async def worker(share: list[tuple[int, int]]) -> None:
-            nonlocal last_rv
-            for o, i in share:
-                pod = realistic_pod(
-                    ns, f"sts-{o}", i, node=f"node-{(o * pods + i) % nodes}", phase="Running"
+        async with await PodPopulator.connect(self._api, self.namespace, concurrency) as writer:
+            await writer.populate(
+                realistic_pod(
+                    self.namespace, f"sts-{o}", i, node=f"node-{(o * pods + i) % nodes}",
+                    phase="Running",
                 )
-                status = pod.pop("status")
-                name = pod["metadata"]["name"]
-                path = f"/api/v1/namespaces/{ns}/pods"
-                await rest.request_json("POST", path, Request("create", "pods", ns), body=pod)
-                answer = await rest.request_json(
-                    "PATCH",
-                    f"{path}/{name}/status",
-                    Request("patch", "pods", ns, name),
-                    body={"status": status},
-                    content_type=_MERGE,
-                )
-                last_rv = max(last_rv, int(answer["metadata"]["resourceVersion"]))
-
-        await asyncio.gather(
-            *(worker(work[k::POPULATE_CONCURRENCY]) for k in range(POPULATE_CONCURRENCY))
-        )
+                for o, i in work
+            )  # fmt: skip
         self.owners = owners
-        await self._start_writer(names)
-        return {"pods": len(work), "seconds": loop.time() - t0, "rv": last_rv}
+        await self._start_writer([f"sts-{o}-{i}" for o, i in work])
+        return {"pods": len(work), "seconds": loop.time() - t0, "rv": writer.last_rv}
 
     def owner_uids(self) -> list[str]:
         """The controller uids of the populated owners (the informer's ``index`` readers)."""
@@ -222,6 +217,103 @@ class RealServer:
         except (TimeoutError, asyncio.CancelledError):
             child.send_signal(signal.SIGKILL)
             await child.wait()
+
+
+class PodPopulator:
+    """Creates pods and writes their status, ``concurrency`` requests in flight over one
+    aiohttp session to the API server of a kubernetes_asyncio ``ApiClient``'s
+    configuration (its address, TLS and credentials at the start). The session looks up
+    no proxy and no ``.netrc`` per request (``trust_env`` off): kubernetes_asyncio's own
+    session does both, in a worker thread, for every request, which made the client the
+    bottleneck of creating tens of thousands of pods. A request the server answers with
+    429 or 5xx, or that fails to connect, is tried again (at most :data:`RETRIES` times,
+    backing off); a create tried again that finds its pod made (409) is done.
+    ``last_rv`` is the largest resourceVersion a status write answered."""
+
+    def __init__(
+        self, session: aiohttp.ClientSession, server: str, namespace: str, concurrency: int
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, not {concurrency}")
+        self.session = session
+        self.server = server  #: the API server's URL (scheme, host, port, any path prefix)
+        self.namespace = namespace
+        self.concurrency = concurrency
+        self.last_rv = 0
+        self.retried = 0  #: requests tried again
+
+    @classmethod
+    async def connect(cls, api: Any, namespace: str, concurrency: int) -> PodPopulator:
+        """A populator for ``api``'s server (its credentials read once, now)."""
+        cfg = api.configuration
+        context = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+        if cfg.cert_file:
+            context.load_cert_chain(cfg.cert_file, keyfile=cfg.key_file)
+        if not cfg.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        for auth in (await cfg.auth_settings()).values():  # (a bearer token, if any)
+            if auth["in"] == "header" and auth["value"]:
+                headers[auth["key"]] = auth["value"]
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency, ssl=context), headers=headers
+        )
+        return cls(session, cfg.host.rstrip("/"), namespace, concurrency)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.session.close()
+
+    async def populate(self, pods: Iterable[dict[str, Any]]) -> int:
+        """Create every pod of ``pods`` (their ``status`` written after the create);
+        returns how many. The first error that retries do not cure is raised."""
+        queue = iter(pods)
+        done = 0
+
+        async def worker() -> None:
+            nonlocal done
+            for pod in queue:  # (one iterator shared: each pod taken once)
+                await self.create(pod)
+                done += 1
+
+        await asyncio.gather(*(worker() for _ in range(self.concurrency)))
+        return done
+
+    async def create(self, pod: dict[str, Any]) -> None:
+        """Create ``pod`` (a copy without its status), then merge-patch its status."""
+        body = {key: value for key, value in pod.items() if key != "status"}
+        path = f"/api/v1/namespaces/{self.namespace}/pods"
+        await self._send("POST", path, body, created_ok=True)
+        if "status" in pod:
+            name = pod["metadata"]["name"]
+            answer = await self._send("PATCH", f"{path}/{name}/status", {"status": pod["status"]})
+            self.last_rv = max(self.last_rv, int(answer["metadata"]["resourceVersion"]))
+
+    async def _send(
+        self, method: str, path: str, body: dict[str, Any], *, created_ok: bool = False
+    ) -> dict[str, Any]:
+        headers = {"Content-Type": _MERGE} if method == "PATCH" else None
+        data = orjson.dumps(body)
+        for attempt in range(RETRIES + 1):
+            last = attempt == RETRIES
+            try:
+                url = self.server + path
+                async with self.session.request(method, url, data=data, headers=headers) as r:
+                    text = await r.read()
+                    if r.status < 300 or (created_ok and attempt and r.status == 409):
+                        answer: dict[str, Any] = orjson.loads(text)
+                        return answer
+                    if r.status not in RETRY_STATUSES or last:
+                        raise RuntimeError(f"{method} {path}: {r.status} {text[:300]!r}")
+            except aiohttp.ClientConnectionError:
+                if last:
+                    raise
+            self.retried += 1
+            await asyncio.sleep(min(2.0, 0.05 * 2**attempt))
+        raise AssertionError("unreachable")
 
 
 def _bench_path() -> str:

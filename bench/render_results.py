@@ -358,6 +358,35 @@ def rerun_section(data: dict[str, Any]) -> list[str]:
     )
 
 
+def own_latency_grid_section(data: dict[str, Any]) -> list[str]:
+    """The informer's own latency at each N, reader count and pattern (issue 29, point 2)."""
+    pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
+    pin = data.get("pinning") or {}
+    out = heading(f"## The informer's own latency at {pods} pods (bench/staleness_bench.py)", data)
+    out += [
+        f"KubeSim in its own process; {data['rate']:.0f} status writes/s for "
+        f"{data['duration']:.0f} s per run; readers on the informer's loop, looping without "
+        "pause; a fresh informer process per run"
+        + (f", pinned to CPU {pin['informer_cpu']}" if pin.get("informer_cpu") is not None else "")
+        + ". Own latency: the watcher's read of an event -> the publish of the first snapshot "
+        "holding it; from the socket: the kernel's receive time of the read's newest packet "
+        "-> that publish (socket wait: the part before the read). Target (issue 29): from "
+        "the socket p99 <= 5 ms.",
+        "",
+        "| pods | readers | own p50 / p99 | from the socket p50 / p99 | socket wait p99 | "
+        "staleness p99 | load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in data["rows"]:
+        who = "none" if not r["readers"] else f"{r['readers']} {r['read']}"
+        out.append(
+            f"| {r['pods']:,} | {who} | {ms(r['own_latency_p50'])} / {ms(r['own_latency_p99'])} "
+            f"| {ms(r['socket_latency_p50'])} / {ms(r['socket_latency_p99'])} | "
+            f"{ms(r['socket_wait_p99'])} | {ms(r['staleness_p99'])} | {load(r)} |"
+        )
+    return out
+
+
 def memory_section(data: dict[str, Any]) -> list[str]:
     """RSS per pod, default and compact, from staleness_bench runs (``memory.json``: a list
     of those results)."""
@@ -736,6 +765,64 @@ def before_after_section(data: dict[str, Any]) -> list[str]:
     return out
 
 
+def own_latency_section(data: dict[str, Any]) -> list[str]:
+    """:func:`before_after_section` of bench/staleness_bench.py runs, with each side's load
+    (the 1-minute average when each run's load phase began, min-max over its runs) and
+    the pinning the runs had."""
+    out = before_after_section(data)
+    loads: dict[str, list[float]] = {"before": [], "after": []}
+    pinning = ""
+    for run in data["runs"]:
+        result = run["result"]
+        loads[run["side"]] += [r["load_1m"] for r in result["rows"] if "load_1m" in r]
+        pin = result.get("pinning") or {}
+        if pin.get("informer_cpu") is not None:
+            pinning = f"the informer's process pinned to CPU {pin['informer_cpu']}, the rest off it"
+    said = "; ".join(
+        f"{side} {min(v):.2f}-{max(v):.2f}" for side, v in loads.items() if v
+    )  # fmt: skip
+    out += ["", f"Load (1-minute average at each load phase): {said}; {pinning or 'no pinning'}."]
+    return out
+
+
+def sched_profile_section(data: dict[str, Any]) -> list[str]:
+    """Per profile (bench/sched_profile.py): each thread's switches, the wait for a CPU
+    after each wake-up, its runs and its time off a CPU."""
+    first = data["profiles"][0]
+    out = [
+        "## Where the informer's threads wait: the scheduler's view (bench/sched_profile.py)",
+        "",
+        f"Machine: {machine_line(first.get('machine') or {})}",
+        "",
+        "Per thread of the informer's process: how often it was switched in, the wait for a "
+        "CPU after each wake-up (sched delay), how long it then ran, and how long it had been "
+        "off a CPU before (asleep: epoll, or the interpreter's lock). Milliseconds."
+        + (
+            f" Kernel: {', '.join(f'{k}={v}' for k, v in first['kernel'].items())} (a woken "
+            "thread the scheduler does not run at once waits for a tick at most)."
+            if first.get("kernel")
+            else ""
+        ),
+        "",
+        "| load (note) | thread | switches | sched delay p50 / p99 / max | run p50 / p99 / "
+        "total | off CPU p50 / p99 |",
+        "|---|---|---|---|---|---|",
+    ]
+    for prof in data["profiles"]:
+        where = f"{prof['note']}; load {prof['load_1m']:.2f}, CPUs {prof['cpus_of_pid']}"
+        for t in prof["threads"]:
+            if t["switches"] < 20:
+                continue
+            out.append(
+                f"| {where} | {t['name']} | {t['switches']} | {t['sched_delay_p50_ms']} / "
+                f"{t['sched_delay_p99_ms']} / {t['sched_delay_max_ms']} | {t['run_p50_ms']} / "
+                f"{t['run_p99_ms']} / {t['run_total_ms']} | {t['off_cpu_p50_ms']} / "
+                f"{t['off_cpu_p99_ms']} |"
+            )
+    out += ["", "Commands:", "", *(f"    {p['command']}" for p in data["profiles"])]
+    return out
+
+
 def headline(data: dict[str, Any]) -> list[str]:
     """The README's compact table: one row per configuration of the seed run."""
     o = data["options"]
@@ -811,6 +898,11 @@ def main(argv: list[str] | None = None) -> int:
         ("footprint_store_before_after.json", before_after_section),
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
+        ("own_latency_before_after.json", own_latency_section),
+        ("own_latency_grid.json", own_latency_grid_section),
+        ("own_latency_pipeline_before_after.json", before_after_section),
+        ("sched_profile.json", sched_profile_section),
+        ("sched_slice_before_after.json", own_latency_section),
     ]
     for name, render in sections:
         path = RESULTS / name

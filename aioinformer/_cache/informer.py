@@ -41,7 +41,14 @@ Contracts:
   caller's loop. Either way each snapshot is published by one reference assignment,
   visible to every thread at once, and the handlers, the freshness waiters and the sync
   state are woken on the caller's loop once per batch of publishes (through the host's
-  ``notify``: one wake-up while one is pending). :meth:`on_publish` and :meth:`on_receive`
+  ``notify``: one wake-up while one is pending), and not at all for a publish nobody
+  there waits for (no subscriber, no freshness waiter, the sync already delivered): a
+  publish then costs the caller's loop nothing, and the pipeline thread no system call
+  (each gives the interpreter's lock away, and getting it back from busy readers costs
+  up to a switch interval). Neither side can miss the other: a subscriber announces
+  itself (:meth:`_listen`) before it reads the snapshot it starts from, a waiter
+  registers before it checks its condition, and the writer looks for either only after
+  it has published. :meth:`on_publish` and :meth:`on_receive`
   listeners run where the pipeline runs. Cancelling :meth:`Informer.run` ends the pipeline
   before ``run`` returns.
 """
@@ -49,11 +56,12 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import sys
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -307,6 +315,7 @@ class Informer(Service):
         # (seq, changes, synced) per publish, from the host to the caller's loop
         self._outbox: deque[tuple[int, list[Change], bool]] = deque()
         self._delivery_pending = False
+        self._listening = 0  # subscriptions being made (see _listen)
         self._delivered = 0  # seq of the last state whose changes were handed over
         self._replaced = False  # a Replace was published (the writer's view of the sync)
         self._replaces = 0  # Replaces published (numbered as the watcher numbers them)
@@ -673,10 +682,18 @@ class Informer(Service):
                 self._listener_failures.failed(
                     exc, "%s: publish listener %r raised: %r", self.name, listener, exc
                 )
-        self._outbox.append((seq, changes, synced))
-        if not self._delivery_pending:  # one wake-up of the caller's loop at a time
-            self._delivery_pending = True
-            self._host.notify(self._deliver)
+        # (read after the publish: see _listen and _wait for the other side)
+        if (
+            synced
+            or not self._synced.is_set()  # (a subscriber starts from _delivered until then)
+            or self._listening
+            or self._dispatcher.has_subscribers
+        ):
+            self._outbox.append((seq, changes, synced))
+        if self._delivery_pending or not (self._outbox or self._waiters):
+            return  # one wake-up of the caller's loop at a time; none when nothing waits
+        self._delivery_pending = True
+        self._host.notify(self._deliver)
 
     def _deliver(self) -> None:
         """On the caller's loop: hand every published batch's changes to the subscribers
@@ -884,6 +901,8 @@ class Informer(Service):
                     waiter = loop.create_future()
                     self._waiters.append(waiter)
                     try:
+                        if ready():  # published before the writer could see the waiter
+                            return
                         if poll:
                             await asyncio.wait((waiter,), timeout=0.05)
                         else:
@@ -904,6 +923,17 @@ class Informer(Service):
                 waiter.set_result(None)
 
     # -- handlers ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _listen(self) -> Iterator[None]:
+        """Around making a subscription (reading the state it starts from, then
+        registering it): the writer hands over every publish's changes meanwhile, so those
+        published after that state reach it even before it is registered."""
+        self._listening += 1
+        try:
+            yield
+        finally:
+            self._listening -= 1
 
     def _initial(self, namespace: str | None = None) -> tuple[Iterable[KubeObject], int]:
         """What a new subscriber starts from: the objects of the latest state (none before
@@ -937,18 +967,19 @@ class Informer(Service):
         order: they may block, and must not touch the loop's objects."""
         if in_thread:
             on_add, on_update, on_delete = (_threaded(f) for f in (on_add, on_update, on_delete))
-        initial, after = self._initial(namespace)
-        return self._dispatcher.add_handler(
-            on_add,
-            on_update,
-            on_delete,
-            coalesce=coalesce,
-            name=name,
-            max_queue=max_queue,
-            initial=initial,
-            after=after,
-            namespace=namespace,
-        )
+        with self._listen():
+            initial, after = self._initial(namespace)
+            return self._dispatcher.add_handler(
+                on_add,
+                on_update,
+                on_delete,
+                coalesce=coalesce,
+                name=name,
+                max_queue=max_queue,
+                initial=initial,
+                after=after,
+                namespace=namespace,
+            )
 
     def changes(
         self,
@@ -960,15 +991,16 @@ class Informer(Service):
     ) -> ChangeStream:
         """``async for change in informer.changes()``: the changes, in order (only those of
         ``namespace``'s objects, if given)."""
-        initial, after = self._initial(namespace)
-        return self._dispatcher.changes(
-            coalesce=coalesce,
-            name=name,
-            max_queue=max_queue,
-            initial=initial,
-            after=after,
-            namespace=namespace,
-        )
+        with self._listen():
+            initial, after = self._initial(namespace)
+            return self._dispatcher.changes(
+                coalesce=coalesce,
+                name=name,
+                max_queue=max_queue,
+                initial=initial,
+                after=after,
+                namespace=namespace,
+            )
 
     async def add_indexer(self, name: str, fn: IndexFunc) -> None:
         """Add an index after start; readers and the writer keep going while it builds

@@ -158,6 +158,11 @@ class ConfigResult:
     lag_series: list[tuple[float, float]] = field(default_factory=list)
     """(seconds since load start, how long the oldest delta not yet applied had waited
     then: how far behind the cache was, sampled)."""
+    own_latency_series: list[tuple[float, float]] = field(default_factory=list)
+    """(seconds since load start, the informer's own latency: the longest time from its
+    watcher's read of an event received in the sample interval that ends then to the
+    publish of the first snapshot that holds it), from the ``on_receive`` and
+    ``on_publish`` hooks."""
 
 
 @dataclass
@@ -204,6 +209,26 @@ def staleness_of(
         if i < len(publishes):
             out.append((committed, max(0.0, publishes[i][0] - committed)))
     return out
+
+
+def own_latencies(
+    receipts: Sequence[tuple[int, float]], publishes: Sequence[tuple[float, int]]
+) -> list[tuple[float, float]]:
+    """For each receipt (rv, time) that some publish covers: (receipt time, time of the
+    first publish whose RV is at least rv, minus the receipt time)."""
+    return staleness_of(receipts, [(t, rv) for t, rv in publishes])
+
+
+def worst_per_interval(
+    timed: Sequence[tuple[float, float]], start: float, step: float
+) -> list[tuple[float, float]]:
+    """(end of each ``step``-long interval since ``start``, the largest value timed in it)
+    from (time, value) pairs, for the intervals that have one."""
+    worst: dict[int, float] = {}
+    for t, value in timed:
+        bucket = int((t - start) / step) + 1
+        worst[bucket] = max(worst.get(bucket, 0.0), value)
+    return [(round(b * step, 3), round(v, 4)) for b, v in sorted(worst.items())]
 
 
 def split_staleness(
@@ -341,10 +366,8 @@ def summarise(
     stale = [s for _, s in timed]
     wire, informer = split_staleness(in_load, raw.get("receipts", []), raw["publishes"])
     step = options.sample_interval
-    worst: dict[int, float] = {}
-    for committed, s in timed:
-        bucket = int((committed - t_start) / step) + 1
-        worst[bucket] = max(worst.get(bucket, 0.0), s)
+    received = [(rv, t) for rv, t in raw.get("receipts", []) if t_start <= t <= t_end]
+    own = own_latencies(received, raw["publishes"])
     latencies = raw["latencies"]
     samples = raw["samples"]
     span = max(1e-9, t_end - t_start)
@@ -375,5 +398,6 @@ def summarise(
         operators_converged=raw.get("operators_converged"),
         fifo_depth=[(round(s[0] - t_start, 3), int(s[1])) for s in samples],
         lag_series=[(round(s[0] - t_start, 3), round(float(s[2]), 4)) for s in samples],
-        staleness_series=[(round(b * step, 3), round(v, 4)) for b, v in sorted(worst.items())],
+        staleness_series=worst_per_interval(timed, t_start, step),
+        own_latency_series=worst_per_interval(own, t_start, step),
     )

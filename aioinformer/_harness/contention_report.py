@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +88,8 @@ def report_figure(report: ContentionReport) -> Any:
     staleness over the load, one line per configuration (:data:`STYLES`: every line
     visible where they coincide, a legend in each panel), the worst configuration's peak
     annotated; the staleness of the other configurations again at their own scale (the
-    worst one's flattens them against zero); then the operators' 409s and extra pods
+    worst one's flattens them against zero); the informer's own latency (watcher read ->
+    publish, the one logarithmic panel); then the operators' 409s and extra pods
     with and without protection; a caption naming each line and saying what to look at.
     Close it when done (``matplotlib.pyplot.close``)."""
     import matplotlib
@@ -98,11 +99,11 @@ def report_figure(report: ContentionReport) -> Any:
 
     worst = max(report.results, key=lambda r: r.staleness_p99, default=None)
     others = [r for r in report.results if r is not worst and r.lag_series]
-    ratios = [3, 3, 3, 2] if others else [3, 3, 2]
+    ratios = [3, 3, 3, 3, 2] if others else [3, 3, 3, 2]
     fig, axes = plt.subplots(
         len(ratios), 1, figsize=(10, 1.2 * sum(ratios) + 1.5), gridspec_kw={"height_ratios": ratios}
     )
-    depth_ax, stale_ax, *zoom, ops_ax = axes
+    depth_ax, stale_ax, *zoom, own_ax, ops_ax = axes
     _plot_series(depth_ax, report.results, "fifo_depth")
     _plot_series(stale_ax, report.results, "lag_series")
     if worst is not None:
@@ -118,6 +119,8 @@ def report_figure(report: ContentionReport) -> Any:
     for ax, label in labels:
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
+    _plot_own_latency(own_ax, report.results)
+    for ax in (*(ax for ax, _ in labels), own_ax):
         ax.set_xlabel("seconds since the load started (then the drain)")
         if ax.get_lines():
             ax.legend(loc="upper left", fontsize="small")
@@ -132,6 +135,25 @@ def report_figure(report: ContentionReport) -> Any:
     caption_inches = 0.16 * len(lines) + 0.15
     fig.tight_layout(rect=(0, caption_inches / fig.get_figheight(), 1, 0.97))
     return fig
+
+
+OWN_LATENCY_FLOOR_MS = 0.001
+"""The own-latency panel is logarithmic: a value below this (a publish within a
+microsecond of the read) is drawn at it."""
+
+
+def _plot_own_latency(ax: Any, results: Sequence[ConfigResult]) -> None:
+    """The informer's own latency (watcher read -> publish), in milliseconds on a log
+    scale (microseconds for a store that keeps up, seconds for one that does not), one
+    line per configuration as the other panels draw it."""
+    in_ms = [
+        replace(r, own_latency_series=[
+            (t, max(OWN_LATENCY_FLOOR_MS, v * 1000)) for t, v in r.own_latency_series])
+        for r in results
+    ]  # fmt: skip
+    _plot_series(ax, in_ms, "own_latency_series")
+    ax.set_yscale("log")
+    ax.set_ylabel("informer's own latency (ms):\nread -> publish, log")
 
 
 def caption(report: ContentionReport) -> list[str]:
@@ -154,6 +176,12 @@ def caption(report: ContentionReport) -> list[str]:
                 f" The third panel shows the others without {worst.config}, at their own "
                 "scale: upstream's fix against the snapshot stores."
             )
+    if any(r.own_latency_series for r in report.results):
+        text += (
+            " The log-scale panel: the informer's own latency, from its watcher's "
+            "read of an event to the publish of the first snapshot holding it (the worst per "
+            "sample interval): the part of the staleness the informer itself adds."
+        )
     text += (
         " Below: the operators without their freshness protection (hatched) create pods "
         "that exist already (409s) and duplicate pods; protected, they make none."

@@ -74,7 +74,8 @@ def check_report(report: dict[str, Any], configs: tuple[str, ...]) -> None:
         # every change went through the FIFO: its peak over the load is at least 1, on
         # the pipeline thread too (which drains it between the depth samples)
         assert isinstance(r["fifo_peak"], int) and r["fifo_peak"] >= 1, name
-        assert r["fifo_depth"] and r["staleness_series"], name
+        assert r["fifo_depth"] and r["staleness_series"] and r["own_latency_series"], name
+        assert all(v >= 0 for _, v in r["own_latency_series"]), name
         assert set(r["conflicts_409"]) == OPERATOR_KEYS, name
         assert set(r["extra_pods"]) == OPERATOR_KEYS, name
         assert r["conflicts_409"]["podset/protected"] == 0, name
@@ -137,6 +138,30 @@ def test_split_staleness_adds_up_per_change() -> None:
     assert informer == pytest.approx([0.05, 0.3, 1.5])
     total = [s for _, s in staleness_of(commits[:3], publishes)]
     assert [w + i for w, i in zip(wire, informer, strict=True)] == pytest.approx(total)
+
+
+def test_the_own_latency_series_is_the_worst_read_to_publish_per_interval() -> None:
+    """Each event received during the load, timed from its watcher's read to the first
+    publish holding it, the worst per sample interval (by the read's time); reads outside
+    the load and events never published are left out."""
+    raw = {
+        "t_start": 1.0,
+        "t_end": 3.0,
+        # rv 9 read before the load; 13 never published
+        "receipts": [(9, 0.5), (10, 1.1), (11, 1.2), (12, 2.4), (13, 2.9)],
+        "publishes": [(0.6, 9), (1.15, 10), (1.5, 11), (2.41, 12)],
+        "samples": [[1.0, 0, 0.0, 0], [3.0, 0, 0.0, 3]],
+        "fifo_peak": 1,
+        "latencies": [0.001],
+        "applied": 3,
+        "objects": 3,
+        "rss_bytes": 1,
+    }
+    options = ContentionOptions(sample_interval=1.0)
+    result = summarise("snapshot+index", options, {"synced": 0.5}, raw, [(10, 1.05)])
+    (first, worst), (second, last) = result.own_latency_series
+    assert (first, second) == (1.0, 2.0)  # the intervals [1, 2) and [2, 3) of the load
+    assert worst == pytest.approx(0.3) and last == pytest.approx(0.01)  # rv 11; rv 12
 
 
 def test_the_fifo_peak_is_the_fifos_own_not_the_samples() -> None:

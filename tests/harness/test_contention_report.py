@@ -18,7 +18,7 @@ from aioinformer._harness.contention import (
     ContentionOptions,
     ContentionReport,
 )
-from aioinformer._harness.contention_report import report_figure
+from aioinformer._harness.contention_report import OWN_LATENCY_FLOOR_MS, report_figure
 
 matplotlib.use("Agg")
 
@@ -40,6 +40,7 @@ def result(config: str, peak: float) -> ConfigResult:
         extra_pods={"nodeagent/protected": 0, "nodeagent/unprotected": 1},
         fifo_depth=[(i * 0.5, int(s * peak * 1000)) for i, s in enumerate(shape)],
         lag_series=[(i * 0.5, s * peak) for i, s in enumerate(shape)],
+        own_latency_series=[(i * 0.5, s * peak / 10) for i, s in enumerate(shape)],
     )  # fmt: skip
 
 
@@ -73,8 +74,8 @@ def test_every_line_can_be_told_apart_and_shows_where_lines_coincide(
     figure: tuple[ContentionReport, object],
 ) -> None:
     _report, fig = figure
-    depth_ax, stale_ax, _zoom_ax, _ops_ax = fig.axes  # type: ignore[attr-defined]
-    for ax in (depth_ax, stale_ax):
+    depth_ax, stale_ax, _zoom_ax, own_ax, _ops_ax = fig.axes  # type: ignore[attr-defined]
+    for ax in (depth_ax, stale_ax, own_ax):
         lines = {line.get_label(): line for line in ax.get_lines()}
         assert set(lines) == set(CONFIGURATIONS)
         looks = {described(line) for line in lines.values()}
@@ -94,7 +95,7 @@ def test_the_stores_that_keep_up_have_a_panel_at_their_own_scale(
     figure: tuple[ContentionReport, object],
 ) -> None:
     _report, fig = figure
-    _depth_ax, stale_ax, zoom_ax, _ops_ax = fig.axes  # type: ignore[attr-defined]
+    _depth_ax, stale_ax, zoom_ax, _own_ax, _ops_ax = fig.axes  # type: ignore[attr-defined]
     shown = {line.get_label() for line in zoom_ax.get_lines()}
     assert shown == {"locked+index", "snapshot+scan", "snapshot+index"}
     assert zoom_ax.get_legend() is not None
@@ -111,3 +112,23 @@ def test_the_caption_names_every_line_as_it_is_drawn(
     for line in fig.axes[0].get_lines():  # type: ignore[attr-defined]
         assert f"{line.get_label()} ({described(line)})" in caption, (line.get_label(), caption)
     assert "What to look at: locked+scan (red) falls furthest behind" in caption
+
+
+def test_the_informers_own_latency_has_a_panel_of_its_own(
+    figure: tuple[ContentionReport, object],
+) -> None:
+    """Read -> publish per configuration, in milliseconds on a log scale (microseconds and
+    seconds in one panel), every line labelled, the caption saying what it is."""
+    report, fig = figure
+    own_ax = fig.axes[3]  # type: ignore[attr-defined]
+    assert own_ax.get_yscale() == "log" and "own latency (ms)" in own_ax.get_ylabel()
+    lines = {line.get_label(): line for line in own_ax.get_lines()}
+    assert set(lines) == set(CONFIGURATIONS) and own_ax.get_legend() is not None
+    for r in report.results:  # drawn in ms, a zero at the floor of the log scale
+        _times, drawn = lines[r.config].get_data()
+        assert max(drawn) == pytest.approx(max(v for _, v in r.own_latency_series) * 1000)
+        assert min(drawn) == OWN_LATENCY_FLOOR_MS
+    (text,) = (t.get_text() for t in fig.texts if t.get_text().startswith("Lines: "))  # type: ignore[attr-defined]
+    assert "the informer's own latency, from its watcher's read of an event" in " ".join(
+        text.split()
+    )
