@@ -289,6 +289,21 @@ class Replica:
             await self._reader
 
 
+def holders(journal: list[list[Any]], lease: str) -> dict[int, tuple[str, float]]:
+    """Each shard's current holder by the journal, and since when (the end of the first
+    write of its current uninterrupted run of writes naming it)."""
+    out: dict[int, tuple[str, float]] = {}
+    prefix = f"{lease}-shard-"
+    for _t0, t1, _user, _m, resource, _ns, name, _sub, status, holder in journal:
+        if resource != "leases" or status >= 300 or not name.startswith(prefix):
+            continue
+        shard = int(name[len(prefix) :])
+        previous = out.get(shard)
+        if previous is None or previous[0] != holder:
+            out[shard] = (holder or "", t1)
+    return out
+
+
 class Cluster:
     """The sim, the replicas' identities and kubeconfigs, and the shard Leases' history."""
 
@@ -307,31 +322,17 @@ class Cluster:
                 f.write(orjson.dumps(self.sim.kubeconfig(self.tokens[identity])))
         return Replica(identity, path, lease, self.args, namespace)
 
-    def holders(self, journal: list[list[Any]], lease: str) -> dict[int, tuple[str, float]]:
-        """Each shard's current holder by the journal, and since when (the end of the first
-        write of its current uninterrupted run of writes naming it)."""
-        out: dict[int, tuple[str, float]] = {}
-        prefix = f"{lease}-shard-"
-        for _t0, t1, _user, _m, resource, _ns, name, _sub, status, holder in journal:
-            if resource != "leases" or status >= 300 or not name.startswith(prefix):
-                continue
-            shard = int(name[len(prefix) :])
-            previous = out.get(shard)
-            if previous is None or previous[0] != holder:
-                out[shard] = (holder or "", t1)
-        return out
-
     def phase(self, journal: list[list[Any]], lease: str, live: list[Replica]) -> str:
         """Where the shards stand: "stable", every shard held by a live replica that
         logged it ready after taking it, and the shares fair (each live replica holds
         floor or ceil of shards / replicas); "owned", every shard held by a live replica;
         else "moving"."""
         by_id = {r.identity: r for r in live if r.alive}
-        holders = self.holders(journal, lease)
+        held = holders(journal, lease)
         counts = dict.fromkeys(by_id, 0)
         ready = True
         for shard in range(self.shards):
-            holder, since = holders.get(shard, ("", 0.0))
+            holder, since = held.get(shard, ("", 0.0))
             replica = by_id.get(holder)
             if replica is None:
                 return "moving"
@@ -371,9 +372,8 @@ async def settle(cluster: Cluster, replicas: list[Replica], lease: str, http: An
                 raise RuntimeError(f"{r.identity} exited: {r.errors[-5:]}")
         journal = await cluster.sim.sync_journal()
         if not cluster.stable(journal, lease, replicas):
-            state[0] = (
-                f"shards not stable: holders {cluster.holders(journal, lease)}, ready "
-                + str({r.identity: sorted(r.ready) for r in replicas})
+            state[0] = f"shards not stable: holders {holders(journal, lease)}, ready " + str(
+                {r.identity: sorted(r.ready) for r in replicas}
             )
             return False
         rows = [await r.row(http) for r in replicas]
@@ -654,7 +654,7 @@ async def drill(cluster: Cluster, http: Any, args: argparse.Namespace) -> dict[s
             seconds = await eventually(converged, "PodSets converged", args.timeout, 2.0)
         except TimeoutError:
             seconds = None
-        final = await cluster.sim.call("converged")
+        final = await cluster.sim.call("converged", full=True)
         rows = [await r.row(http) for r in replicas]
     finally:
         if writer is not None:
