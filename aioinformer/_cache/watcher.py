@@ -429,6 +429,7 @@ class Watcher:
         self._scope = 0  # rescopes so far (see rescope())
         self._sync_scope = 0  # the scope the current sync asked for
         self._restart = False  # rescope() cancelled the request under way
+        self._relist_due = False  # rescope(relist=True) asked for a list not begun yet
         self._backing_off = False  # waiting out a retry delay (no request under way)
 
     def __repr__(self) -> str:
@@ -496,7 +497,10 @@ class Watcher:
         scope: the next one with ``relist``, else the last one put."""
         self._scope += 1
         if relist:
+            # (a flag besides the position: a read of a resumed watch, in its own task,
+            # may end after this and put the position back)
             self._rv = None
+            self._relist_due = True
             self._after_list = False
         target = self._replaces + 1 if relist else self._replaces
         task = self._task
@@ -542,7 +546,8 @@ class Watcher:
         while True:
             try:
                 self._backing_off = False
-                if self._rv is None:
+                if self._rv is None or self._relist_due:
+                    self._relist_due = False
                     await self._sync()
                 else:
                     if self._after_list:
