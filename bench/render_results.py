@@ -737,24 +737,39 @@ def _seed(data: dict[str, Any]) -> str:
     )
 
 
+def _labeling(lab: dict[str, Any]) -> str:
+    return (
+        f"Labeling (one replica on the unlabeled pods, server mode): {lab['patches_ok']:,} of "
+        f"{lab['pods']:,} pods labelled {lab['seconds']} s after the replica started "
+        f"({lab['patches_per_second']} patches/s); meanwhile the replica, its shards ready "
+        f"once the labeler's wait ended (the renew deadline), tried {lab.get('creates_409', '-')} "
+        f"creates of pods that existed unlabelled (409 AlreadyExists) and wrote "
+        f"{lab.get('status_writes', '-')} PodSet statuses."
+    )
+
+
+def scaleout_labeling_section(data: dict[str, Any]) -> list[str]:
+    """The ShardLabeler labelling a seed shape's pods (bench/scaleout.py without --labeled)."""
+    out = heading("## Scale-out: labelling existing children (bench/scaleout.py)", data)
+    return [*out, _seed(data), "", _loads(data), "", _labeling(data["labeling"]), ""]
+
+
 def scaleout_section(data: dict[str, Any]) -> list[str]:
     """Per replica of the PodSet operator with 1, 2, 4 replicas, server- and client-side."""
     out = heading(
         "## Scale-out: the PodSet operator as 1, 2 and 4 replicas (bench/scaleout.py)", data
     )
     out += [_seed(data), "", _loads(data), ""]
-    lab = data.get("labeling")
-    if lab:
-        out += [
-            f"Labeling (one replica, before the runs): {lab['patches_ok']:,} pods labelled in "
-            f"{lab['seconds']} s from the replica's start ({lab['patches_per_second']} patches/s).",
-            "",
-        ]
+    if data.get("labeling"):
+        out += [_labeling(data["labeling"]), ""]
     over = data["overhead"]
     out += [
         "server: KubeSim's ShardedListAndWatch gate on (the server filters the PodSets by uid); "
         "client: off (each replica drops the PodSets outside its ranges before decoding them). "
         "The pods are label-selected by bucket in both (the server filters them either way). "
+        "The PodSets informer says mode client in both: a custom resource's list carries no "
+        "shardInfo in v1.36, so it cannot tell that the server filtered (with the gate on it "
+        "drops nothing: the server sent only its share). "
         f"Fixed overhead: a replica holding no objects, RSS {over['rss_bytes'] / 2**20:.0f} MiB, "
         f"CPU {over['cpu_seconds']:.1f} s. CPU is the process's whole life (start-up included); "
         "per 1000 = CPU seconds per 1000 objects received.",
@@ -908,6 +923,7 @@ def main(argv: list[str] | None = None) -> int:
         ("shard_filter.json", shard_filter_section),
         ("shard_caches.json", shard_caches_section),
         ("scaleout.json", scaleout_section),
+        ("scaleout-labeling.json", scaleout_labeling_section),
         ("scaleout-drill.json", scaleout_drill_section),
         ("peers.json", peers_section),
         ("soak.json", soak_section),

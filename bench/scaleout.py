@@ -452,8 +452,11 @@ async def labeling_run(cluster: Cluster, http: Any, pods: int, timeout: float) -
     journal = (await cluster.sim.sync_journal())[before:]
     patches = [e for e in journal if e[2] == "replica-0" and e[4] == "pods" and e[3] == "PATCH"]
     ok = sum(e[8] < 300 for e in patches)
+    conflicts = sum(e[2] == "replica-0" and e[3] == "POST" and e[8] == 409 for e in journal)
+    statuses = sum(e[2] == "replica-0" and e[4] == "podsets" and e[8] < 300 for e in journal)
     return {"seconds": round(seconds, 1), "pods": pods, "patches": len(patches),
-            "patches_ok": ok, "patches_per_second": round(ok / seconds, 1) if seconds else None,
+            "patches_ok": ok, "creates_409": conflicts, "status_writes": statuses,
+            "patches_per_second": round(ok / seconds, 1) if seconds else None,
             "replica": row}  # fmt: skip
 
 
