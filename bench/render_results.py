@@ -817,6 +817,12 @@ def scaleout_drill_section(data: dict[str, Any]) -> list[str]:
             e["seconds_to_stable"] if e["seconds_to_stable"] is not None else "not within the bound"
         )
         out.append(f"| {e['event']} | {e['at']} | {e['seconds_to_owned']} | {stable} |")
+    seconds = d["seconds_to_converge_after_writes"]
+    converged = (
+        f"all converged {seconds} s after the writes stopped"
+        if seconds is not None
+        else "not all converged within the bound"
+    )
     out += [
         "",
         "From KubeSim's write journal (each write's server time, key and user; each replica "
@@ -828,8 +834,8 @@ def scaleout_drill_section(data: dict[str, Any]) -> list[str]:
         f"- pairs of writes to one key by two replicas in flight at once: "
         f"{d['overlapping_writes_by_two_replicas']} (must be 0); closest hand-off between two "
         f"replicas' writes to one key: {d['closest_handoff_seconds']} s",
-        f"- PodSets never reconciled (not converged {d['converge_wait_started_after']} s after "
-        f"the writes stopped): {d['never_reconciled']} (must be 0)",
+        f"- PodSets never reconciled (their pods or status not what their spec says at the "
+        f"end: {converged}): {d['never_reconciled']} (must be 0)",
         f"- pods beyond a PodSet's spec (duplicate creates): {d['pods_beyond_spec']} (must be 0); "
         f"creates answered 409 AlreadyExists: {d['creates_409']}",
     ]
