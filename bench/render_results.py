@@ -743,6 +743,134 @@ def shard_caches_section(data: dict[str, Any]) -> list[str]:
     return [*out, ""]
 
 
+def _loads(data: dict[str, Any]) -> str:
+    before, after = data.get("load_before"), data.get("load_after")
+    fmt = lambda v: " / ".join(f"{x:.2f}" for x in v) if v else "-"  # noqa: E731
+    return f"Load (1/5/15 min) before: {fmt(before)}; after: {fmt(after)}."
+
+
+def _seed(data: dict[str, Any]) -> str:
+    t = data["lease_timing"]
+    labeled = (
+        "pods labelled with their owner's bucket from the start"
+        if data["labeled_at_start"]
+        else "pods created without the bucket label (the first replica's ShardLabeler labelled them)"
+    )
+    return (
+        f"{data['owners']} PodSets x {data['pods_per_owner']} StatefulSet-shaped pods "
+        f"({data['pods']:,} pods, each with the controller ownerReference; {labeled}) on KubeSim "
+        f"in its own process; the PodSet operator (examples/podset.py) as replica processes "
+        f"(`python -m aioinformer run ... --shards {data['shards']} --shard-caches`), Leases "
+        f"{t['lease_duration']:g} / {t['renew_deadline']:g} / {t['retry_period']:g} s "
+        "(duration / renew deadline / retry period)."
+    )
+
+
+def _labeling(lab: dict[str, Any]) -> str:
+    return (
+        f"Labeling (one replica on the unlabeled pods, server mode): {lab['patches_ok']:,} of "
+        f"{lab['pods']:,} pods labelled {lab['seconds']} s after the replica started "
+        f"({lab['patches_per_second']} patches/s); meanwhile the replica, its shards ready "
+        f"once the labeler's wait ended (the renew deadline), tried {lab.get('creates_409', '-')} "
+        f"creates of pods that existed unlabelled (409 AlreadyExists) and wrote "
+        f"{lab.get('status_writes', '-')} PodSet statuses."
+    )
+
+
+def scaleout_labeling_section(data: dict[str, Any]) -> list[str]:
+    """The ShardLabeler labelling a seed shape's pods (bench/scaleout.py without --labeled)."""
+    out = heading("## Scale-out: labelling existing children (bench/scaleout.py)", data)
+    return [*out, _seed(data), "", _loads(data), "", _labeling(data["labeling"]), ""]
+
+
+def scaleout_section(data: dict[str, Any]) -> list[str]:
+    """Per replica of the PodSet operator with 1, 2, 4 replicas, server- and client-side."""
+    out = heading(
+        "## Scale-out: the PodSet operator as 1, 2 and 4 replicas (bench/scaleout.py)", data
+    )
+    out += [_seed(data), "", _loads(data), ""]
+    if data.get("labeling"):
+        out += [_labeling(data["labeling"]), ""]
+    over = data["overhead"]
+    out += [
+        "server: KubeSim's ShardedListAndWatch gate on (the server filters the PodSets by uid); "
+        "client: off (each replica drops the PodSets outside its ranges before decoding them). "
+        "The pods are label-selected by bucket in both (the server filters them either way). "
+        "The PodSets informer says mode client in both: a custom resource's list carries no "
+        "shardInfo in v1.36, so it cannot tell that the server filtered (with the gate on it "
+        "drops nothing: the server sent only its share). "
+        f"Fixed overhead: a replica holding no objects, RSS {over['rss_bytes'] / 2**20:.0f} MiB, "
+        f"CPU {over['cpu_seconds']:.1f} s. CPU is the process's whole life (start-up included); "
+        "per 1000 = CPU seconds per 1000 objects received.",
+        "",
+        "| mode | N | replica | RSS MiB | PodSets | pods | bytes received MiB | received / "
+        "dropped | CPU s | CPU per 1000 | reconciles |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in data["runs"]:
+        for r in run["per_replica"]:
+            per = r["cpu_per_1000_objects"]
+            out.append(
+                f"| {run['mode']} | {run['replicas']} | {r['identity']} | "
+                f"{r['rss_bytes'] / 2**20:.0f} | {r['podsets']} | {r['pods']:,} | "
+                f"{r['bytes_received'] / 2**20:.1f} | {r['objects_received']:,} / "
+                f"{r['objects_dropped']:,} | {r['cpu_seconds']:.1f} | "
+                f"{per if per is not None else '-'} | {r['reconciles']} |"
+            )
+    out += ["", "Targets (ratios within this run; worst replica):", ""]
+    for t in data["targets"]:
+        verdict = "held" if t["held"] else "**missed**"
+        out.append(f"- {t['mode']}, N={t['replicas']}, {t['target']}: {verdict}: {t['text']}")
+    return [*out, ""]
+
+
+def scaleout_drill_section(data: dict[str, Any]) -> list[str]:
+    """The rebalancing drill: recovery times and the server-side safety counts."""
+    d = data["drill"]
+    out = heading("## Scale-out: the rebalancing drill (bench/scaleout.py --drill)", data)
+    out += [_seed(data), "", _loads(data), ""]
+    out += [
+        f"4 replicas (server mode) under {d['write_rate_offered']:g} writes/s offered "
+        f"({d['writer']} writer: pod annotation patches over every pod, "
+        f"{d['scale_rate']:g}/s of them PodSet scale-ups); achieved "
+        f"{d['write_rate_achieved']:g} writes/s ({d['writes']:,} in {d['write_seconds']:.0f} s, "
+        f"{d['write_errors']} errors). Seconds from each event until every shard's Lease names "
+        "a live replica (owned) and until that replica also logged the shard ready after taking "
+        "it, with fair shares (stable); polled every 0.2 s.",
+        "",
+        "| event | at s | owned after s | stable after s |",
+        "|---|---|---|---|",
+    ]
+    for e in d["events"]:
+        stable = (
+            e["seconds_to_stable"] if e["seconds_to_stable"] is not None else "not within the bound"
+        )
+        out.append(f"| {e['event']} | {e['at']} | {e['seconds_to_owned']} | {stable} |")
+    seconds = d["seconds_to_converge_after_writes"]
+    converged = (
+        f"all converged {seconds} s after the writes stopped"
+        if seconds is not None
+        else "not all converged within the bound"
+    )
+    out += [
+        "",
+        "From KubeSim's write journal (each write's server time, key and user; each replica "
+        "has its own token) and the shard Leases' holder history:",
+        "",
+        f"- writes by the replicas to PodSets and their pods: {d['replica_writes']:,}",
+        f"- writes by a replica while another held (or nobody held) the key's shard Lease: "
+        f"{d['writes_without_the_lease']} (must be 0)",
+        f"- pairs of writes to one key by two replicas in flight at once: "
+        f"{d['overlapping_writes_by_two_replicas']} (must be 0); closest hand-off between two "
+        f"replicas' writes to one key: {d['closest_handoff_seconds']} s",
+        f"- PodSets never reconciled (their pods or status not what their spec says at the "
+        f"end: {converged}): {d['never_reconciled']} (must be 0)",
+        f"- pods beyond a PodSet's spec (duplicate creates): {d['pods_beyond_spec']} (must be 0); "
+        f"creates answered 409 AlreadyExists: {d['creates_409']}",
+    ]
+    return [*out, ""]
+
+
 def before_after_section(data: dict[str, Any]) -> list[str]:
     """A figure-by-figure comparison of two checkouts in one run (bench/before_after.py)."""
     before, after = data["before"], data["after"]
@@ -887,6 +1015,9 @@ def main(argv: list[str] | None = None) -> int:
         ("objects.json", objects_section),
         ("shard_filter.json", shard_filter_section),
         ("shard_caches.json", shard_caches_section),
+        ("scaleout.json", scaleout_section),
+        ("scaleout-labeling.json", scaleout_labeling_section),
+        ("scaleout-drill.json", scaleout_drill_section),
         ("peers.json", peers_section),
         ("soak.json", soak_section),
         ("kubesim.json", kubesim_section),

@@ -188,6 +188,9 @@ class InformerStatistics:
     """Of those, the ones in the informer's shard ranges (all of them when not sharded)."""
     objects_dropped: int = 0
     """Of those, the ones outside its shard ranges: never built, never cached."""
+    bytes_received: int = 0
+    """Bytes of the list and watch responses its watcher read (list bodies, watch lines;
+    ``WatcherStatistics.bytes_received``): what it cost the API server's egress."""
 
 
 def _threaded(fn: Callable[..., object] | None) -> Callable[..., Awaitable[None]] | None:
@@ -1052,6 +1055,7 @@ class Informer(Service):
             objects_received=ws.objects_received,
             objects_kept=ws.objects_received - ws.objects_dropped,
             objects_dropped=ws.objects_dropped,
+            bytes_received=ws.bytes_received,
         )
 
 

@@ -259,6 +259,10 @@ class WatcherStatistics:
     objects_dropped: int = 0
     """Objects received outside a sharded informer's ranges, left out before they were
     built (``objects_received - objects_dropped`` were kept)."""
+    bytes_received: int = 0
+    """Bytes of the list and watch responses read: each list page's body and each watch
+    line with its newline (keep-alive blank lines not counted), as decoded (after any
+    gzip). Counted once per page and once per read of a watch, not per object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,6 +429,7 @@ class Watcher:
         self._scope = 0  # rescopes so far (see rescope())
         self._sync_scope = 0  # the scope the current sync asked for
         self._restart = False  # rescope() cancelled the request under way
+        self._relist_due = False  # rescope(relist=True) asked for a list not begun yet
         self._backing_off = False  # waiting out a retry delay (no request under way)
 
     def __repr__(self) -> str:
@@ -492,7 +497,10 @@ class Watcher:
         scope: the next one with ``relist``, else the last one put."""
         self._scope += 1
         if relist:
+            # (a flag besides the position: a read of a resumed watch, in its own task,
+            # may end after this and put the position back)
             self._rv = None
+            self._relist_due = True
             self._after_list = False
         target = self._replaces + 1 if relist else self._replaces
         task = self._task
@@ -538,7 +546,8 @@ class Watcher:
         while True:
             try:
                 self._backing_off = False
-                if self._rv is None:
+                if self._rv is None or self._relist_due:
+                    self._relist_due = False
                     await self._sync()
                 else:
                     if self._after_list:
@@ -768,6 +777,7 @@ class Watcher:
             for bad in bad_items:
                 self._bad_item(bad)
             dropped = getattr(page, "dropped", 0)
+            self._stats.bytes_received += getattr(page, "nbytes", 0)
             self._stats.objects_received += len(page) + len(bad_items) + dropped
             self._stats.objects_dropped += dropped
             list_rv = list_rv or page_rv
@@ -935,6 +945,7 @@ class Watcher:
             async with limit, contextlib.aclosing(reads):
                 async for lines in reads:
                     now = stats.last_event_at = self._clock()  # one read, one receive time
+                    stats.bytes_received += sum(map(len, lines)) + len(lines)
                     if buffer is not None:  # (initial events: the quiet bound starts again)
                         limit.reschedule(min(hard, loop.time() + quiet))
                     queued: list[Delta] = []
@@ -1063,7 +1074,8 @@ class Watcher:
         resourceVersion; below the watch's, the server's history was reset (a watch from a
         resourceVersion the server has not reached gets no event at all, conformance 05d)."""
         await self._request()
-        _, list_rv, _ = await self._lw.list_page("", 1, None)
+        page, list_rv, _ = await self._lw.list_page("", 1, None)
+        self._stats.bytes_received += getattr(page, "nbytes", 0)
         try:
             current = parse_resource_version(list_rv)
         except DecodeError as exc:

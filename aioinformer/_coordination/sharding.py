@@ -23,10 +23,12 @@ Contract:
   first) and releases it so another replica can take it at once.
 * Rebalancing: a replica that dies stops renewing; its member and shard leases expire about
   ``ceil(lease_duration)`` after the others last saw them change, and the survivors take
-  the shards within a couple of ``retry_period`` after that. A joining replica is counted
-  within about one ``retry_period``; the others shed their surplus at their next balancing
-  round and it acquires the released shards at its own (each round is one
-  ``retry_period`` apart, plus up to 20% jitter).
+  the shards within a couple of ``retry_period`` after that. A replica that leaves
+  (cancelled, ``release_on_cancel``) releases its shards and deletes its member Lease: the
+  others count it out and take the shards at their next balancing rounds. A joining
+  replica is counted within about one ``retry_period``; the others shed their surplus at
+  their next balancing round and it acquires the released shards at its own (each round
+  is one ``retry_period`` apart, plus up to 20% jitter).
 * The Leases are trusted as :mod:`aioinformer._coordination.leader` trusts its one: a
   missing shard Lease (deleted, or never made) is created by its holder at its next
   renewal; by another replica that has listed it before only once its balancing rounds
@@ -504,10 +506,10 @@ class ShardManager(Service):
             return
         listed = self._observe_all(leases, sent)
         stale = self._stale_members(listed)
-        live = {
+        live = {  # (a member Lease gone from the list is a replica that left: counted out)
             s.record.holder
             for n, s in self._seen.items()
-            if n == f"{self.name}-member-{s.record.holder}" and self._valid(n)
+            if n == f"{self.name}-member-{s.record.holder}" and n in listed and self._valid(n)
         }
         self._members = frozenset(live | {self.identity})
         target = self.target

@@ -105,6 +105,10 @@ class _InformerCollector:
                 "Objects received outside the shard ranges (never built or cached).",
                 lambda s: s.objects_dropped,
             ),
+            "bytes_received": (
+                "Bytes of list bodies and watch lines received.",
+                lambda s: s.bytes_received,
+            ),
         }
         stats = list(self._sources())
         rows = [([s.name], s) for s in stats]

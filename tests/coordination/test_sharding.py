@@ -315,6 +315,19 @@ async def test_cancel_releases_every_lease(sim: KubeSim) -> None:
     assert member_leases(sim) == set()  # deleted: an identity is not used again
 
 
+async def test_a_replica_that_leaves_is_no_member_once_its_lease_is_gone(sim: KubeSim) -> None:
+    """The shards a replica released on leaving are taken at the survivors' next balancing
+    rounds, not a lease duration later: its deleted member Lease counts it out at once."""
+    async with cluster(sim) as c:
+        for i in range(3):
+            await c.start(f"replica-{i}")
+        await c.until(lambda: c.covered({10, 11}), "balanced over three")
+        await c.stop("replica-1")  # graceful: its shards released, its member Lease deleted
+        await c.until(lambda: c.covered({16}), "balanced over two", timeout=LEASE_DURATION / 2)
+        for replica in c.replicas.values():
+            assert replica.members == {"replica-0", "replica-2"}
+
+
 def member_leases(sim: KubeSim) -> set[str]:
     """The names of the member Leases stored."""
     names = {lease["metadata"]["name"] for lease in sim.list("leases", NS)}
