@@ -204,17 +204,27 @@ class ShardLabeler(Service):
             for obj in inf.snapshot().list():
                 self._queue(i, obj)
 
-    async def settle(self, timeout: float | None = None) -> int:
+    @property
+    def backlog(self) -> int:
+        """Objects it has still to place: pending, being placed, and waiting for a retry
+        after a failed read or patch (0: every unlabeled object it knows of was looked
+        at, and each one it could place is labelled)."""
+        return len(self._pending) + self._busy + len(self._retries)
+
+    async def settle(self, timeout: float | None = None, *, retries: bool = False) -> int:
         """Wait until it has looked at every object it knew of (nothing pending, nothing
-        being placed; those waiting for a retry are not waited for), at most ``timeout``
-        seconds; return the resourceVersion of its latest patch (0: none yet), which an
-        informer of labelled children has caught up with once it reached it."""
+        being placed; with ``retries``, also none waiting for a retry: :attr:`backlog`
+        is 0), at most ``timeout`` seconds; return the resourceVersion of its latest
+        patch (0: none yet), which an informer of labelled children has caught up with
+        once it reached it. Whether it settled is :attr:`backlog` (logged at WARNING
+        when the time ran out)."""
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
-        while self._pending or self._busy:
+        while self._pending or self._busy or (retries and self._retries):
             if deadline is not None and loop.time() >= deadline:
                 log.warning("shard labeler: %d objects still to place after %ss",
-                            len(self._pending) + self._busy, timeout)  # fmt: skip
+                            self.backlog if retries else len(self._pending) + self._busy,
+                            timeout)  # fmt: skip
                 break
             await asyncio.sleep(0.05)
         return self._last_rv

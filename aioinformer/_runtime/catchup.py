@@ -14,13 +14,16 @@ a resourceVersion at or past ``rv``), which is how a resource nobody wrote since
 fresh without waiting for a bookmark: a metadata-only list of the informer's scope, sent
 only when the store has not reached ``rv`` within :data:`QUICK` seconds. Catching up is
 bounded (the caller's ``timeout``): an informer that has not caught up by then is named in
-a WARNING, and the replica goes on.
+a WARNING, and the caller decides: a new leader goes on (``then``'s default), a
+replica's sharded caches keep their gained shards not ready and try again
+(:mod:`~aioinformer._runtime.shardcaches`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable
+from typing import Final
 
 from aioinformer._cache.informer import Informer
 from aioinformer._client.listwatch import ListWatch
@@ -28,7 +31,7 @@ from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import AioinformerError, ClosedError, FreshnessTimeout
 
-__all__ = ["QUICK", "catch_up", "caught_up"]
+__all__ = ["ON_WHAT_THEY_HOLD", "QUICK", "catch_up", "caught_up"]
 
 log = logs.logger("aioinformer.manager")
 
@@ -39,20 +42,29 @@ _RETRY = 1.0
 """Seconds between two comparisons of a lagging informer with the server's list."""
 
 
+ON_WHAT_THEY_HOLD: Final = "reconciling on what they hold (their watches lag or fail)"
+"""What a new leader does when its caches did not catch up in time (the default ``then``)."""
+
+
 async def catch_up(
-    informers: Iterable[Informer], rv: int, rest: RestClient, *, what: str, timeout: float
+    informers: Iterable[Informer],
+    rv: int,
+    rest: RestClient,
+    *,
+    what: str,
+    timeout: float,
+    then: str = ON_WHAT_THEY_HOLD,
 ) -> list[Informer]:
     """Wait until every informer caught up with ``rv`` (see the module docstring), for at
     most ``timeout`` seconds; return those that did not (logged at WARNING, naming
-    ``what`` the replica took)."""
+    ``what`` the replica took and ``then``, what it does next)."""
     unique = list({id(i): i for i in informers}.values())
     results = await asyncio.gather(*(caught_up(i, rv, rest, timeout) for i in unique))
     behind = [i for i, ok in zip(unique, results, strict=True) if not ok]
     if behind:
         log.warning(
-            "%s: taken at resourceVersion %d, but %s did not catch up with it within %gs: "
-            "reconciling on what they hold (their watches lag or fail)",
-            what, rv, ", ".join(i.name for i in behind), timeout,
+            "%s: taken at resourceVersion %d, but %s did not catch up with it within %gs: %s",
+            what, rv, ", ".join(i.name for i in behind), timeout, then,
         )  # fmt: skip
     return behind
 

@@ -31,7 +31,10 @@ holds. Contracts:
   the unlabeled children they hold and the owned informers catch up with their patches,
   and only then are the shards *ready*: their keys may be reconciled, and are requeued.
   (Without that wait, a child that exists but lacks the label is invisible to its
-  owner's reconcile, which would make it again.)
+  owner's reconcile, which would make it again.) Never on less: a step that does not
+  complete within ``renew_deadline`` (a lagging watch, a labeler's failing patches) is
+  logged and tried again, the shards staying not ready, until it completes or the
+  wanted scope changes.
 * **Loss.** A shard lost or handed over stops being ready at once (its reconciles are
   fenced by the manager); the informers are narrowed once the hand-over fence ran (its
   objects leave the caches, told to no handler). A replica that holds no shard any more
@@ -348,20 +351,39 @@ class ShardedCaches:
     async def _catch_up(
         self, manager: ShardManager, gained: frozenset[int], timeout: float
     ) -> None:
-        versions = {s: v for s in gained if (v := manager.lease_version(s)) is not None}
+        """Make ``gained`` ready once the caches hold their keys' whole state: caught up
+        with the Lease writes that took them, and every unlabeled child of their buckets
+        labelled and in the owned caches. Never on less: a round that falls short
+        (``timeout`` seconds each) is logged and tried again, the shards staying not
+        ready, until it completes or the wanted scope changes (applied first; then this
+        runs again for what is still gained)."""
         what = f"shards {sorted(gained)} of {manager.namespace}/{manager.name}"
-        rv = max(versions.values(), default=0)
-        if rv:
-            await catch_up(self.factory.informers, rv, self.factory.rest, what=what,
-                           timeout=timeout)  # fmt: skip
-        if self.labelers:  # the unlabeled children of the gained buckets
-            for labeler in self.labelers:
-                labeler.recheck()
-            settled = await asyncio.gather(*(lab.settle(timeout) for lab in self.labelers))
-            labeled = max(settled)
-            if labeled > rv:
-                await catch_up(self.owned, labeled, self.factory.rest,
-                               what=f"{what} (labelled children)", timeout=timeout)  # fmt: skip
+        not_ready = "not ready until they do; trying again"
+        for labeler in self.labelers:  # the unlabeled children of the gained buckets
+            labeler.recheck()
+        while not self._wake.is_set():
+            versions = {s: v for s in gained if (v := manager.lease_version(s)) is not None}
+            rv = max(versions.values(), default=0)
+            if rv and await catch_up(self.factory.informers, rv, self.factory.rest, what=what,
+                                     timeout=timeout, then=not_ready):  # fmt: skip
+                continue
+            if self.labelers:
+                settled = await asyncio.gather(
+                    *(lab.settle(timeout, retries=True) for lab in self.labelers)
+                )
+                if left := sum(lab.backlog for lab in self.labelers):
+                    log.warning("sharded caches: %s: %d unlabeled children still to place: "
+                                "%s", what, left, not_ready)  # fmt: skip
+                    continue
+                labeled = max(settled)
+                if labeled > rv and await catch_up(
+                    self.owned, labeled, self.factory.rest,
+                    what=f"{what} (labelled children)", timeout=timeout, then=not_ready,
+                ):  # fmt: skip
+                    continue
+            break
+        else:
+            return  # a new scope is wanted: applied first, then the catch-up again
         ready = frozenset(s for s in gained if s in self._wanted and manager.owns_shard(s))
         self.ready |= ready
         if ready:

@@ -190,3 +190,38 @@ async def test_unlabeled_children_are_labeled_by_their_owners_replica(sim: KubeS
     for p in sim.list("pods", NS):
         owner = p["metadata"]["ownerReferences"][0]["uid"]
         assert p["metadata"]["labels"][SHARD_LABEL] == f"{uid_bucket(owner):02x}"
+
+
+async def test_shards_stay_unready_until_every_existing_child_is_labelled(sim: KubeSim) -> None:
+    """A replica whose labeler cannot place the existing children for longer than a
+    renew deadline (their patches fail) does not reconcile their owners on a cache that
+    lacks them: its shards become ready only once every child is labelled and cached, so
+    no owner gets a second child."""
+    owners = [sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS) for i in range(6)]
+    for o in owners:
+        meta = o["metadata"]
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"],
+               "controller": True}  # fmt: skip
+        sim.create("pods", {"metadata": {"name": f"{meta['name']}-x", "ownerReferences": [ref]},
+                            "spec": {"containers": [{"name": "c", "image": "i"}]}}, NS)  # fmt: skip
+    sim.fail_next(60, 500, path_contains="/pods/", verbs=["patch"])
+    async with sim.api_client() as api:
+        a = Replica(api, "a")
+        async with a.manager:
+            caches = a.manager.sharded_caches
+            assert caches is not None
+            await eventually(lambda: a.manager.shards.owned_shards() == frozenset(range(SHARDS)),
+                             "every shard held", timeout=LONG, interval=0.5)  # fmt: skip
+            labelled = 0
+            while not caches.ready:
+                labelled = sum(SHARD_LABEL in (p["metadata"].get("labels") or {})
+                               for p in sim.list("pods", NS))  # fmt: skip
+                assert not a.reconciled, f"reconciled with {labelled} of 6 children labelled"
+                await asyncio.sleep(0.5)
+            await eventually(
+                lambda: check_stable(sim, [a]) or True,
+                "every owner with its one child",
+                timeout=LONG,
+                interval=0.5,
+                retry_on=AssertionError,
+            )
