@@ -82,6 +82,16 @@ def cached(inf: Informer) -> set[str]:
     return {o.key for o in inf.snapshot().list()}
 
 
+def owners_with_unlabeled_children(sim: KubeSim, n: int) -> None:
+    """``n`` primaries, each with one pod another client made (no bucket label)."""
+    for i in range(n):
+        meta = sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS)["metadata"]
+        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"],
+               "controller": True}  # fmt: skip
+        sim.create("pods", {"metadata": {"name": f"{meta['name']}-x", "ownerReferences": [ref]},
+                            "spec": {"containers": [{"name": "c", "image": "i"}]}}, NS)  # fmt: skip
+
+
 def check_stable(sim: KubeSim, replicas: list[Replica]) -> None:
     """Every primary has one child; every live replica has ready shards and caches exactly
     the primaries of their buckets and those primaries' children; together they cache
@@ -170,13 +180,7 @@ async def test_unlabeled_children_are_labeled_by_their_owners_replica(sim: KubeS
     """Pods another client made without the bucket label are labelled (by the replica that
     owns their owner), and then cached by it."""
     random.seed(28)
-    owners = [sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS) for i in range(6)]
-    for o in owners:
-        meta = o["metadata"]
-        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"],
-               "controller": True}  # fmt: skip
-        sim.create("pods", {"metadata": {"name": f"{meta['name']}-x", "ownerReferences": [ref]},
-                            "spec": {"containers": [{"name": "c", "image": "i"}]}}, NS)  # fmt: skip
+    owners_with_unlabeled_children(sim, 6)
     async with sim.api_client() as api_a, sim.api_client() as api_b:
         a, b = Replica(api_a, "a"), Replica(api_b, "b")
         async with a.manager, b.manager:
@@ -197,13 +201,7 @@ async def test_shards_stay_unready_until_every_existing_child_is_labelled(sim: K
     renew deadline (their patches fail) does not reconcile their owners on a cache that
     lacks them: its shards become ready only once every child is labelled and cached, so
     no owner gets a second child."""
-    owners = [sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS) for i in range(6)]
-    for o in owners:
-        meta = o["metadata"]
-        ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": meta["name"], "uid": meta["uid"],
-               "controller": True}  # fmt: skip
-        sim.create("pods", {"metadata": {"name": f"{meta['name']}-x", "ownerReferences": [ref]},
-                            "spec": {"containers": [{"name": "c", "image": "i"}]}}, NS)  # fmt: skip
+    owners_with_unlabeled_children(sim, 6)
     sim.fail_next(60, 500, path_contains="/pods/", verbs=["patch"])
     async with sim.api_client() as api:
         a = Replica(api, "a")
