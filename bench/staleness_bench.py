@@ -228,8 +228,8 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     that publish) and its decoding part (-> the ``on_receive`` call), the same from the
     kernel's receive time of the event's bytes (``socket_latency``; ``socket_wait``: the
     kernel -> the watcher's read, see bench/socketstamps.py), the wire part (commit -> the
-    watcher's read), the readers' latencies (all of them, and each pattern's apart:
-    ``by_read``) and the PATCHes'. Commits and PATCHes count when their time falls in the
+    watcher's read), the readers' latencies (all of them, and each pattern's apart with
+    the objects its readers read per second: ``by_read``) and the PATCHes'. Commits and PATCHes count when their time falls in the
     load phase; ``writes_per_second``: those commits over the load phase's length."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in log["commits"] if t_start <= t <= t_end]
@@ -249,6 +249,7 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     waited = [max(0.0, read_at[rv] - t) for rv, t in arrivals]
     lat = raw["latencies"]
     counts = raw.get("readers_by_read", {})
+    seen = raw.get("objects_by_read", {})
     out: dict[str, Any] = {
         "changes": len(in_load),
         "writes_per_second": round(len(in_load) / max(1e-9, t_end - t_start), 1),
@@ -272,6 +273,7 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
             mode: {
                 "readers": counts.get(mode),
                 "reads": len(times),
+                "objects_per_second": round(seen.get(mode, 0) / max(1e-9, t_end - t_start)),
                 "read_p50": _ms(times, 0.5),
                 "read_p99": _ms(times, 0.99),
                 "read_max": round(max(times, default=0.0), 5),

@@ -32,7 +32,9 @@ that a slow phase of this shared machine hits them alike):
   above what was traced before it (tracemalloc; the mean over ``--alloc-writes`` writes):
   Go's B/op counted the same way, as what one write makes the allocator hand out;
 * **bytes per object**: the store's own structures (the pods counted apart), traced from
-  an empty store through one Replace of every pod;
+  an empty store through one Replace of every pod (``bytes_per_object_loaded``) and
+  ``--settle`` single-update writes more (``bytes_per_object``: the steady state, with
+  the threaded store's second map and a held snapshot's copies);
 * **a retained read view after K writes**: what a reader holding the view it took K
   single-update writes ago keeps alive that the store no longer does (the old snapshot's
   unshared paths), for K = ``--retain``; the dict store's reader has no view that outlives
@@ -79,8 +81,8 @@ SHAPES: dict[str, tuple[StoreKind, bool]] = {
 #: persistent maps: an immutable radix tree, google/btree's Clone, benbjohnson/immutable's
 #: HAMT).
 UPSTREAM = {
-    "source": "kubernetes/kubernetes#130767 (comment of 2025-08-01) on the benchmarks of the "
-    "proof of concept kubernetes/kubernetes#133241",
+    "source": "kubernetes/kubernetes#130767 (a comment of 2025-08-01 on the benchmarks of "
+    "its proof of concept, kubernetes/kubernetes#133241)",
     "write_latency": "2x-14x",
     "memory": "6x-100x",
     "allocations": "1x-4x",
@@ -138,21 +140,28 @@ def traced() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
-async def memory(kind: StoreKind, pods: list[KubeObject], retain: list[int]) -> dict[str, Any]:
-    """The store's structures per object, and what a reader's view taken K writes ago
-    retains (a snapshot; for the dict store, copies), traced from an empty store on."""
+async def memory(
+    kind: StoreKind, hold: bool, pods: list[KubeObject], settle: int, retain: list[int]
+) -> dict[str, Any]:
+    """The store's structures per object, right after the Replace of every pod and after
+    ``settle`` single-update writes more (the threaded store's second map, a held
+    snapshot's copies), and what a reader's view taken K writes ago retains (a snapshot;
+    for the dict store, copies), traced from an empty store on."""
+    settling = updates(pods, settle, random.Random(8))  # (made untraced: pods, not structures)
     tracemalloc.start()
     base = traced()
-    store = await load(kind, pods)
-    structures = traced() - base
-    out: dict[str, Any] = {"bytes_per_object": round(structures / len(pods), 1)}
+    store = await load(kind, pods, hold=hold)
+    out: dict[str, Any] = {"bytes_per_object_loaded": round((traced() - base) / len(pods), 1)}
+    for d in settling:
+        await store.apply([d])
+    out["bytes_per_object"] = round((traced() - base) / len(pods), 1)
     if kind == "dict":
         for name, copy in dict_copies(store).items():
             before = traced()
             view = copy()
             out[f"{name}_bytes"] = traced() - before
             del view
-    else:
+    elif not hold:
         rng = random.Random(9)
         retained = {}
         for k in retain:
@@ -173,7 +182,7 @@ async def memory(kind: StoreKind, pods: list[KubeObject], retain: list[int]) -> 
             view = copy()
             out[f"{name}_ms"] = round((time.perf_counter() - t0) * 1e3, 3)
             del view
-    else:
+    elif not hold:
         t0 = time.perf_counter()
         for _ in range(10_000):
             store.snapshot()
@@ -228,11 +237,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     del stores, store
     gc.collect()
     for name, (kind, hold) in SHAPES.items():
-        if not hold and kind in ("dict", "snapshot"):
-            shapes[name].update(await memory(kind, pods, args.retain))
-            gc.collect()
-    for name in ("snapshot_threaded", "snapshot_held"):  # the same map: the same structures
-        shapes[name]["bytes_per_object"] = shapes["snapshot"]["bytes_per_object"]
+        shapes[name].update(await memory(kind, hold, pods, args.settle, args.retain))
+        gc.collect()
     return {
         "command": "python bench/store_vs_dict.py " + shlex.join(args.argv),
         "machine": machine_info(),
@@ -243,6 +249,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "updates": args.updates,
         "repeat": args.repeat,
         "alloc_writes": args.alloc_writes,
+        "settle": args.settle,
+        "pod_bytes": round(store_bench.object_bytes(2000)),
         "upstream": UPSTREAM,
         "shapes": shapes,
         "ratios": ratios(shapes),
@@ -259,6 +267,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=5, help="interleaved passes per shape")
     p.add_argument(
         "--alloc-writes", type=int, default=2000, help="writes traced for the bytes per write"
+    )
+    p.add_argument(
+        "--settle",
+        type=int,
+        default=50_000,
+        help="single-update writes after the load before the bytes per object are taken",
     )
     p.add_argument(
         "--retain",
