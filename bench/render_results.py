@@ -591,7 +591,32 @@ def store_vs_dict_section(data: dict[str, Any]) -> list[str]:
             "of what the cache holds."
             if "pod_bytes" in data
             else ""
+        )
+        + (
+            f" Reads (upstream: {up['reads']}): `get` {spread('get_ns')}, `by_index` "
+            f"{spread('by_index_us')}, `list` {spread('list_ms')} the dict's."
+            if "get_ns" in d
+            else ""
         ),
+    ]
+    if "get_ns" in d:
+        out += [
+            "",
+            "Reads, a reader taking its view each time (a snapshot; the dict store's live "
+            "view, without the lock its readers would take): a random key's `get`, a random "
+            "owner's 1000 pods through `by_index`, `list` of every pod (CPU time, the best of "
+            f"{data['repeat']} interleaved passes):",
+            "",
+            "| store | get | ratio | by_index | ratio | list | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, row in shapes.items():
+            out.append(
+                f"| {names.get(name, name)} | {row['get_ns']:,.0f} ns | {x(name, 'get_ns')} | "
+                f"{row['by_index_us']:,.0f} us | {x(name, 'by_index_us')} | "
+                f"{row['list_ms']:,.1f} ms | {x(name, 'list_ms')} |"
+            )
+    out += [
         "",
         "A reader's view held across writes: the snapshot it took (in "
         f"{snap['snapshot_take_ns']:.0f} ns) retains, K single-update writes later, what the "

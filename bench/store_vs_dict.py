@@ -35,6 +35,9 @@ that a slow phase of this shared machine hits them alike):
   an empty store through one Replace of every pod (``bytes_per_object_loaded``) and
   ``--settle`` single-update writes more (``bytes_per_object``: the steady state, with
   the threaded store's second map and a held snapshot's copies);
+* **reads**, a reader taking its view each time (a snapshot; the dict store's live view,
+  without the lock a reader of it would take): ``get`` of a random key, ``by_index`` of a
+  random owner's 1000 pods, ``list`` of every pod;
 * **a retained read view after K writes**: what a reader holding the view it took K
   single-update writes ago keeps alive that the store no longer does (the old snapshot's
   unshared paths), for K = ``--retain``; the dict store's reader has no view that outlives
@@ -119,6 +122,47 @@ async def write_costs(
     return out
 
 
+def read_costs(stores: dict[str, Store], repeat: int) -> dict[str, dict[str, float]]:
+    """Each shape's reads, a reader taking its view each time (a snapshot; the dict store's
+    live view, no lock): ``get`` of a random key (ns), ``by_index`` of a random owner's pods
+    (us), ``list`` of every object (ms); CPU time, the best of ``repeat`` interleaved
+    passes."""
+    any_store = next(iter(stores.values()))
+    keys = any_store.reader.snapshot().keys()
+    owners = any_store.reader.snapshot().index_values("controller")
+    rng = random.Random(11)
+    some_keys = [rng.choice(keys) for _ in range(20_000)]
+    some_owners = [rng.choice(owners) for _ in range(500)]
+
+    def gets(store: Store) -> float:
+        take = store.reader.snapshot
+        t0 = store_bench.cpu()
+        for key in some_keys:
+            take().get(key)
+        return (store_bench.cpu() - t0) / len(some_keys) * 1e9
+
+    def by_index(store: Store) -> float:
+        take = store.reader.snapshot
+        t0 = store_bench.cpu()
+        for owner in some_owners:
+            take().by_index("controller", owner)
+        return (store_bench.cpu() - t0) / len(some_owners) * 1e6
+
+    def lists(store: Store) -> float:
+        t0 = store_bench.cpu()
+        for _ in range(3):
+            store.reader.snapshot().list()
+        return (store_bench.cpu() - t0) / 3 * 1e3
+
+    out: dict[str, dict[str, float]] = {name: {} for name in stores}
+    for key, fn in (("get_ns", gets), ("by_index_us", by_index), ("list_ms", lists)):
+        for r in range(repeat):
+            for name in list(stores) if r % 2 == 0 else list(reversed(stores)):
+                value = fn(stores[name])
+                out[name][key] = round(min(out[name].get(key, value), value), 3)
+    return out
+
+
 async def allocated_per_write(store: Store, pods: list[KubeObject], n: int) -> float:
     """Mean bytes the traced memory peaks at during one single-update write, above what was
     traced before it, over ``n`` writes."""
@@ -161,7 +205,7 @@ async def memory(
             view = copy()
             out[f"{name}_bytes"] = traced() - before
             del view
-    elif not hold:
+    elif kind == "snapshot" and not hold:  # (the threaded store keeps the last one anyway)
         rng = random.Random(9)
         retained = {}
         for k in retain:
@@ -217,6 +261,9 @@ def ratios(shapes: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | Non
                 "ns_per_write_batch100",
                 "allocated_bytes_per_write",
                 "bytes_per_object",
+                "get_ns",
+                "by_index_us",
+                "list_ms",
             )
         }
     return out
@@ -229,6 +276,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     load_1m = os.getloadavg()[0]
     stores = {name: await load(kind, pods, hold=hold) for name, (kind, hold) in SHAPES.items()}
     shapes = await write_costs(stores, pods, args.updates, args.repeat)
+    for name, reads in read_costs(stores, args.repeat).items():
+        shapes[name].update(reads)
     for name, store in stores.items():
         shapes[name]["allocated_bytes_per_write"] = round(
             await allocated_per_write(store, pods, args.alloc_writes), 1
@@ -250,7 +299,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "repeat": args.repeat,
         "alloc_writes": args.alloc_writes,
         "settle": args.settle,
-        "pod_bytes": round(store_bench.object_bytes(2000)),
+        "pod_bytes": round(store_bench.object_bytes(min(2000, args.pods))),
         "upstream": UPSTREAM,
         "shapes": shapes,
         "ratios": ratios(shapes),

@@ -32,6 +32,7 @@ def test_every_shape_gets_every_figure(tmp_path: Path) -> None:
         for key in ("ns_per_write_batch1", "ns_per_write_batch100", "bytes_per_object_loaded"):
             assert math.isfinite(row[key]) and row[key] > 0, key
         assert row["allocated_bytes_per_write"] > 0
+        assert row["get_ns"] > 0 and row["by_index_us"] > 0 and row["list_ms"] > 0
         assert row["bytes_per_object"] >= row["bytes_per_object_loaded"] * 0.99
     d, snap = shapes["dict"], shapes["snapshot"]
     assert 0 < d["objects_copy_bytes"] < d["full_copy_bytes"]
