@@ -229,8 +229,9 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     kernel's receive time of the event's bytes (``socket_latency``; ``socket_wait``: the
     kernel -> the watcher's read, see bench/socketstamps.py), the wire part (commit -> the
     watcher's read), the readers' latencies (all of them, and each pattern's apart with
-    the objects its readers read per second: ``by_read``) and the PATCHes'. Commits and PATCHes count when their time falls in the
-    load phase; ``writes_per_second``: those commits over the load phase's length."""
+    the objects its readers read per second: ``by_read``) and the PATCHes'. Commits and
+    PATCHes count when their time falls in the load phase; ``writes_per_second``: those
+    commits over the load phase's length."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in log["commits"] if t_start <= t <= t_end]
     publishes = raw["publishes"]
@@ -596,9 +597,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """The options, checked: ``--modes`` (of :data:`MODES`), ``reader_counts`` (ints >= 0), ``server_pid_list``,
-    ``pinning`` (:func:`pinning.plan`; None without ``--informer-cpu``); ``--server-pids``
-    needs ``--informer-cpu`` (the server goes to the CPUs it leaves)."""
+    """The options, checked: ``--modes`` (of :data:`MODES`), ``reader_counts`` (ints >= 0),
+    ``server_pid_list``, ``pinning`` (:func:`pinning.plan`; None without ``--informer-cpu``);
+    ``--server-pids`` needs ``--informer-cpu`` (the server goes to the CPUs it leaves)."""
     p = parser()
     args = p.parse_args(argv)
     args.argv = list(argv)

@@ -33,6 +33,9 @@ is measured with the same indexes, batches and code paths (reads inside
 
     python bench/store_bench.py --json bench/results/store.json
     python bench/store_bench.py --sizes 10000 --updates 5000      # quick
+
+The snapshot store against a plain dict store without a lock (the costs for which upstream
+kept client-go's locked store) is bench/store_vs_dict.py's, with this module's stores.
 """
 
 from __future__ import annotations
@@ -63,10 +66,10 @@ from aioinformer._harness.workload import realistic_pod
 
 PER_OWNER = 1000
 StoreKind = Literal["snapshot", "locked", "dict", "threaded"]
-"""The library's snapshot store, or the harness's lock-based baseline; for ``--versus-dict``
-also ``dict``, the baseline's dicts written without its lock (a plain dict and dict-of-sets
-indexes: client-go's threadSafeMap), and ``threaded``, the snapshot store as the informer's
-pipeline thread writes it (``snapshot_store(threaded=True)``)."""
+"""The library's snapshot store, or the harness's lock-based baseline; for
+bench/store_vs_dict.py also ``dict``, the baseline's dicts written without its lock (a plain
+dict and dict-of-sets indexes: client-go's threadSafeMap), and ``threaded``, the snapshot
+store as the informer's pipeline thread writes it (``snapshot_store(threaded=True)``)."""
 KINDS: tuple[StoreKind, ...] = ("snapshot", "locked")
 
 
