@@ -20,7 +20,8 @@ updates applied to each of four shapes of store holding the same ``--pods`` real
   holds it);
 * ``snapshot_held``: the snapshot store with a reader taking every snapshot published and
   holding it until the next batch: every batch copies the paths it changes (the persistent
-  map's full cost, what the upstream benchmarks measured).
+  map's full cost: each write a new version, as a persistent map without in-place writes
+  always pays).
 
 Figures per shape (one process; the shapes loaded together, their passes interleaved, so
 that a slow phase of this shared machine hits them alike):
@@ -30,7 +31,8 @@ that a slow phase of this shared machine hits them alike):
   informer's writer under load), CPU time, the best of ``--repeat`` interleaved passes;
 * **bytes allocated per write**: batches of 1, the traced memory's peak during the write
   above what was traced before it (tracemalloc; the mean over ``--alloc-writes`` writes):
-  Go's B/op counted the same way, as what one write makes the allocator hand out;
+  close to Go's B/op (the bytes one operation allocates) where a write frees little of
+  what it allocates before it ends, less where it does;
 * **bytes per object**: the store's own structures (the pods counted apart), traced from
   an empty store through one Replace of every pod (``bytes_per_object_loaded``) and
   ``--settle`` single-update writes more (``bytes_per_object``: the steady state, with
