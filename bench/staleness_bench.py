@@ -194,6 +194,7 @@ FIGURES = (
     "rss_per_pod_bytes",
     "rss_bytes",
     "changes",
+    "load_seconds",
     "writes_per_second",
     "staleness_p50",
     "staleness_p99",
@@ -230,8 +231,9 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     kernel -> the watcher's read, see bench/socketstamps.py), the wire part (commit -> the
     watcher's read), the readers' latencies (all of them, and each pattern's apart with
     the objects its readers read per second: ``by_read``) and the PATCHes'. Commits and
-    PATCHes count when their time falls in the load phase; ``writes_per_second``: those
-    commits over the load phase's length."""
+    PATCHes count when their time falls in the load phase (``load_seconds`` long: more than
+    ``--duration`` when readers keep the informer's loop from its timer); ``writes_per_second``:
+    those commits over its length."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in log["commits"] if t_start <= t <= t_end]
     publishes = raw["publishes"]
@@ -253,6 +255,7 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     seen = raw.get("objects_by_read", {})
     out: dict[str, Any] = {
         "changes": len(in_load),
+        "load_seconds": round(t_end - t_start, 2),
         "writes_per_second": round(len(in_load) / max(1e-9, t_end - t_start), 1),
         "staleness_p50": _ms(stale, 0.5),
         "staleness_p99": _ms(stale, 0.99),

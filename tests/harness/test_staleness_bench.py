@@ -136,6 +136,7 @@ def test_figures_time_each_change_from_its_commit_and_from_the_watchers_read() -
     }
     f = bench.figures(raw, log)
     assert f["changes"] == 2
+    assert f["load_seconds"] == pytest.approx(10.0)
     assert f["writes_per_second"] == pytest.approx(0.2)  # 2 commits in the 10 s of load
     assert f["by_read"]["scan"] == {
         "readers": 2,
