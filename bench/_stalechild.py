@@ -13,8 +13,8 @@ JSON object per line):
 3. ``{"op": "load", "seconds"}``: the readers run that long -> ``{"loaded": reads}``.
 4. ``{"op": "wait_rv", "rv"}`` -> ``{"reached": bool}`` once the cache published ``rv``.
 5. ``{"op": "result"}`` -> ``{"publishes": [[t, rv], ...], "receipts": [[rv, received,
-   queued], ...], "socket_reads": [[kernel, read], ...], "latencies", "t_start", "t_end",
-   "stats"}``; then EOF.
+   queued], ...], "socket_reads": [[kernel, read], ...], "latencies", "latencies_by_read",
+   "objects_by_read", "readers_by_read", "t_start", "t_end", "stats"}``; then EOF.
 
 The instants (all CLOCK_MONOTONIC): ``received`` is the watcher's stamp on each event
 (``ObjectDelta.received``): the moment the watcher's read of the watch stream returned
@@ -29,7 +29,12 @@ this process.
 Readers (``read``), each looping without pause on the informer's loop, as in the issue's
 measurements: ``index`` (one random owner's pods through the controller index), ``scan``
 (``for obj in snap.list(): obj.name``, never yielding, then ``sleep(0)``), ``chunks``
-(the same through ``iter_chunks``, yielding every 1000 objects), ``none``.
+(the same through ``iter_chunks``, yielding every 1000 objects), ``none``; ``mixed``:
+reader ``i`` reads as ``PATTERNS[i % 3]`` (scan, index, chunks: 50 readers are 17 scan,
+17 index, 16 chunks), all started together. ``latencies_by_read`` in the result holds
+each pattern's read latencies apart (``latencies`` all of them), ``objects_by_read`` the
+objects each pattern's readers read in all (a pass the end of the load cut short counted
+too: at a million pods a ``chunks`` pass behind 17 scans may never end).
 """
 
 from __future__ import annotations
@@ -57,22 +62,46 @@ def emit(obj: dict[str, Any]) -> None:
     sys.stdout.buffer.flush()
 
 
-async def reader(informer: Any, mode: str, uids: list[str], seed: int, out: list[float]) -> None:
+#: The reader patterns a ``mixed`` run takes in turn.
+PATTERNS = ("scan", "index", "chunks")
+
+
+def patterns(read: str, readers: int) -> list[str]:
+    """Each reader's pattern: ``read`` for every reader, or for ``mixed`` reader ``i``'s
+    :data:`PATTERNS` ``[i % 3]``."""
+    if read == "mixed":
+        return [PATTERNS[i % len(PATTERNS)] for i in range(readers)]
+    return [read] * readers
+
+
+async def reader(
+    informer: Any, mode: str, uids: list[str], seed: int, out: list[float], seen: dict[str, int]
+) -> None:
+    """Read as ``mode`` without pause: each read's latency into ``out``; the objects read
+    (a pass cut short by the end of the load counted too) into ``seen[mode]`` at the end."""
     rnd = random.Random(seed)
-    while True:
-        t0 = time.perf_counter()
-        snap = informer.snapshot()
-        if mode == "index":
-            snap.by_index("controller", rnd.choice(uids))
-        elif mode == "scan":
-            for obj in snap.list():
-                obj.name  # noqa: B018  (what a lister without an index touches)
-        else:
-            async for obj in snap.iter_chunks(chunk=1000):
-                obj.name  # noqa: B018
-        del snap
-        out.append(time.perf_counter() - t0)
-        await asyncio.sleep(0)
+    n = 0
+    try:
+        while True:
+            t0 = time.perf_counter()
+            snap = informer.snapshot()
+            if mode == "index":
+                n += len(snap.by_index("controller", rnd.choice(uids)))
+            elif mode == "scan":
+                objs = snap.list()
+                for obj in objs:
+                    obj.name  # noqa: B018  (what a lister without an index touches)
+                n += len(objs)
+                del objs
+            else:
+                async for obj in snap.iter_chunks(chunk=1000):
+                    obj.name  # noqa: B018
+                    n += 1
+            del snap
+            out.append(time.perf_counter() - t0)
+            await asyncio.sleep(0)
+    finally:
+        seen[mode] = seen.get(mode, 0) + n
 
 
 async def main() -> None:
@@ -128,12 +157,15 @@ async def measure(
 ) -> None:
     """The load, the drain and the result (protocol steps 3 to 5), the informer running."""
     seconds = float((await receive())["seconds"])
-    latencies: list[float] = []
+    by_read: dict[str, list[float]] = {}
+    seen: dict[str, int] = {}
     tasks = []
     if cfg["read"] != "none":
         tasks = [
-            asyncio.create_task(reader(pods, cfg["read"], cfg["uids"], i, latencies))
-            for i in range(cfg["readers"])
+            asyncio.create_task(
+                reader(pods, mode, cfg["uids"], i, by_read.setdefault(mode, []), seen)
+            )
+            for i, mode in enumerate(patterns(cfg["read"], cfg["readers"]))
         ]
     pods.reset_fifo_peak()  # the load's own peak, not the sync's
     socketstamps.READS.clear()  # (the sync's reads are not the load's)
@@ -144,6 +176,7 @@ async def measure(
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
+    latencies = [t for times in by_read.values() for t in times]
     emit({"loaded": len(latencies)})
     target = int((await receive())["rv"])
     try:
@@ -160,6 +193,11 @@ async def measure(
             "receipts": receipts,
             "socket_reads": socketstamps.READS,
             "latencies": latencies,
+            "latencies_by_read": by_read,
+            "objects_by_read": seen,
+            "readers_by_read": {
+                mode: patterns(cfg["read"], cfg["readers"]).count(mode) for mode in by_read
+            },
             "t_start": t_start,
             "t_end": t_end,
             "stats": {"fifo_peak": fifo_peak, "pipeline": stats.pipeline},

@@ -490,6 +490,187 @@ def million_section(data: dict[str, Any]) -> list[str]:
     return out + note(data)
 
 
+def million_mixed_section(data: dict[str, Any]) -> list[str]:
+    """One million pods with readers of every pattern in one run (``--modes mixed``): the
+    informer's own latency, staleness, writes achieved, and each pattern's reads."""
+    r = data["rows"][0]
+    p = data["populated"][0]
+    o = WatchOptions()
+    pages = -(-r["objects"] // o.page_size)
+    by_read = r["by_read"]
+    readers = ", ".join(f"{f['readers']} {mode}" for mode, f in by_read.items())
+    # (a run before load_seconds was recorded: its commits over their rate)
+    load_seconds = r.get("load_seconds") or r["changes"] / r["writes_per_second"]
+    out = [
+        *heading(
+            f"## {p['pods']:,} pods, {r['readers']} readers of every pattern "
+            "(bench/staleness_bench.py --compact --modes mixed)",
+            data,
+        ),
+        f"Load (`uptime`, 1-minute average, 2 cores shared with other engineers' work): "
+        f"{r['load_1m']:.2f} as the load phase began, {r['load_1m_end']:.2f} as it ended.",
+        "",
+        f"- KubeSim in its own process: {p['pods']:,} pods (1000 owners x 1000) populated in "
+        f"{p['seconds']:.0f} s, sim RSS {p['sim_rss_bytes'] / 2**30:.2f} GiB after it, "
+        f"{r['server_rss_bytes'] / 2**30:.2f} GiB after the load",
+        f"- the informer in compact mode, pipeline {r['pipeline']}, its own process: synced "
+        f"{r['objects']:,} objects in {r['sync_seconds']:.1f} s (at least "
+        f"{max(0, pages - o.request_burst) / o.request_rate:.0f} s of it the request ceiling: "
+        f"{pages:,} pages of {o.page_size} at {o.request_rate:.0f} requests/s after a burst of "
+        f"{o.request_burst}); RSS {kb(r['rss_per_pod_bytes'])}/pod, "
+        f"{r['rss_bytes'] / 2**30:.2f} GiB in all after the sync",
+        f"- {r['readers']} readers on the informer's loop ({readers}), looping without pause; "
+        f"{data['rate']:.0f} writes/s offered: {r['changes']:,} committed in the load phase, "
+        f"{r['writes_per_second']:,.0f}/s achieved. The load phase lasted {load_seconds:.0f} s, "
+        f"not the {data['duration']:.0f} s asked: the informer's process ends it when its "
+        "loop gets back to the timer, and the scans kept the loop that much longer (the "
+        "writes went on meanwhile, all counted)",
+        f"- the informer's own latency (the watcher's read of an event -> the snapshot "
+        f"published holding it; the `informer_p99` column): p50 {ms(r['own_latency_p50'])}, "
+        f"p99 {ms(r['own_latency_p99'])}, max {ms(r['own_latency_max'])}; from the event's "
+        f"arrival on the socket (its kernel receive time): p50 {ms(r['socket_latency_p50'])}, "
+        f"p99 {ms(r['socket_latency_p99'])}, max {ms(r['socket_latency_max'])} (the bytes "
+        f"waited in the kernel for the informer's process: p99 {ms(r['socket_wait_p99'])})",
+        f"- staleness (the sim's commit -> the first published snapshot holding it): p50 "
+        f"{ms(r['staleness_p50'])}, p99 {ms(r['staleness_p99'])}, max "
+        f"{ms(r['staleness_max'])}; the wire part (commit -> the watcher's read) p99 "
+        f"{ms(r['wire_p99'])}; FIFO peak {r['fifo_peak']:,}; every change published: "
+        f"{'yes' if r['published_all'] else 'no'}",
+        "",
+        "Each pattern's reads (a read's latency runs from its start to its end: `scan` and "
+        "`index` never yield, so theirs is their own work; a `chunks` read yields every 1000 "
+        "objects, so its latency holds the other readers' turns; objects read/s counts a "
+        "pass the load's end cut short too):",
+        "",
+        "| pattern | readers | reads | objects read/s | p50 | p99 | max |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for mode, f in by_read.items():
+        times = (
+            f"{ms(f['read_p50'])} | {ms(f['read_p99'])} | {ms(f['read_max'])}"
+            if f["reads"]
+            else "- | - | -"  # (no read of this pattern ended in the load phase)
+        )
+        out.append(
+            f"| {mode} | {f['readers']} | {f['reads']:,} | {f['objects_per_second']:,} | {times} |"
+        )
+    return out
+
+
+def store_vs_dict_section(data: dict[str, Any]) -> list[str]:
+    """The snapshot store against a plain dict store (bench/store_vs_dict.py), beside what
+    upstream measured for persistent stores in Go."""
+    shapes, ratios, up = data["shapes"], data["ratios"], data["upstream"]
+    names = {
+        "dict": "plain dict + dict indexes (client-go's threadSafeMap shape)",
+        "snapshot": "snapshot store, no reader holding a snapshot",
+        "snapshot_threaded": "snapshot store as the pipeline thread writes it",
+        "snapshot_held": "snapshot store, a reader holding every snapshot",
+    }
+
+    def x(name: str, key: str) -> str:
+        if name == "dict":
+            return "1"
+        value = ratios[name][key]
+        return "-" if value is None else f"{value:.2f}x"
+
+    out = [
+        *heading("## The snapshot store against a plain dict store (bench/store_vs_dict.py)", data),
+        f"Upstream's figures, from {up['source']}: persistent maps behind client-go's store "
+        f"made writes {up['write_latency']} slower, took {up['memory']} the memory "
+        '("mem usage" in the benchmarks; both readings are below: bytes allocated per write '
+        f"and bytes held per object) and {up['allocations']} the allocations, reads "
+        f"{up['reads']}; upstream kept the lock. "
+        f"Here: the same {data['pods']:,} realistic pods (1000 per StatefulSet, managedFields "
+        "dropped, the default indexes) in each store, the same status-like updates to random "
+        "pods; CPU time per write, the best of "
+        f"{data['repeat']} interleaved passes of {data['updates']:,}; bytes allocated per "
+        f"write: the traced peak during a single-update write (tracemalloc, mean of "
+        f"{data['alloc_writes']:,}); bytes per object: the store's structures, the pods "
+        "counted apart, after the load and "
+        f"{data.get('settle', 0):,} single-update writes more (the threaded store's second map; "
+        "loaded: right after the load). Load (`uptime`, 1-minute average): "
+        f"{data['load_1m']:.2f} as it began, {data['load_1m_end']:.2f} as it ended.",
+        "",
+        "| store | ns/write, batch 1 | ratio | ns/write, batch 100 | ratio | "
+        "bytes allocated/write | ratio | bytes/object | ratio | loaded |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, row in shapes.items():
+        out.append(
+            f"| {names.get(name, name)} | {row['ns_per_write_batch1']:,.0f} | "
+            f"{x(name, 'ns_per_write_batch1')} | {row['ns_per_write_batch100']:,.0f} | "
+            f"{x(name, 'ns_per_write_batch100')} | {row['allocated_bytes_per_write']:,.0f} | "
+            f"{x(name, 'allocated_bytes_per_write')} | {row['bytes_per_object']:,.0f} | "
+            f"{x(name, 'bytes_per_object')} | {row['bytes_per_object_loaded']:,.0f} |"
+        )
+    d, snap = shapes["dict"], shapes["snapshot"]
+    retained = snap["retained_bytes_after_k_writes"]
+
+    def spread(key: str) -> str:
+        values = [r[key] for r in ratios.values() if r[key] is not None]
+        return f"{min(values):.2f}x-{max(values):.2f}x"
+
+    out += [
+        "",
+        f"Here, at {data['pods']:,} pods, against upstream's: writes "
+        f"{spread('ns_per_write_batch1')} the dict's CPU time one write per publish, "
+        f"{spread('ns_per_write_batch100')} a hundred per publish (upstream "
+        f"{up['write_latency']}); bytes allocated per write {spread('allocated_bytes_per_write')}"
+        f", bytes held per object {spread('bytes_per_object')} (upstream {up['memory']}); "
+        + (
+            f"a pod object itself is {data['pod_bytes']:,} bytes (traced), so the store's "
+            f"structures are {shapes['dict']['bytes_per_object'] / data['pod_bytes']:.1%}-"
+            f"{max(r['bytes_per_object'] for r in shapes.values()) / data['pod_bytes']:.1%} "
+            "of what the cache holds."
+            if "pod_bytes" in data
+            else ""
+        )
+        + (
+            f" Reads (upstream: {up['reads']}): `get` {spread('get_ns')}, `by_index` "
+            f"{spread('by_index_us')}, `list` {spread('list_ms')} the dict's."
+            if "get_ns" in d
+            else ""
+        ),
+    ]
+    if "get_ns" in d:
+        out += [
+            "",
+            "Reads, a reader taking its view each time (a snapshot; the dict store's live "
+            "view, without the lock its readers would take): a random key's `get`, a random "
+            "owner's 1000 pods through `by_index`, `list` of every pod (CPU time, the best of "
+            f"{data['repeat']} interleaved passes):",
+            "",
+            "| store | get | ratio | by_index | ratio | list | ratio |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, row in shapes.items():
+            out.append(
+                f"| {names.get(name, name)} | {row['get_ns']:,.0f} ns | {x(name, 'get_ns')} | "
+                f"{row['by_index_us']:,.0f} us | {x(name, 'by_index_us')} | "
+                f"{row['list_ms']:,.1f} ms | {x(name, 'list_ms')} |"
+            )
+    out += [
+        "",
+        "A reader's view held across writes: the snapshot it took (in "
+        f"{snap['snapshot_take_ns']:.0f} ns) retains, K single-update writes later, what the "
+        "store no longer shares with it; the dict store's reader has no such view but a "
+        f"copy: of its objects dict {d['objects_copy_bytes'] / 2**20:.1f} MiB in "
+        f"{d['objects_copy_ms']:.1f} ms, with its indexes {d['full_copy_bytes'] / 2**20:.1f} "
+        f"MiB in {d['full_copy_ms']:.1f} ms, whatever K.",
+        "",
+        "| K writes later | the snapshot retains | x the objects dict's copy | "
+        "x the copy with indexes |",
+        "|---|---|---|---|",
+    ]
+    for k, held in retained.items():
+        out.append(
+            f"| {int(k):,} | {held / 2**10:,.1f} KiB | {held / d['objects_copy_bytes']:.3f} | "
+            f"{held / d['full_copy_bytes']:.3f} |"
+        )
+    return out
+
+
 def pipeline_section(data: dict[str, Any]) -> list[str]:
     names = [k[len("pipeline_") : -len("_vs_orjson_decode")] for k in data
              if k.startswith("pipeline_") and k.endswith("_vs_orjson_decode")]  # fmt: skip
@@ -1009,6 +1190,7 @@ def main(argv: list[str] | None = None) -> int:
         ("staleness_200k.json", rerun_section),
         ("memory.json", memory_section),
         ("million.json", million_section),
+        ("million_mixed.json", million_mixed_section),
         ("staleness_real.json", real_server_section),
         ("projection_memory.json", projection_memory_section),
         ("pipeline.json", pipeline_section),
@@ -1024,6 +1206,7 @@ def main(argv: list[str] | None = None) -> int:
         ("manager_before.json", manager_before_section),
         ("manager.json", manager_section),
         ("pipeline_before_after.json", before_after_section),
+        ("store_vs_dict.json", store_vs_dict_section),
         ("store_before_after.json", before_after_section),
         ("footprint_before_after.json", before_after_section),
         ("footprint_store_before_after.json", before_after_section),

@@ -14,7 +14,10 @@ on its event loop for ``--duration`` seconds:
 * ``none``: no reader;
 * ``index``: one random owner's pods through the controller index;
 * ``scan``: ``for obj in snap.list(): obj.name`` then ``sleep(0)``: never yields;
-* ``chunks``: the same through ``iter_chunks`` (yields every 1000 objects).
+* ``chunks``: the same through ``iter_chunks`` (yields every 1000 objects);
+* ``mixed``: readers of each pattern in one run, taken in turn (scan, index, chunks: 50
+  readers are 17 scan, 17 index, 16 chunks); each pattern's reads are also reported
+  apart (``by_read``).
 
 **A real server** (``--kubeconfig PATH``, bench/realserver.py): the same pods (the same
 generator, about 3.8 KB of JSON each without managedFields) are created in a fresh
@@ -63,7 +66,8 @@ Figures per run (both clocks the machine's CLOCK_MONOTONIC):
 
 ``--compact`` runs the informer in compact mode (issue 19, sections 2 and 3: RSS per pod
 <= 7.6 KB by default, <= 2.5 KB compact; one million pods with ``--pods 1000000 --compact
---modes index --pipelines thread --rate 2000 --history 200000``).
+--modes index --pipelines thread --rate 2000 --history 200000``; issue 29, with fifty
+readers of every pattern: ``--modes mixed --readers 50``).
 
 Targets: with 4 ``scan`` readers, staleness p99 <= 2 x the ``none`` p99 + 20 ms, at 50k
 and at 200k pods, with the pipeline thread; ``index`` and ``chunks`` no worse than on the
@@ -190,6 +194,8 @@ FIGURES = (
     "rss_per_pod_bytes",
     "rss_bytes",
     "changes",
+    "load_seconds",
+    "writes_per_second",
     "staleness_p50",
     "staleness_p99",
     "staleness_max",
@@ -223,8 +229,11 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     that publish) and its decoding part (-> the ``on_receive`` call), the same from the
     kernel's receive time of the event's bytes (``socket_latency``; ``socket_wait``: the
     kernel -> the watcher's read, see bench/socketstamps.py), the wire part (commit -> the
-    watcher's read), the readers' and the PATCHes' latencies. Commits and PATCHes count
-    when their time falls in the load phase."""
+    watcher's read), the readers' latencies (all of them, and each pattern's apart with
+    the objects its readers read per second: ``by_read``) and the PATCHes'. Commits and
+    PATCHes count when their time falls in the load phase (``load_seconds`` long: more than
+    ``--duration`` when readers keep the informer's loop from its timer); ``writes_per_second``:
+    those commits over its length."""
     t_start, t_end = raw["t_start"], raw["t_end"]
     in_load = [(rv, t) for rv, t in log["commits"] if t_start <= t <= t_end]
     publishes = raw["publishes"]
@@ -242,8 +251,12 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
     read_at = dict(reversed(receipts))  # (the first receipt of each rv)
     waited = [max(0.0, read_at[rv] - t) for rv, t in arrivals]
     lat = raw["latencies"]
+    counts = raw.get("readers_by_read", {})
+    seen = raw.get("objects_by_read", {})
     out: dict[str, Any] = {
         "changes": len(in_load),
+        "load_seconds": round(t_end - t_start, 2),
+        "writes_per_second": round(len(in_load) / max(1e-9, t_end - t_start), 1),
         "staleness_p50": _ms(stale, 0.5),
         "staleness_p99": _ms(stale, 0.99),
         "staleness_max": round(max(stale, default=0.0), 5),
@@ -260,6 +273,17 @@ def figures(raw: dict[str, Any], log: dict[str, Any]) -> dict[str, Any]:
         "reads": len(lat),
         "read_p50": _ms(lat, 0.5),
         "read_p99": _ms(lat, 0.99),
+        "by_read": {
+            mode: {
+                "readers": counts.get(mode),
+                "reads": len(times),
+                "objects_per_second": round(seen.get(mode, 0) / max(1e-9, t_end - t_start)),
+                "read_p50": _ms(times, 0.5),
+                "read_p99": _ms(times, 0.99),
+                "read_max": round(max(times, default=0.0), 5),
+            }
+            for mode, times in raw.get("latencies_by_read", {}).items()
+        },
         "patch_p50": None,
         "patch_p99": None,
         "patch_max": None,
@@ -316,6 +340,10 @@ async def run_child(
         "informer_cpus": ready["cpus"],
         "pipeline_ran": raw["stats"]["pipeline"],
     }
+
+
+#: The reader patterns ``--modes`` takes (bench/_stalechild.py reads them).
+MODES = ("none", "index", "scan", "chunks", "mixed")
 
 
 def runs(modes: list[str], readers: list[int]) -> list[tuple[str, int]]:
@@ -527,7 +555,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rate", type=float, default=100.0, help="writes (PATCHes) per second")
     p.add_argument("--duration", type=float, default=60.0, help="seconds of load per run")
     p.add_argument("--readers", default="4", help="comma-separated reader counts (0: the none run)")
-    p.add_argument("--modes", default="none,index,scan,chunks")
+    p.add_argument(
+        "--modes",
+        default="none,index,scan,chunks",
+        help="comma-separated reader patterns: none, index, scan, chunks, mixed (every "
+        "pattern in one run)",
+    )
     p.add_argument("--pipelines", default="thread,loop")
     p.add_argument(
         "--compact", action="store_true", help="the informer in compact mode (compact=True)"
@@ -567,9 +600,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """The options, checked: ``reader_counts`` (ints >= 0), ``server_pid_list``,
-    ``pinning`` (:func:`pinning.plan`; None without ``--informer-cpu``); ``--server-pids``
-    needs ``--informer-cpu`` (the server goes to the CPUs it leaves)."""
+    """The options, checked: ``--modes`` (of :data:`MODES`), ``reader_counts`` (ints >= 0),
+    ``server_pid_list``, ``pinning`` (:func:`pinning.plan`; None without ``--informer-cpu``);
+    ``--server-pids`` needs ``--informer-cpu`` (the server goes to the CPUs it leaves)."""
     p = parser()
     args = p.parse_args(argv)
     args.argv = list(argv)
@@ -577,6 +610,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.reader_counts = [int(x) for x in args.readers.split(",") if x.strip()]
         if not args.reader_counts or min(args.reader_counts) < 0:
             raise ValueError(f"--readers {args.readers!r}: counts >= 0")
+        unknown = set(args.modes.split(",")) - set(MODES)
+        if unknown:
+            raise ValueError(f"--modes {args.modes!r}: each of {', '.join(MODES)}")
         args.server_pid_list = pinning.parse_pids(args.server_pids)
         args.pinning = pinning.plan(args.informer_cpu)
     except ValueError as exc:

@@ -33,6 +33,9 @@ is measured with the same indexes, batches and code paths (reads inside
 
     python bench/store_bench.py --json bench/results/store.json
     python bench/store_bench.py --sizes 10000 --updates 5000      # quick
+
+The snapshot store against a plain dict store without a lock (the costs for which upstream
+kept client-go's locked store) is bench/store_vs_dict.py's, with this module's stores.
 """
 
 from __future__ import annotations
@@ -62,21 +65,28 @@ from aioinformer._harness.locked_store import locked_store
 from aioinformer._harness.workload import realistic_pod
 
 PER_OWNER = 1000
-StoreKind = Literal["snapshot", "locked"]
-"""The library's snapshot store, or the harness's lock-based baseline."""
+StoreKind = Literal["snapshot", "locked", "dict", "threaded"]
+"""The library's snapshot store, or the harness's lock-based baseline; for
+bench/store_vs_dict.py also ``dict``, the baseline's dicts written without its lock (a plain
+dict and dict-of-sets indexes: client-go's threadSafeMap), and ``threaded``, the snapshot
+store as the informer's pipeline thread writes it (``snapshot_store(threaded=True)``)."""
 KINDS: tuple[StoreKind, ...] = ("snapshot", "locked")
 
 
 class Store:
     """A store's reader/writer pair, batches applied as the informer applies them (the
-    baseline's under its write lock, as LockedInformer does)."""
+    baseline's under its write lock, as LockedInformer does). ``hold``: after each batch a
+    reader takes the new snapshot and keeps it until the next batch is applied, so that
+    every batch finds its snapshot held (the snapshot store then copies what it changes)."""
 
-    def __init__(self, kind: StoreKind) -> None:
+    def __init__(self, kind: StoreKind, *, hold: bool = False) -> None:
         self.kind = kind
+        self.hold = hold
+        self.held: Any = None
         self.reader: Any
         self.writer: Any
-        if kind == "snapshot":
-            self.reader, self.writer = snapshot_store()
+        if kind in ("snapshot", "threaded"):
+            self.reader, self.writer = snapshot_store(threaded=kind == "threaded")
         else:
             self.reader, self.writer = locked_store()
 
@@ -86,6 +96,8 @@ class Store:
                 self.writer.apply(batch)
         else:
             self.writer.apply(batch)
+        if self.hold:
+            self.held = self.reader.snapshot()
 
     def snapshot(self) -> Snapshot:
         snap: Snapshot = self.reader.snapshot()
@@ -120,8 +132,8 @@ async def best(repeat: int, fn: Callable[[], Awaitable[float]]) -> float:
     return min([await fn() for _ in range(repeat)])
 
 
-async def load(kind: StoreKind, pods: list[KubeObject]) -> Store:
-    store = Store(kind)
+async def load(kind: StoreKind, pods: list[KubeObject], *, hold: bool = False) -> Store:
+    store = Store(kind, hold=hold)
     await store.apply([Replace(pods, max(p.rv for p in pods), time.monotonic())])
     return store
 

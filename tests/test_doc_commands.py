@@ -150,6 +150,9 @@ NOT_RUN: dict[str, str] = {
     "python bench/kubesim_bench.py --pods 200000 --owners 200 --churn 20000 --json bench/results/kubesim.json": _BENCH,
     "python bench/objects_bench.py --n 20000 --gc-n 100000 --mem-n 10000": _BENCH,
     "python bench/store_bench.py --json bench/results/store.json": _BENCH,
+    "python bench/store_vs_dict.py --pods 200000 --json bench/results/store_vs_dict.json": (
+        f"{_BENCH}; tests/harness/test_store_vs_dict.py runs it small"
+    ),
     "python bench/pipeline_bench.py --rounds 3 --json bench/results/pipeline.json": _BENCH,
     "python bench/manager_bench.py --checkout ../old-checkout --checkout . --json bench/results/manager.json": (
         f"{_BENCH}; and it needs a second checkout, ../old-checkout"

@@ -55,17 +55,35 @@ def assert_every_figure(row: dict[str, Any], *, patches: bool) -> None:
 
 def test_a_tiny_kubesim_run_writes_every_figure(tmp_path: Path) -> None:
     out = tmp_path / "stale.json"
-    argv = [*TINY, "--readers", "0,2", "--modes", "none,scan", "--json", str(out)]
+    argv = [*TINY, "--readers", "0,4", "--modes", "none,mixed", "--json", str(out)]
     assert bench.main(argv) == 0
     report = json.loads(out.read_bytes())
     assert report["server"] == {"kind": "kubesim"}
-    assert [(r["read"], r["readers"]) for r in report["rows"]] == [("none", 0), ("scan", 2)]
+    assert [(r["read"], r["readers"]) for r in report["rows"]] == [("none", 0), ("mixed", 4)]
     for row in report["rows"]:
         assert_every_figure(row, patches=False)
         assert row["server_rss_bytes"] > 0  # KubeSim's process
+    none, mixed = report["rows"]
+    assert none["by_read"] == {}
+    # readers of every pattern in the one run, each pattern's reads apart
+    assert {m: r["readers"] for m, r in mixed["by_read"].items()} == {
+        "scan": 2,
+        "index": 1,
+        "chunks": 1,
+    }
+    assert sum(r["reads"] for r in mixed["by_read"].values()) == mixed["reads"]
+    for figures in mixed["by_read"].values():
+        assert figures["reads"] > 0 and figures["objects_per_second"] > 0
+        assert 0 < figures["read_p50"] <= figures["read_p99"] <= figures["read_max"]
     owns = [t for t in report["targets"] if t["what"].startswith("latency from the socket")]
-    assert [t["readers"] for t in owns] == [0, 2]
+    assert [t["readers"] for t in owns] == [0, 4]
     assert report["command"].endswith(" ".join(argv))
+
+
+def test_unknown_reader_modes_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--modes", "none,scans"])
+    assert "--modes 'none,scans'" in capsys.readouterr().err
 
 
 def test_the_command_names_the_machines_values_and_leaves_the_note_out() -> None:
@@ -106,6 +124,9 @@ def test_figures_time_each_change_from_its_commit_and_from_the_watchers_read() -
         "receipts": [[5, 10.4, 10.41], [7, 10.9, 10.95], [7, 10.97, 10.98], [9, 29.0, 29.5]],
         "socket_reads": [[10.3, 10.39], [10.35, 10.6], [10.62, 10.8], [10.96, 10.97]],
         "latencies": [0.001, 0.003],
+        "latencies_by_read": {"scan": [0.003], "index": [0.001]},
+        "readers_by_read": {"scan": 2, "index": 1},
+        "objects_by_read": {"scan": 30, "index": 5},
     }
     log = {
         "commits": [(5, 10.2), (7, 10.6), (9, 25.0), (3, 9.0)],  # rv 3 is before the load
@@ -115,6 +136,17 @@ def test_figures_time_each_change_from_its_commit_and_from_the_watchers_read() -
     }
     f = bench.figures(raw, log)
     assert f["changes"] == 2
+    assert f["load_seconds"] == pytest.approx(10.0)
+    assert f["writes_per_second"] == pytest.approx(0.2)  # 2 commits in the 10 s of load
+    assert f["by_read"]["scan"] == {
+        "readers": 2,
+        "reads": 1,
+        "objects_per_second": 3,  # 30 objects in the 10 s
+        "read_p50": 0.003,
+        "read_p99": 0.003,
+        "read_max": 0.003,
+    }
+    assert f["by_read"]["index"]["readers"] == 1
     assert f["staleness_max"] == pytest.approx(0.4)  # rv 7: 10.6 -> 11.0
     assert f["own_latency_max"] == pytest.approx(0.1)  # rv 5: 10.4 -> 10.5 (first receipt)
     assert f["own_decode_p99"] == pytest.approx(0.05)  # rv 7: read 10.9, queued 10.95
