@@ -192,9 +192,19 @@ class InformerSpec:
 
     @property
     def name(self) -> str:
-        """The informer's name: ``plural[.group]``, plus ``[namespace]``."""
+        """The informer's name: ``plural[.group]``, plus ``[namespace]``, plus what else
+        scopes it in braces (``{label=SELECTOR,field=SELECTOR,metadata}``), so informers of
+        one resource with different scopes have different names (in logs, ``top`` and
+        the ``informer`` label of ``/metrics``)."""
         name = f"{self.plural}.{self.group}" if self.group else self.plural
-        return f"{name}[{self.namespace}]" if self.namespace else name
+        if self.namespace:
+            name = f"{name}[{self.namespace}]"
+        scope = [
+            *([f"label={self.label_selector}"] if self.label_selector else ()),
+            *([f"field={self.field_selector}"] if self.field_selector else ()),
+            *(["metadata"] if self.metadata_only else ()),
+        ]
+        return f"{name}{{{','.join(scope)}}}" if scope else name
 
     def scope(self) -> tuple[object, ...]:
         """What the informer watches (resource, namespace, selectors, metadata only),

@@ -68,7 +68,9 @@ async def test_metrics_export_each_informers_bytes(sim: KubeSim) -> None:
     series = {
         line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
         for line in text.splitlines()
-        if line.startswith("aioinformer_informer_") and "bytes" in line
+        if line.startswith(
+            ("aioinformer_informer_cached_bytes", "aioinformer_informer_plain_bytes")
+        )
     }
     assert series == {
         'aioinformer_informer_cached_bytes{informer="pods[default]"}': stats.cached_bytes,
