@@ -154,6 +154,12 @@ NOT_RUN: dict[str, str] = {
         f"{_BENCH}; tests/harness/test_store_vs_dict.py runs it small"
     ),
     "python bench/pipeline_bench.py --rounds 3 --json bench/results/pipeline.json": _BENCH,
+    "python bench/scaleout.py --labeled --json bench/results/scaleout.json": (
+        f"{_BENCH}; tests/harness/test_scaleout_judging.py checks its judges"
+    ),
+    "python bench/scaleout.py --drill --labeled --writer inproc --json bench/results/scaleout-drill.json": (
+        f"{_BENCH}; tests/harness/test_scaleout_judging.py checks its judges"
+    ),
     "python bench/manager_bench.py --checkout ../old-checkout --checkout . --json bench/results/manager.json": (
         f"{_BENCH}; and it needs a second checkout, ../old-checkout"
     ),
