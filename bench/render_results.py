@@ -999,10 +999,12 @@ def _labeling(lab: dict[str, Any]) -> str:
     return (
         f"Labeling (one replica on the unlabeled pods, server mode): {lab['patches_ok']:,} of "
         f"{lab['pods']:,} pods labelled {lab['seconds']} s after the replica started "
-        f"({lab['patches_per_second']} patches/s); meanwhile the replica, its shards ready "
-        f"once the labeler's wait ended (the renew deadline), tried {lab.get('creates_409', '-')} "
-        f"creates of pods that existed unlabelled (409 AlreadyExists) and wrote "
-        f"{lab.get('status_writes', '-')} PodSet statuses."
+        f"({lab['patches_per_second']} patches/s); meanwhile the replica tried "
+        f"{lab.get('creates_409', '-')} creates of pods that existed unlabelled (409 "
+        f"AlreadyExists) and wrote {lab.get('status_writes', '-')} PodSet statuses (its "
+        "shards become ready once every existing child of their buckets is labelled and "
+        "cached; before that fix, one renew deadline after the gain: 2,943 409s and 2,677 "
+        "statuses in the same run)."
     )
 
 
