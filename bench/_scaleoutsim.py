@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import gc
 import os
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,7 +39,7 @@ from aiohttp import web
 from aioinformer import bucket_label, uid_bucket
 from aioinformer._core.shardbuckets import SHARD_LABEL
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
-from aioinformer._harness.simproc import parent_messages
+from aioinformer._harness.simproc import answer_parent
 from aioinformer._harness.workload import realistic_pod
 from kubesim import KubeSim
 from kubesim.errors import KubeSimApiError
@@ -291,21 +290,7 @@ async def serve() -> None:
             "stats": driver.stats,
             "write": driver.write,
         }
-        out = sys.stdout.buffer
-        out.write(orjson.dumps({"url": sim.url, "token": sim.token, "pid": os.getpid()}) + b"\n")
-        out.flush()
-        receive = await parent_messages()
-        while True:
-            request = await receive()
-            try:
-                result = commands[request.pop("op")](**request)
-                if asyncio.iscoroutine(result):
-                    result = await result
-                reply = {"ok": True, **result}
-            except Exception as exc:  # reported to the parent, which raises it
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            out.write(orjson.dumps(reply) + b"\n")
-            out.flush()
+        await answer_parent({"url": sim.url, "token": sim.token, "pid": os.getpid()}, commands)
 
 
 if __name__ == "__main__":

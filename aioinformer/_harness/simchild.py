@@ -39,9 +39,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
 from aioinformer._harness.procstats import cpu_seconds, rss_bytes
+from aioinformer._harness.simproc import answer_parent
 from aioinformer._harness.workload import realistic_pod
 from kubesim import STRATEGIC_PATCH, KubeSim, TypeStore
 
@@ -227,24 +226,7 @@ async def serve(history_size: int, watch_list: bool) -> None:
             "commits": driver.commits,
             "stats": driver.stats,
         }
-        out = sys.stdout.buffer
-        out.write(orjson.dumps({"url": sim.url, "token": sim.token, "pid": os.getpid()}) + b"\n")
-        out.flush()
-        loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=1 << 20)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-        while line := await reader.readline():
-            try:
-                request = orjson.loads(line)
-                fn = commands[request.pop("op")]
-                result = fn(**request)
-                if asyncio.iscoroutine(result):
-                    result = await result
-                reply = {"ok": True, **result}
-            except Exception as exc:  # reported to the parent, which raises it
-                reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-            out.write(orjson.dumps(reply) + b"\n")
-            out.flush()
+        await answer_parent({"url": sim.url, "token": sim.token, "pid": os.getpid()}, commands)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
 from typing import Any, Self
 
@@ -217,6 +217,32 @@ async def parent_messages() -> Callable[[], Awaitable[dict[str, Any]]]:
         return msg
 
     return receive
+
+
+async def answer_parent(hello: dict[str, Any], commands: Mapping[str, Callable[..., Any]]) -> None:
+    """In a child process: write ``hello`` (one JSON line) to the parent, then answer each
+    command it sends (``{"op": NAME, **kwargs}`` -> ``commands[NAME](**kwargs)``, awaited
+    if it returns a coroutine) with ``{"ok": True, **result}``, or ``{"ok": False,
+    "error": ...}`` when it raised (the parent raises it); returns once the parent has
+    closed the pipe."""
+    out = sys.stdout.buffer
+    out.write(orjson.dumps(hello) + b"\n")
+    out.flush()
+    receive = await parent_messages()
+    while True:
+        try:
+            request = await receive()
+        except SystemExit:
+            return
+        try:
+            result = commands[request.pop("op")](**request)
+            if asyncio.iscoroutine(result):
+                result = await result
+            reply = {"ok": True, **result}
+        except Exception as exc:  # reported to the parent, which raises it
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        out.write(orjson.dumps(reply) + b"\n")
+        out.flush()
 
 
 _PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -55,10 +55,13 @@ class Replica:
         self.configs = manager.informer("v1", "configmaps", namespace=NS)
         self.pods = manager.informer("v1", "pods", namespace=NS)
         self.reconciled: set[str] = set()
+        self.on_reconcile: Callable[[str], None] | None = None
         self.task: asyncio.Task[None] | None = None
 
         async def reconcile(key: str) -> None:
             self.reconciled.add(key)
+            if self.on_reconcile is not None:
+                self.on_reconcile(key)
             config = self.configs.snapshot().get(key)
             if config is None or self.pods.snapshot().by_index("controller", config.uid):
                 return
@@ -203,19 +206,23 @@ async def test_shards_stay_unready_until_every_existing_child_is_labelled(sim: K
     no owner gets a second child."""
     owners_with_unlabeled_children(sim, 6)
     sim.fail_next(60, 500, path_contains="/pods/", verbs=["patch"])
+    unlabelled_at_reconcile: list[int] = []
+
+    def count_unlabelled(_key: str) -> None:
+        pods = sim.list("pods", NS)
+        unlabelled_at_reconcile.append(
+            sum(SHARD_LABEL not in (p["metadata"].get("labels") or {}) for p in pods)
+        )
+
     async with sim.api_client() as api:
         a = Replica(api, "a")
+        a.on_reconcile = count_unlabelled
         async with a.manager:
             caches = a.manager.sharded_caches
             assert caches is not None
             await eventually(lambda: a.manager.shards.owned_shards() == frozenset(range(SHARDS)),
                              "every shard held", timeout=LONG, interval=0.5)  # fmt: skip
-            labelled = 0
-            while not caches.ready:
-                labelled = sum(SHARD_LABEL in (p["metadata"].get("labels") or {})
-                               for p in sim.list("pods", NS))  # fmt: skip
-                assert not a.reconciled, f"reconciled with {labelled} of 6 children labelled"
-                await asyncio.sleep(0.5)
+            await eventually(lambda: caches.ready, "the shards ready", timeout=LONG)
             await eventually(
                 lambda: check_stable(sim, [a]) or True,
                 "every owner with its one child",
@@ -223,3 +230,6 @@ async def test_shards_stay_unready_until_every_existing_child_is_labelled(sim: K
                 interval=0.5,
                 retry_on=AssertionError,
             )
+    assert unlabelled_at_reconcile and set(unlabelled_at_reconcile) == {0}, (
+        f"children still unlabelled at each reconcile: {unlabelled_at_reconcile}"
+    )
