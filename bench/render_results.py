@@ -298,8 +298,9 @@ def real_server_section(data: dict[str, Any]) -> list[str]:
         f"{p['pods']:,} pods populated in {p['seconds']:.0f} s" for p in data["populated"]
     )
     server = data["server"]
+    pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
     out = heading(
-        "## The informer's own latency on a real kube-apiserver "
+        f"## The informer's own latency on a real kube-apiserver, {pods} pods "
         "(bench/staleness_bench.py --kubeconfig)",
         data,
     )
@@ -989,7 +990,7 @@ def _seed(data: dict[str, Any]) -> str:
         f"{data['owners']} PodSets x {data['pods_per_owner']} StatefulSet-shaped pods "
         f"({data['pods']:,} pods, each with the controller ownerReference; {labeled}) on KubeSim "
         f"in its own process; the PodSet operator (examples/podset.py) as replica processes "
-        f"(`python -m aioinformer run ... --shards {data['shards']} --shard-caches`), Leases "
+        f"(`python -m aioinformer run ... --shards {data['shards']} --shard-caches sharded`), Leases "
         f"{t['lease_duration']:g} / {t['renew_deadline']:g} / {t['retry_period']:g} s "
         "(duration / renew deadline / retry period)."
     )
@@ -1243,6 +1244,7 @@ def main(argv: list[str] | None = None) -> int:
         ("million.json", million_section),
         ("million_mixed.json", million_mixed_section),
         ("staleness_real.json", real_server_section),
+        ("staleness_real_200k.json", real_server_section),
         ("projection_memory.json", projection_memory_section),
         ("pipeline.json", pipeline_section),
         ("objects.json", objects_section),

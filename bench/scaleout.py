@@ -7,7 +7,7 @@ unless ``--labeled``, without the shard bucket label: the first replica's ShardL
 labels them (a run of its own, measured: ``labeling``). The operator runs as replica
 processes started as a user starts them::
 
-    python -m aioinformer run examples/podset.py:build --shards S --shard-caches \\
+    python -m aioinformer run examples/podset.py:build --shards S --shard-caches sharded \\
         --kubeconfig K --metrics-port 0 --field-manager replica-I --identity replica-I ...
 
 each with its own user (token) on the server. For N = 1, 2, 4 replicas, once with KubeSim's
@@ -161,7 +161,7 @@ class Replica:
         self.identity = identity
         self.command = [
             sys.executable, "-m", "aioinformer", "run", "examples/podset.py:build",
-            "--shards", str(args.shards), "--shard-caches", "--kubeconfig", str(kubeconfig),
+            "--shards", str(args.shards), "--shard-caches", "sharded", "--kubeconfig", str(kubeconfig),
             "--metrics-host", "127.0.0.1", "--metrics-port", "0",
             "--field-manager", identity, "--identity", identity,
             "--lease-name", lease, "--lease-namespace", LEASE_NAMESPACE,

@@ -179,6 +179,9 @@ class InformerStatistics:
     mode; ``plain_bytes - cached_bytes`` is what compact mode saves."""
     shard_selector: str = ""
     """A sharded informer's ``shardSelector`` (its hash ranges); "" when not sharded."""
+    parked: bool = False
+    """Whether the informer is parked: an empty scope, no request, nothing cached
+    (:meth:`Informer.park`)."""
     shard_mode: ShardMode | None = None
     """Who filters a sharded informer's objects: "server" (the last list echoed the
     selector) or "client" (the informer, before decoding); None when not sharded."""
@@ -458,15 +461,16 @@ class Informer(Service):
         """On the host: apply the new ranges (see :meth:`rescope`); the numbers of the
         Replace and of the Evict to wait for (0: none)."""
         old = filt.selector
-        if shards == old:
+        parked = self._watcher.parked
+        if shards == old and not parked:
             return 0, 0
         filt.rescope(shards)
         evict = 0
-        if not shards.covers(old):
+        if not shards.covers(old) and not parked:
             self._evicts_put += 1
             evict = self._evicts_put
             self._fifo.put_nowait(Evict(lambda obj: filt.keeps_meta(obj.metadata), self._clock()))
-        relist = not old.covers(shards)
+        relist = parked or not old.covers(shards)
         replace = self._watcher.rescope(relist)
         log.info(
             "%s: shard scope %s -> %s%s",
@@ -544,18 +548,67 @@ class Informer(Service):
     ) -> tuple[int, int]:
         """On the host: apply the new label selector (see :meth:`relabel`); the numbers of
         the Replace and of the Evict to wait for (0: none)."""
-        if old == (label_selector or None):
+        parked = self._watcher.parked
+        if old == (label_selector or None) and not parked:
             return 0, 0
         _set_labels(self._watcher.list_watch, label_selector, matcher)
         if self._watcher.list_watch is not self._list_watch:
             _set_labels(self._list_watch, label_selector, matcher)
-        self._evicts_put += 1
-        evict = self._evicts_put
-        self._fifo.put_nowait(Evict(lambda obj: matcher(obj.labels), self._clock()))
+        evict = 0
+        if not parked:
+            self._evicts_put += 1
+            evict = self._evicts_put
+            self._fifo.put_nowait(Evict(lambda obj: matcher(obj.labels), self._clock()))
         replace = self._watcher.rescope(relist)
+        relist = relist or parked
         log.info("%s: label selector %r -> %r%s", self.name, old, label_selector,
                  " (relisting)" if relist else "")  # fmt: skip
         return (replace if relist else 0), evict
+
+    @property
+    def parked(self) -> bool:
+        """Whether the informer is parked (see :meth:`park`)."""
+        return self._watcher.parked
+
+    async def park(self, timeout: float | None = None) -> None:
+        """Give this running informer an empty scope (what a manager with sharded caches
+        does when its replica holds no shard any more: a selector cannot be empty). Its
+        watcher ends the request under way and sends none, and every object leaves the
+        cache at once, as one published state, told to no handler (as for a narrowing
+        :meth:`rescope`: nothing happened to them in the cluster). Returns once that
+        empty state is published. The informer stays synced; its resourceVersion stays
+        the last one it saw, so a freshness wait for a later one waits until it runs
+        again. The next :meth:`rescope` or :meth:`relabel` unparks it with a relist of its
+        (new or same) scope and returns once that is published. Idempotent.
+
+        Args:
+            timeout: seconds to wait for the empty state
+                (:class:`~aioinformer.FreshnessTimeout`; the parking itself stays).
+        """
+        if self._closed:
+            raise ClosedError(f"informer {self.name} has stopped")
+        if not self._running:
+            raise ConfigError(
+                f"informer {self.name} has not run: there is nothing to park (a factory "
+                "defers an informer that should not start yet: InformerFactory.defer)"
+            )
+        evict = await self._host.submit(self._park_here())
+
+        def parked() -> bool:
+            return self._evicts >= evict
+
+        await self._wait(parked, timeout, lambda: "its empty (parked) scope")
+
+    async def _park_here(self) -> int:
+        """On the host: park the watcher and empty the cache (see :meth:`park`); the number
+        of the Evict to wait for (0: parked already)."""
+        if self._watcher.parked:
+            return 0
+        self._watcher.park()
+        self._evicts_put += 1
+        self._fifo.put_nowait(Evict(_nothing, self._clock()))
+        log.info("%s: parked (an empty scope): its objects left the cache", self.name)
+        return self._evicts_put
 
     @property
     def kind(self) -> str | None:
@@ -1051,12 +1104,18 @@ class Informer(Service):
             cached_bytes=reader.cached_bytes,
             plain_bytes=reader.plain_bytes,
             shard_selector=self._shards.text if self._shards is not None else "",
+            parked=self._watcher.parked,
             shard_mode=self._shards.mode if self._shards is not None else None,
             objects_received=ws.objects_received,
             objects_kept=ws.objects_received - ws.objects_dropped,
             objects_dropped=ws.objects_dropped,
             bytes_received=ws.bytes_received,
         )
+
+
+def _nothing(obj: KubeObject) -> bool:
+    """Keeps no object (a parked informer's Evict)."""
+    return False
 
 
 def _always() -> bool:

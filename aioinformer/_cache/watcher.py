@@ -431,6 +431,8 @@ class Watcher:
         self._restart = False  # rescope() cancelled the request under way
         self._relist_due = False  # rescope(relist=True) asked for a list not begun yet
         self._backing_off = False  # waiting out a retry delay (no request under way)
+        self._parked = False  # see park()
+        self._unparked = asyncio.Event()
 
     def __repr__(self) -> str:
         rv = self._stats.last_rv or "-"
@@ -487,15 +489,42 @@ class Watcher:
         if not self._stats.has_synced:
             raise ClosedError(f"watcher {self.name} stopped before it synced")
 
+    @property
+    def parked(self) -> bool:
+        """Whether it sends no request until the next :meth:`rescope` (see :meth:`park`)."""
+        return self._parked
+
+    def park(self) -> None:
+        """Send no request until the next :meth:`rescope` (call it on the watcher's loop):
+        what a scope with nothing in it needs, since a selector cannot be empty. The
+        request under way ends at its next await, and nothing it read is queued any more;
+        the next :meth:`rescope` lists its scope afresh (a relist, whatever ``relist``
+        says: the position of the parked watch is no scope's). Idempotent."""
+        if self._parked:
+            return
+        self._parked = True
+        self._unparked.clear()
+        self._scope += 1
+        self._rv = None
+        self._relist_due = True
+        self._after_list = False
+        self._interrupt()
+
     def rescope(self, relist: bool) -> int:
         """The lister-watcher's shard filter changed its ranges (call it on the watcher's
         loop, right after): the objects read from now on are checked against the new ones
         (those of a read under way too), and the request under way ends at its next await
         and is sent again with the new selector: the watch resumed from the last
         resourceVersion, or with ``relist`` a list (a sync under way starts over), whose
-        Replace brings the new scope. Returns the number of the Replace that holds the new
-        scope: the next one with ``relist``, else the last one put."""
+        Replace brings the new scope. A parked watcher (:meth:`park`) sends requests again,
+        a list first whatever ``relist`` says. Returns the number of the Replace that
+        holds the new scope: the next one with ``relist`` (or parked), else the last one
+        put."""
         self._scope += 1
+        if self._parked:
+            self._parked = False
+            self._unparked.set()
+            relist = True
         if relist:
             # (a flag besides the position: a read of a resumed watch, in its own task,
             # may end after this and put the position back)
@@ -503,13 +532,18 @@ class Watcher:
             self._relist_due = True
             self._after_list = False
         target = self._replaces + 1 if relist else self._replaces
+        self._interrupt()
+        return target
+
+    def _interrupt(self) -> None:
+        """End the request under way at its next await (the loop then sends what is due);
+        nothing when none is under way (backing off, parked, not running, stopping)."""
         task = self._task
         busy = task is not None and not self._done and not self._backing_off
         if busy and not self._restart and not self._stop_requested:
             assert task is not None
             self._restart = True
             task.cancel()
-        return target
 
     def stop(self) -> None:
         """Make :meth:`run` return (at once, closing any open response). Idempotent; before
@@ -545,6 +579,10 @@ class Watcher:
     async def _loop(self) -> None:
         while True:
             try:
+                if self._parked:
+                    log.debug("%s: parked (an empty scope): no request until rescoped", self.name)
+                    self._backing_off = True  # (no request under way to interrupt)
+                    await self._unparked.wait()
                 self._backing_off = False
                 if self._rv is None or self._relist_due:
                     self._relist_due = False
@@ -1102,6 +1140,8 @@ class Watcher:
     def _in_scope(self, items: list[_T]) -> list[_T]:
         """``items`` (objects or deltas) without the objects outside the current shard
         ranges (after a rescope that came while they were read)."""
+        if self._parked:
+            return []
         shards = getattr(self._lw, "shards", None)
         if shards is None:
             return items

@@ -317,7 +317,10 @@ def top_table(
 
 
 def _shard(s: InformerStatistics) -> str:
-    """``top``'s shard column: the mode and the share of the key space, "-" unsharded."""
+    """``top``'s shard column: the mode and the share of the key space, "parked" for an
+    empty scope, "-" unsharded."""
+    if s.parked:
+        return "parked"
     if s.shard_mode is None:
         return "-"
     return f"{s.shard_mode} {ShardSelector.parse(s.shard_selector).fraction:.0%}"

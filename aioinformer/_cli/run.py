@@ -114,7 +114,7 @@ def add_manager_arguments(p: argparse.ArgumentParser) -> None:
                    help="run controllers only while holding the Lease NAME")  # fmt: skip
     c.add_argument("--shards", type=int, metavar="N",
                    help="split the keys in N shards across the replicas")  # fmt: skip
-    c.add_argument("--shard-caches", nargs="?", const="sharded", choices=("sharded", "full"),
+    c.add_argument("--shard-caches", choices=("sharded", "full"),
                    help="with --shards: 'sharded' (the default; N <= 256): each replica "
                    "caches only its shards' primaries and their children; 'full': every "
                    "replica caches every object")  # fmt: skip

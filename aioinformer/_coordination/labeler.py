@@ -113,7 +113,7 @@ class ShardLabeler(Service):
         *,
         factory: InformerFactory | None = None,
         namespace: str | None = None,
-        concurrency: int = 4,
+        concurrency: int = 16,
         retry_delay: float = 5.0,
         owns_bucket: Callable[[int], bool] | None = None,
     ) -> None:

@@ -240,6 +240,11 @@ class ShardManager(Service):
         self.is_ready: Callable[[int], bool] = self.owns_shard
         """Whether a held shard is ready, written on its Lease at each renewal
         (:data:`READY_ANNOTATION`); by default, while it is owned."""
+        self.key_shard: Callable[[str], int | None] = self._hashed
+        """The shard of a key (:meth:`shard_for`): by default its SHA-1 (:func:`shard_of`);
+        a manager with sharded caches sets its own (the bucket of the key's primary
+        object's uid, looked up in its controllers' caches), so :meth:`owns` agrees with
+        what the manager reconciles."""
         self.buckets_text: Callable[[int], str] | None = None
         """The label buckets of a shard as text, written on its Lease
         (:data:`BUCKETS_ANNOTATION`); None: not written."""
@@ -270,17 +275,26 @@ class ShardManager(Service):
         """The name of shard ``shard``'s Lease."""
         return f"{self.name}-shard-{shard}"
 
-    def shard_for(self, key: str) -> int:
-        """The shard ``key`` (``"namespace/name"``) belongs to: :func:`shard_of` with this
-        manager's ``shards``, the same on every replica."""
+    def _hashed(self, key: str) -> int:
         return shard_of(key, self.shards)
+
+    def shard_for(self, key: str) -> int | None:
+        """The shard ``key`` (``"namespace/name"``) belongs to, the same on every replica:
+        :func:`shard_of` with this manager's ``shards``; with a manager's sharded caches,
+        the shard of the bucket of its primary object's uid, None when no controller's
+        primary cache of this replica holds (or remembers) it (see :attr:`key_shard`)."""
+        return self.key_shard(key)
 
     def owns(self, key: str) -> bool:
         """Whether this replica may act on ``key`` (``"namespace/name"``) now: True while
-        it holds the Lease of ``key``'s shard (:meth:`shard_for`) and renewed it less than
-        ``renew_deadline`` ago by its clock. The manager checks it before each reconcile
-        and each write; code of its own (a webhook, a periodic job) may ask too."""
-        return self.owns_shard(shard_of(key, self.shards))
+        it holds the Lease of ``key``'s shard (:meth:`shard_for`; a key without one is no
+        replica's here) and renewed it less than ``renew_deadline`` ago by its clock. The
+        manager checks it before each reconcile and each write; code of its own (a
+        webhook, a periodic job) may ask too. (With sharded caches, a controller's
+        :meth:`~aioinformer.Controller.may_act` also waits for the shard's caches to be
+        ready.)"""
+        shard = self.key_shard(key)
+        return shard is not None and self.owns_shard(shard)
 
     def owns_shard(self, shard: int) -> bool:
         """Whether this replica holds shard ``shard`` now (the rule of :meth:`owns`, for a

@@ -380,7 +380,7 @@ class Manager(Service):
         resources: Sequence[tuple[str, str]],
         *,
         namespace: str | NamespaceDefault | None = FACTORY_NAMESPACE,
-        concurrency: int = 4,
+        concurrency: int = 16,
         owns_bucket: Callable[[int], bool] | None = None,
     ) -> ShardLabeler:
         """A :class:`~aioinformer.ShardLabeler` of ``resources`` on the manager's factory
@@ -710,6 +710,12 @@ class Manager(Service):
         def shard_of(ctl: Controller, key: str) -> int | None:
             return sharded.shard_of(ctl.primary, key)
 
+        def key_shard(key: str) -> int | None:  # (ShardManager.owns: any controller's key)
+            for ctl in self.controllers:
+                if (shard := shard_of(ctl, key)) is not None:
+                    return shard
+            return None
+
         def owned_changed(owned: frozenset[int]) -> None:
             self.metrics.shards_owned.set(len(shards.owned_shards()))
             keep = owned | shards.handing_over
@@ -737,6 +743,7 @@ class Manager(Service):
         shards.on_change.append(owned_changed)
         shards.on_release.append(hand_over)
         sharded.on_ready.append(ready)
+        shards.key_shard = key_shard
         try:
             async with asyncio.TaskGroup() as outer:
                 sharding = outer.create_task(shards.run(), name=shards._service_name())

@@ -8,7 +8,8 @@ at scrape time; the rest are updated as things happen. ``serve(host, port)`` exp
 Series (all prefixed ``aioinformer_``): ``informer_objects``, ``informer_fifo_depth``,
 ``informer_fifo_peak_depth``, ``informer_staleness_seconds``, ``informer_resource_version``,
 ``informer_cached_bytes``, ``informer_plain_bytes`` (``InformerStatistics.cached_bytes`` and
-``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_relists_total``,
+``plain_bytes``: the bodies' bytes as held, and uncompressed), ``informer_parked`` (1 while
+parked: :meth:`~aioinformer.Informer.park`), ``informer_relists_total``,
 ``informer_watch_restarts_total``,
 ``informer_decode_errors_total``, ``informer_objects_received_total``,
 ``informer_objects_kept_total``, ``informer_objects_dropped_total`` (objects outside a
@@ -90,6 +91,10 @@ class _InformerCollector:
             "plain_bytes": (
                 "cached_bytes with every body uncompressed (equal without compact mode).",
                 lambda s: s.plain_bytes,
+            ),
+            "parked": (
+                "1 while the informer is parked (an empty scope: no request, nothing cached).",
+                lambda s: int(s.parked),
             ),
         }
         counters: _Specs[InformerStatistics] = {

@@ -38,7 +38,8 @@ holds. Contracts:
 * **Loss.** A shard lost or handed over stops being ready at once (its reconciles are
   fenced by the manager); the informers are narrowed once the hand-over fence ran (its
   objects leave the caches, told to no handler). A replica that holds no shard any more
-  keeps its last scope cached (a selector cannot be empty) and reconciles none of it.
+  parks them (:meth:`~aioinformer.Informer.park`: a selector cannot be empty, so they
+  send no request and cache nothing) until it gains one, when they relist.
 * **Changes are serial.** One task applies the wanted scope, so a rescope never races
   another; a change that comes while one is applied is applied next, and changes within
   :data:`GATHER` seconds of each other are applied together.
@@ -312,8 +313,11 @@ class ShardedCaches:
             await asyncio.sleep(GATHER)
             self._wake.clear()
             target = self._wanted
-            if target and target != self.scoped:
-                await self._apply(target, timeout)
+            if target != self.scoped:
+                if target:
+                    await self._apply(target, timeout)
+                else:
+                    await self._park(timeout)
                 self.scoped = target
                 kept = frozenset(b for t in target for b in shard_buckets(t, self.shards))
                 for keys in self._keys.values():
@@ -345,6 +349,19 @@ class ShardedCaches:
         starting = [inf.wait_for_sync(timeout) for inf in self._informers() if not inf.has_synced]
         results += await asyncio.gather(*starting, return_exceptions=True)
         for result in results:
+            if isinstance(result, BaseException):
+                log.warning("sharded caches: a scope change did not complete: %r", result)
+
+    async def _park(self, timeout: float | None) -> None:
+        """No shard held any more: every sharded informer parks (an empty scope: no
+        request, nothing cached) until a shard is gained."""
+        log.info("sharded caches: scope -> no shard (the sharded informers park)")
+        parking = [
+            inf.park(timeout)
+            for inf in self._informers()
+            if not inf.closed and not self.factory.is_deferred(inf)
+        ]
+        for result in await asyncio.gather(*parking, return_exceptions=True):
             if isinstance(result, BaseException):
                 log.warning("sharded caches: a scope change did not complete: %r", result)
 

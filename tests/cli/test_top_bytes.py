@@ -15,8 +15,8 @@ import aiohttp
 import pytest
 from rich.console import Console
 
-from aioinformer import InformerFactory, Manager
-from aioinformer._cli.inspect import human_bytes, top_table
+from aioinformer import InformerFactory, Manager, ShardSelector
+from aioinformer._cli.inspect import _shard, human_bytes, top_table
 from aioinformer._harness.workload import realistic_pod
 from aioinformer.testing import KubeSim, eventually
 from tests.support import run_cli
@@ -147,3 +147,29 @@ async def test_top_refuses_a_bad_path_in_one_line(tmp_path: Path) -> None:
         "python -m aioinformer top: project(): 'spec.containers.0': list items cannot be "
         "picked; keep the list ('spec.containers')"
     ]
+
+
+async def test_a_parked_informer_shows_in_metrics_and_top(sim: KubeSim) -> None:
+    sim.create_many("pods", (realistic_pod("default", "web", i) for i in range(10)), "default")
+    async with sim.api_client() as api:
+        manager = Manager(api, metrics_port=0, blocked_loop_threshold=None)
+        pods = manager.informer(
+            "v1", "pods", namespace="default", shards=ShardSelector.of_buckets([0], 1)
+        )
+        async with manager, aiohttp.ClientSession() as http:
+            url = f"http://127.0.0.1:{manager.bound_metrics_port}/metrics"
+
+            async def parked() -> float:
+                async with http.get(url) as resp:
+                    text = await resp.text()
+                (line,) = [ln for ln in text.splitlines() if ln.startswith(PARKED)]
+                return float(line.rsplit(" ", 1)[1])
+
+            assert await parked() == 0.0
+            assert _shard(pods.statistics()) == "client 100%"
+            await pods.park(timeout=10)
+            assert await parked() == 1.0
+            assert _shard(pods.statistics()) == "parked"
+
+
+PARKED = "aioinformer_informer_parked{"

@@ -29,6 +29,7 @@ from aioinformer import (
 from aioinformer._core.shardbuckets import SHARD_LABEL
 from aioinformer.testing import KubeSim, eventually
 from tests.coordination.overlap import sampled
+from tests.coordination.proxy import FaultProxy
 from tests.support import child_pod
 
 pytestmark = pytest.mark.looptime
@@ -161,6 +162,8 @@ async def test_replicas_cache_and_reconcile_their_shards_only(sim: KubeSim) -> N
             for r in live:  # each holds less than all (6 shards over 3: 2 each)
                 assert 0 < len(cached(r.configs)) < PRIMARIES, cached(r.configs)
                 assert r.reconciled
+                assert r.manager.shards is not None  # owns(key) agrees with the controller
+                assert [r.manager.shards.owns(k) for k in keys] == [r.ctl.may_act(k) for k in keys]
             # graceful leave: b stops, its shards are released and taken by a and c
             live.remove(b)
             assert b.task is not None
@@ -233,3 +236,41 @@ async def test_shards_stay_unready_until_every_existing_child_is_labelled(sim: K
     assert unlabelled_at_reconcile and set(unlabelled_at_reconcile) == {0}, (
         f"children still unlabelled at each reconcile: {unlabelled_at_reconcile}"
     )
+
+
+async def test_a_replica_that_loses_every_shard_parks_its_caches_until_it_gains_one(
+    sim: KubeSim,
+) -> None:
+    """A replica cut off from its Leases loses every shard: its sharded informers park
+    (nothing cached, no watch open) while the other replica takes them all, and once it
+    can renew again it gains its share back and caches it again (a relist)."""
+    random.seed(29)
+    for i in range(PRIMARIES):
+        sim.create("configmaps", {"metadata": {"name": f"p-{i}"}}, NS)
+
+    async def stable(what: str, replicas: list[Replica]) -> None:
+        await eventually(lambda: check_stable(sim, replicas) or True, what, timeout=LONG,
+                         interval=0.5, retry_on=AssertionError)  # fmt: skip
+
+    async with FaultProxy(sim) as proxy, proxy.api_client() as api_a, sim.api_client() as api_b:
+        a, b = Replica(api_a, "a"), Replica(api_b, "b")
+        async with a.manager, b.manager:
+            await stable("a and b split the primaries and their children", [a, b])
+            proxy.hold()  # a's renewals hang: it stops owning, b takes every shard
+            await stable("b alone caches every primary and child", [b])
+            await eventually(lambda: a.configs.parked and a.pods.parked, "a's informers parked",
+                             timeout=LONG, interval=0.5)  # fmt: skip
+            assert cached(a.configs) == set() and cached(a.pods) == set()
+            assert a.configs.statistics().parked
+            sent = [inf.statistics().requests for inf in (a.configs, a.pods)]
+            sim.create("configmaps", {"metadata": {"name": f"p-{PRIMARIES}"}}, NS)
+            await stable("b reconciles a primary made meanwhile", [b])
+            assert [inf.statistics().requests for inf in (a.configs, a.pods)] == sent, (
+                "a parked informer sends no request"
+            )
+            assert cached(a.configs) == set() and cached(a.pods) == set()
+            relists = a.configs.statistics().relists
+            proxy.release()
+            await stable("a gains its share back and caches it again", [a, b])
+            assert not a.configs.parked and not a.pods.parked
+            assert a.configs.statistics().relists == relists + 1

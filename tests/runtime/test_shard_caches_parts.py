@@ -38,7 +38,7 @@ def test_the_option_and_the_flag() -> None:
         args = build_parser().parse_args(["run", "examples/podset.py:build", *argv])
         return manager_from_args(object(), args)
 
-    for argv in [(), ("--shard-caches",), ("--shard-caches", "sharded")]:  # the default
+    for argv in [(), ("--shard-caches", "sharded")]:  # the default
         sharded = manager("--shards", "4", *argv).sharded_caches
         assert sharded is not None and sharded.shards == 4, argv
     assert manager("--shards", "4", "--shard-caches", "full").sharded_caches is None
@@ -46,7 +46,9 @@ def test_the_option_and_the_flag() -> None:
     with pytest.raises(ConfigError, match='fewer shards, or caches="full"'):
         manager("--shards", "257")
     with pytest.raises(ConfigError, match="--shard-caches needs --shards"):
-        manager("--shard-caches")
+        manager("--shard-caches", "sharded")
+    with pytest.raises(SystemExit):  # a value it needs: before TARGET, never TARGET
+        build_parser().parse_args(["run", "--shards", "4", "--shard-caches", "x.py:build"])
     assert Manager(object(), sharding=Sharding("op", "ns", "a", 4)).sharded_caches is not None
     full = Manager(object(), sharding=Sharding("op", "ns", "a", 4, caches="full"))
     assert full.sharded_caches is None
@@ -112,6 +114,22 @@ async def test_relabel_narrows_at_once_and_widens_by_a_relist(
             await eventually(lambda: pods.snapshot().get("default/d"), "d watched")
             assert pods.snapshot().get("default/e") is None
     assert deleted == []  # leaving the cache is no deletion
+
+
+async def test_relabel_after_park_relists_even_the_same_selector(sim: KubeSim) -> None:
+    for name, bucket in [("a", "00"), ("b", "01")]:
+        sim.create("pods", pod(name, bucket=bucket), "default")
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=watch_options(), pipeline="loop")
+        pods = factory.informer("v1", "pods", namespace="default", label_selector="bucket=00")
+        async with factory:
+            await factory.wait_for_sync(timeout=10)
+            await pods.park(timeout=10)
+            assert pods.snapshot().list() == []
+            sim.create("pods", pod("c", bucket="00"), "default")
+            await pods.relabel("bucket=00", relist=False, timeout=10)
+            assert sorted(o.name for o in pods.snapshot().list()) == ["a", "c"]
+            assert not pods.parked
 
 
 async def test_a_key_maps_by_its_primary_uid_and_a_deletion_is_remembered(
