@@ -246,8 +246,9 @@ async def test_nodeagent_on_a_stale_cache(sim: KubeSim, protect: bool) -> None:
         assert len(owned_pods(sim, uid)) == 5  # converged: the extras were deleted
         if protect:
             assert (most, extra, op.counters["surplus"]) == (1, 0, 0)
-        else:
-            assert most > 1 and extra > 0 and op.counters["surplus"] > 0
+        else:  # (the operator's own count of surplus pods it found on a node is the proof:
+            # the observer's polls may miss a short-lived second pod on a loaded machine)
+            assert extra > 0 and op.counters["surplus"] > 0, (dict(op.counters), most)
 
 
 def test_nodeagent_decisions() -> None:

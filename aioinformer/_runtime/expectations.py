@@ -116,6 +116,11 @@ class Expectations:
         p = self._pending.get(owner)
         return (0, 0) if p is None else (max(p.adds, 0), len(p.deletes))
 
+    def owners(self) -> list[str]:
+        """The owners with expectations pending (met or expired ones may be among them
+        until :meth:`satisfied` is asked)."""
+        return list(self._pending)
+
     def forget(self, owner: str) -> None:
         """Drop ``owner``'s expectations (e.g. when the owner itself is deleted)."""
         self._pending.pop(owner, None)

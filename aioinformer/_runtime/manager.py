@@ -727,6 +727,12 @@ class Manager(Service):
 
         def ready(gained: frozenset[int]) -> None:
             for ctl in self.controllers:
+                # expectations from an earlier hold of these shards wait for events this
+                # replica did not see while it held them not (their objects left its caches
+                # silently, and a relist reports no deletion): the caches are the truth now
+                for owner in ctl.expectations.owners():
+                    if shard_of(ctl, owner) in gained or shard_of(ctl, owner) is None:
+                        ctl.expectations.forget(owner)
                 for obj in ctl.primary.snapshot().list():
                     if shard_of(ctl, obj.key) in gained:
                         ctl.queue.add(obj.key)

@@ -29,7 +29,9 @@ holds. Contracts:
   the labelers (:class:`~aioinformer.ShardLabeler`, one per namespace of the owned
   informers, which label the children of the buckets the informers are scoped to) place
   the unlabeled children they hold and the owned informers catch up with their patches,
-  and only then are the shards *ready*: their keys may be reconciled, and are requeued.
+  and only then are the shards *ready*: their keys may be reconciled, and are requeued,
+  without the expectations (:class:`~aioinformer.Expectations`) an earlier hold of the
+  shards left (they wait for events this replica did not see while it held them not).
   (Without that wait, a child that exists but lacks the label is invisible to its
   owner's reconcile, which would make it again.) Never on less: a step that does not
   complete within ``renew_deadline`` (a lagging watch, a labeler's failing patches) is

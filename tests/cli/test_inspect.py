@@ -323,10 +323,18 @@ async def test_top_on_a_terminal_redraws_one_table_in_place(sim: KubeSim, tmp_pa
     def screen() -> str:
         return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", received.decode(errors="replace"))
 
+    def last_row() -> list[str]:
+        lines = screen().replace("\r", "\n").splitlines()
+        row = next(line for line in reversed(lines) if line.startswith("│ pods[default]"))
+        return [c.strip() for c in row.strip("│ ").split("│")]
+
+    def redrawn_synced() -> bool:
+        return screen().count("│ pods[default]") >= 2 and last_row()[1:3] == ["yes", "1"]
+
     loop = asyncio.get_running_loop()
     loop.add_reader(master, read)
     try:
-        await eventually(lambda: screen().count("│ pods[default]") >= 2, "top redrawn", timeout=60)
+        await eventually(redrawn_synced, "top redrawn, the informer synced", timeout=60)
         proc.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(proc.wait(), 30) == 0, screen()
     finally:
@@ -339,8 +347,7 @@ async def test_top_on_a_terminal_redraws_one_table_in_place(sim: KubeSim, tmp_pa
     assert "aioinformer top at" not in screen()
     lines = screen().replace("\r", "\n").splitlines()
     assert all(len(line) <= 80 for line in lines), [line for line in lines if len(line) > 80]
-    row = next(line for line in reversed(lines) if line.startswith("│ pods[default]"))
-    assert [c.strip() for c in row.strip("│ ").split("│")][1:3] == ["yes", "1"]
+    assert last_row()[1:3] == ["yes", "1"]
 
 
 def test_the_shard_option_reads_buckets_of_n() -> None:
