@@ -10,7 +10,8 @@ one line naming what was tried (never a credential), not kubernetes_asyncio's ch
 tracebacks, and holds no exception of theirs (``__context__``): an exec plugin's output
 and a client key stay out of it (:func:`clean_plugin_text` says what is cut from a failed
 plugin's error output). A client certificate or key that cannot be loaded is a
-ConfigError naming their paths.
+ConfigError naming their paths. The environment's proxy (``HTTP(S)_PROXY``, ``NO_PROXY``)
+is read once, when the client is made (:mod:`~aioinformer._client.envproxy`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
+from aioinformer._client.envproxy import pin_env_proxy
 from aioinformer._core.errors import ConfigError
 from aioinformer._core.redact import REDACTED, redact_known
 
@@ -69,9 +71,12 @@ def _api_client(cfg: Any, where: str) -> Any:
     from kubernetes_asyncio import client
 
     try:
-        return client.ApiClient(configuration=cfg)
+        api = client.ApiClient(configuration=cfg)
     except (ssl.SSLError, OSError) as exc:
         reason = f"{type(exc).__name__}: {_line(exc)}"
+    else:
+        pin_env_proxy(api)  # (the environment's proxy read once, not at every request)
+        return api
     files = f"client-certificate {cfg.cert_file}, client-key {cfg.key_file}"
     raise ConfigError(
         f"{where}: the client certificate or key cannot be loaded ({files}): {reason}"
