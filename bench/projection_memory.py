@@ -15,8 +15,8 @@ and ``projected+compact``.
 The cost: ``decode_event`` per watch event line, then ``drop_managed_fields`` and the
 projection per decoded object, in this process, the best of 5 passes over 20,000 pods.
 
-Where a projected pod's bytes go (``breakdown``): 20,000 pods projected and stored in this
-process, each part's bytes per pod (:func:`object_bytes`).
+Where a projected pod's bytes go (``breakdown``): ``--pods`` pods projected and stored in
+this process, each part's bytes per pod (:func:`object_bytes`).
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ async def main(argv: list[str] | None = None) -> int:
         "paths": paths,
         "rows": rows,
         "costs": transform_costs(paths),
-        "breakdown": object_bytes(paths),
+        "breakdown": object_bytes(paths, args.pods),
     }
     text = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
     sys.stdout.buffer.write(text)

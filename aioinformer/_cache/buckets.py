@@ -46,25 +46,10 @@ LEAF = 64
 a bucket is written far less often than it is held)."""
 
 
-class _MapBucketWriter(MapWriter[str, bool]):
-    """A FrozenMap bucket being changed: a dict's ``w[key] = True`` and ``w.pop(key,
-    None)`` over a map writer."""
-
-    __slots__ = ()
-
-    def __setitem__(self, key: str, value: bool) -> None:
-        self.set(key, value)
-
-    def pop(self, key: str, default: bool | None = None) -> bool | None:
-        """Remove ``key``; its value, or ``default`` if it was absent."""
-        found = MapWriter.pop(self, key)
-        return default if found is None else found
-
-
 Bucket: TypeAlias = "dict[str, bool] | FrozenMap[str, bool]"
 """One index value's keys (iterate it, ``len()`` it, test ``key in`` it; never change it)."""
 
-BucketWriter: TypeAlias = "dict[str, bool] | _MapBucketWriter"
+BucketWriter: TypeAlias = "dict[str, bool] | MapWriter[str, bool]"
 """A bucket being changed by one batch: ``w[key] = True``, ``w.pop(key, None)``."""
 
 EMPTY_BUCKET: Bucket = {}
@@ -75,7 +60,7 @@ def bucket_writer(bucket: Bucket) -> BucketWriter:
     """A private, writable copy of ``bucket``."""
     if isinstance(bucket, dict):
         return dict(bucket)
-    return _MapBucketWriter(bucket)
+    return bucket.mutate()
 
 
 def finish_bucket(writer: BucketWriter) -> Bucket | None:
@@ -84,8 +69,9 @@ def finish_bucket(writer: BucketWriter) -> Bucket | None:
         if len(writer) > SMALL:
             return FrozenMap(writer, leaf=LEAF)
         return writer or None
-    if not len(writer):
+    size = len(writer)
+    if not size:
         return None
-    if len(writer) <= SHRINK:
+    if size <= SHRINK:
         return dict(writer.items())
     return writer.finish()

@@ -222,11 +222,11 @@ class MapWriter(Generic[_K, _V]):
                 self._grow()
         return old
 
-    def pop(self, key: _K) -> _V | None:
-        """Remove ``key``; return its value (None if it was absent)."""
+    def pop(self, key: _K, default: _V | None = None) -> _V | None:
+        """Remove ``key``; return its value (``default`` if it was absent)."""
         i = hash(key) & self._mask
         if key not in self._top[i >> self._shift][i & self._low]:
-            return None
+            return default
         leaf = self._leaves.get(i)
         if leaf is None:
             leaf = self._own(i)
@@ -242,6 +242,7 @@ class MapWriter(Generic[_K, _V]):
         set_ = self.set
         return [set_(key, value) for key, value in zip(keys, values)]  # noqa: B905
 
+    __setitem__ = set  # (``w[key] = value``, as for a dict: its return value unused)
     _set_recorded = set
     _pop_recorded = pop
     _set_many_recorded = set_many
@@ -296,12 +297,12 @@ class MapWriter(Generic[_K, _V]):
                     top, mask, shift, low = self._top, self._mask, self._shift, self._low
         return olds
 
-    def _pop_counted(self, key: _K) -> _V | None:
-        """Remove ``key``; return its value (None if it was absent)."""
+    def _pop_counted(self, key: _K, default: _V | None = None) -> _V | None:
+        """Remove ``key``; return its value (``default`` if it was absent)."""
         i = hash(key) & self._mask
         top, m, j = self._top, i >> self._shift, i & self._low
         if key not in top[m][j]:
-            return None
+            return default
         mid = top[m]
         if _refs(mid) != _SOLE:
             mid = top[m] = list(mid)
@@ -388,5 +389,6 @@ IN_PLACE = _in_place_works()
 
 if IN_PLACE:  # reference counts tell which containers are ours: no records needed
     MapWriter.set = MapWriter._set_counted  # type: ignore[method-assign]
+    MapWriter.__setitem__ = MapWriter._set_counted  # type: ignore[misc]
     MapWriter.pop = MapWriter._pop_counted  # type: ignore[method-assign]
     MapWriter.set_many = MapWriter._set_many_counted  # type: ignore[method-assign]

@@ -45,6 +45,17 @@ def test_set_and_pop_are_the_counted_ones_where_reference_counts_tell() -> None:
     assert (MapWriter.set is MapWriter._set_counted) is IN_PLACE
     assert (MapWriter.pop is MapWriter._pop_counted) is IN_PLACE
     assert (MapWriter.set_many is MapWriter._set_many_counted) is IN_PLACE
+    assert (MapWriter.__setitem__ is MapWriter._set_counted) is IN_PLACE
+
+
+@pytest.mark.parametrize("path", WRITE_PATHS)
+def test_a_writer_takes_a_dicts_writes(path: str) -> None:
+    """``w[key] = value`` and ``w.pop(key, default)``, as an index bucket writes."""
+    with write_path(path):
+        w = FrozenMap({"a": 1}).mutate()
+        w["b"] = 2
+        assert w.pop("a", 0) == 1 and w.pop("a", 0) == 0 and w.pop("a") is None
+        assert dict(w.finish().items()) == {"b": 2}
 
 
 def check(m: FrozenMap[str, int], model: dict[str, int]) -> None:
