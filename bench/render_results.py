@@ -1289,6 +1289,7 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
         ("projection_before_after.json", before_after_section),
+        ("buckets_store_before_after.json", before_after_section),
         ("own_latency_before_after.json", own_latency_section),
         ("own_latency_grid.json", own_latency_grid_section),
         ("own_latency_pipeline_before_after.json", before_after_section),
