@@ -14,21 +14,31 @@ and ``projected+compact``.
 
 The cost: ``decode_event`` per watch event line, then ``drop_managed_fields`` and the
 projection per decoded object, in this process, the best of 5 passes over 20,000 pods.
+
+Where a projected pod's bytes go (``breakdown``): ``--pods`` pods projected and stored in
+this process, each part's bytes per pod (:func:`object_bytes`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import sys
 import time
+import tracemalloc
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from aioinformer._core.objects import decode_event, drop_managed_fields
+from aioinformer._cache.deltas import Replace
+from aioinformer._cache.pmap import FrozenMap
+from aioinformer._cache.snapshot_store import snapshot_store
+from aioinformer._core.objects import KubeObject, decode_event, decode_list, drop_managed_fields
 from aioinformer._core.projection import project
 from aioinformer._harness.procstats import machine_info
 from aioinformer._harness.simproc import SimProcess, asker, spawn_python
@@ -111,6 +121,98 @@ def transform_costs(paths: list[str], n: int = 20_000, passes: int = 5) -> dict[
     }
 
 
+PARTS: dict[str, Callable[[KubeObject], tuple[object, ...]]] = {
+    "KubeObject": lambda o: (o,),
+    "ObjectMeta": lambda o: (o.metadata,),
+    "name": lambda o: (o.metadata.name,),
+    "uid": lambda o: (o.metadata.uid,),
+    "resourceVersion (str)": lambda o: (o.metadata.resource_version,),
+    "rv (int)": lambda o: (o.rv,),
+    "key": lambda o: (o.key,),
+    "labels (dict)": lambda o: (o.metadata.labels,),
+    "labels (keys and values)": lambda o: (*o.metadata.labels, *o.metadata.labels.values()),
+    "creationTimestamp": lambda o: (o.metadata.creation_timestamp,),
+    "body": lambda o: (o.body,),
+    "annotations, ownerReferences, namespace": lambda o: (
+        o.metadata.annotations,
+        *o.metadata.annotations,
+        *o.metadata.annotations.values(),
+        o.metadata.owner_references,
+        *o.metadata.owner_references,
+        o.metadata.namespace,
+    ),
+}
+"""The parts of a projected pod, in the order they are counted (a part already counted
+under an earlier one, as a label value equal to the name, is not counted again)."""
+
+
+def _block(size: int) -> int:
+    """The bytes pymalloc takes for ``size`` (16-byte blocks up to 512; above, malloc's)."""
+    return -(-size // 16) * 16 if size <= 512 else size
+
+
+def object_bytes(paths: list[str], n: int = 20_000) -> dict[str, Any]:
+    """Where the bytes of one cached projected pod go.
+
+    ``n`` pods of ``realistic_pod``'s shape (a uid each, one creationTimestamp per 1000)
+    in list pages of 500, projected and stored as an informer does. Each part's bytes per
+    pod, every distinct object counted once: ``bytes``, what was asked of the allocator
+    (``sys.getsizeof``), ``blocks``, that rounded up to pymalloc's 16-byte blocks (what it
+    takes). The object map and the indexes: traced (tracemalloc) as they are built.
+    """
+    keep = project(*paths)
+    objs: list[KubeObject] = []
+    for start in range(0, n, 500):
+        items = []
+        for i in range(start, min(n, start + 500)):
+            owner, ordinal = divmod(i, 1000)
+            pod = realistic_pod(
+                f"ns-{owner % 20}", f"sts-{owner}", ordinal, node=f"node-{i % 100}", phase="Running"
+            )
+            meta = pod["metadata"]
+            meta["uid"] = str(uuid.UUID(int=i + 1))
+            meta["resourceVersion"] = str(1_000_000 + i)
+            meta["creationTimestamp"] = f"2026-12-02T10:{owner // 60 % 60:02}:{owner % 60:02}Z"
+            items.append(pod)
+        page = orjson.dumps({"apiVersion": "v1", "kind": "PodList", "items": items})
+        objs.extend(keep(obj) for obj in decode_list(page)[0])
+    seen: set[int] = set()
+    rows = []
+    for part, get in PARTS.items():
+        size = blocks = 0
+        for obj in objs:
+            for one in get(obj):
+                if one is not None and id(one) not in seen:
+                    seen.add(id(one))
+                    size += sys.getsizeof(one)
+                    blocks += _block(sys.getsizeof(one))
+        rows.append({"part": part, "bytes": round(size / n, 1), "blocks": round(blocks / n, 1)})
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    writer = FrozenMap[str, KubeObject]().mutate()
+    for obj in objs:
+        writer.set(obj.key, obj)
+    objects = writer.finish()
+    map_bytes = tracemalloc.get_traced_memory()[0] - before
+    del objects, writer
+    gc.collect()
+    before = tracemalloc.get_traced_memory()[0]
+    _, store = snapshot_store()
+    store.apply([Replace(objs, 1, 0.0)])
+    gc.collect()
+    store_bytes = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    rows.append({"part": "the object map (traced)", "bytes": round(map_bytes / n, 1)})
+    rows.append(
+        {
+            "part": "the two default indexes (traced)",
+            "bytes": round((store_bytes - map_bytes) / n, 1),
+        }
+    )
+    return {"pods": n, "rows": rows}
+
+
 async def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python bench/projection_memory.py", description=__doc__)
     parser.add_argument("--pods", type=int, default=50_000, help="pods on the sim")
@@ -142,6 +244,7 @@ async def main(argv: list[str] | None = None) -> int:
         "paths": paths,
         "rows": rows,
         "costs": transform_costs(paths),
+        "breakdown": object_bytes(paths, args.pods),
     }
     text = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
     sys.stdout.buffer.write(text)

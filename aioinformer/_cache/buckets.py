@@ -2,34 +2,33 @@
 
 A :data:`Bucket` is an immutable set of object keys, shared by every snapshot that has
 not changed it. Up to :data:`SMALL` keys it is a plain ``dict`` (key -> True), copied
-whole when a batch changes it; above, an ``immutables.Map``, path-copied. Why two kinds:
-a dict of strings and True is never tracked by the cyclic GC, while a HAMT holds about one
-tracked node per 1.5 keys, which every full collection walks; and most buckets are small
-(a node's pods, bounded by the kubelet's 110; most owners' pods; most label values'), where
-copying a dict costs no more than a HAMT update. Large buckets stay HAMTs, whose one-key
-change stays cheap at any size. (What this saves in GC time and costs per event:
-``bench/store_bench.py --per-owner 100``, bench/RESULTS.md.)
+whole when a batch changes it; above, a :class:`~aioinformer._cache.pmap.FrozenMap` with
+leaves of up to :data:`LEAF` keys on average, of which a change copies the directory's
+path and one leaf. Both are made of dicts of strings and True, which the cyclic GC does
+not track (a FrozenMap adds one list per middle of its directory), and hold a key in
+about 20-40 bytes (a HAMT, as ``immutables.Map``, takes 45-60 and one tracked node per
+1.5 keys). Most buckets are small (a node's pods, bounded by the kubelet's 110; most
+owners' pods; most label values'); a namespace's or a large owner's pods are not, and a
+one-key change to them stays cheap at any size. (What the GC is spared and what a write
+costs: ``bench/store_bench.py --per-owner 100``, bench/RESULTS.md.)
 
 Contract: a published bucket never changes. :func:`bucket_writer` starts a private copy
-of one (a dict or an ``immutables`` mutation: ``w[key] = True`` adds a key,
-``w.pop(key, None)`` removes one); :func:`finish_bucket` turns it into the new bucket,
-or None when it is empty (an index holds no empty buckets). A dict may outgrow SMALL
-within a batch; ``finish_bucket`` converts it. A bucket shrinking to :data:`SHRINK` keys
-or fewer becomes a dict again, so one that hovers at the boundary does not switch every
-batch.
+of one (``w[key] = True`` adds a key, ``w.pop(key, None)`` removes one);
+:func:`finish_bucket` turns it into the new bucket, or None when it is empty (an index
+holds no empty buckets). A dict may outgrow SMALL within a batch; ``finish_bucket``
+converts it. A bucket shrinking to :data:`SHRINK` keys or fewer becomes a dict again, so
+one that hovers at the boundary does not switch every batch.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
-import immutables
-
-if TYPE_CHECKING:
-    from immutables._protocols import MapMutation
+from aioinformer._cache.pmap import FrozenMap, MapWriter
 
 __all__ = [
     "EMPTY_BUCKET",
+    "LEAF",
     "SHRINK",
     "SMALL",
     "Bucket",
@@ -39,14 +38,18 @@ __all__ = [
 ]
 
 SMALL = 128
-"""The most keys a dict bucket keeps after a batch; more and it becomes a HAMT."""
+"""The most keys a dict bucket keeps after a batch; more and it becomes a FrozenMap."""
 SHRINK = 64
-"""A HAMT bucket left with this many keys or fewer becomes a dict."""
+"""A FrozenMap bucket left with this many keys or fewer becomes a dict."""
+LEAF = 64
+"""The average keys per leaf at which a FrozenMap bucket grows (a map's default is 16:
+a bucket is written far less often than it is held)."""
 
-Bucket: TypeAlias = "dict[str, bool] | immutables.Map[str, bool]"
+
+Bucket: TypeAlias = "dict[str, bool] | FrozenMap[str, bool]"
 """One index value's keys (iterate it, ``len()`` it, test ``key in`` it; never change it)."""
 
-BucketWriter: TypeAlias = "dict[str, bool] | MapMutation[str, bool]"
+BucketWriter: TypeAlias = "dict[str, bool] | MapWriter[str, bool]"
 """A bucket being changed by one batch: ``w[key] = True``, ``w.pop(key, None)``."""
 
 EMPTY_BUCKET: Bucket = {}
@@ -64,11 +67,11 @@ def finish_bucket(writer: BucketWriter) -> Bucket | None:
     """The bucket ``writer`` holds now, or None if it is empty; ``writer`` is used up."""
     if isinstance(writer, dict):
         if len(writer) > SMALL:
-            return immutables.Map(writer)
+            return FrozenMap(writer, leaf=LEAF)
         return writer or None
-    bucket = writer.finish()
-    if not bucket:
+    size = len(writer)
+    if not size:
         return None
-    if len(bucket) <= SHRINK:
-        return dict(bucket.items())
-    return bucket
+    if size <= SHRINK:
+        return dict(writer.items())
+    return writer.finish()

@@ -675,6 +675,9 @@ class Informer(Service):
                 # 4. count, tell the publish listeners, and hand the changes to the
                 # subscribers and wake the waiters (on the caller's loop)
                 self._published(batch, changes)
+                # the batch and its changes are let go now, not when the next batch comes:
+                # a quiet informer would hold on to its whole list's (a Change per object)
+                del batch, changes
 
     async def _write(self, batch: Sequence[Delta]) -> list[Change]:
         """Apply ``batch`` and publish it; its changes. (A store whose writer must wait

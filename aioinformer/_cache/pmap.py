@@ -7,10 +7,12 @@ Layout: ``hash(key)`` picks one of ``4**bits`` leaves, each a plain ``dict``, re
 through a directory: a top of middles, each a sequence of ``2**(bits-2)`` leaves (at
 least 4). A writer copies the top once, and each middle and each leaf at most once,
 the first time it writes there. ``bits`` grows with the map so that leaves hold
-4-16 entries on average (a copied leaf is a few cache lines): a one-key change copies
-~150 pointers at 10k keys, ~550 at 200k; a change of many scattered keys about 10
-(10k) to 40 (200k) per key. A growth step (every 4x in size) rebuilds the
-map once (O(n), amortised O(1) per insertion).
+``leaf/4`` to ``leaf`` entries on average; ``leaf`` is 16 (a copied leaf is a few cache
+lines) unless the map is made with another: larger leaves hold each key in fewer bytes
+for a larger copy per write (index buckets use 64). At 16, a one-key change copies ~150
+pointers at 10k keys, ~550 at 200k; a change of many scattered keys about 10 (10k) to 40
+(200k) per key. A growth step (every 4x in size) rebuilds the map once (O(n), amortised
+O(1) per insertion).
 
 Why not ``immutables.Map`` (measured on the informer pipeline, ``bench/pipeline_bench.py``
 under cachegrind): its HAMT nodes are GC-tracked containers, so every write that clones
@@ -50,7 +52,7 @@ _V = TypeVar("_V")
 _D = TypeVar("_D")
 
 _MIN_BITS = 2  # 16 leaves
-_MAX_LEAF = 16  # average leaf size that triggers growth: 4x more leaves (average 4)
+_MAX_LEAF = 16  # the default average leaf size that triggers growth: 4x more leaves
 
 # The directory and its middles are lists: a writer fills its own and hands them over
 # with ``finish()`` (no copy); only a writer that owns them (see ``_own`` and, where
@@ -58,9 +60,9 @@ _MAX_LEAF = 16  # average leaf size that triggers growth: 4x more leaves (averag
 _Dir = list[list[dict[_K, _V]]]
 
 
-def _bits_for(size: int) -> int:
+def _bits_for(size: int, leaf: int) -> int:
     bits = _MIN_BITS
-    while size > (4**bits) * _MAX_LEAF:
+    while size > (4**bits) * leaf:
         bits += 1
     return bits
 
@@ -85,22 +87,24 @@ def _build(items: Iterable[tuple[_K, _V]], bits: int) -> list[list[dict[_K, _V]]
 
 class FrozenMap(Generic[_K, _V]):
     """An immutable hash map (see the module docstring); ``FrozenMap()`` is empty,
-    ``FrozenMap(mapping)`` holds a copy of ``mapping``'s items."""
+    ``FrozenMap(mapping)`` holds a copy of ``mapping``'s items. ``leaf``: the average
+    entries per leaf at which the map grows (it and its writers' maps keep it)."""
 
-    __slots__ = ("_bits", "_dir", "_len", "_low", "_mask", "_shift")
+    __slots__ = ("_bits", "_dir", "_leaf", "_len", "_low", "_mask", "_shift")
 
-    def __init__(self, items: dict[_K, _V] | None = None) -> None:
+    def __init__(self, items: dict[_K, _V] | None = None, *, leaf: int = _MAX_LEAF) -> None:
         size = len(items) if items else 0
-        bits = _bits_for(size)
+        bits = _bits_for(size, leaf)
         self._dir: _Dir[_K, _V] = _build(items.items() if items else (), bits)
         self._bits = bits
         self._mask, self._shift, self._low = _shape(bits)
         self._len = size
+        self._leaf = leaf
 
     @classmethod
-    def _of(cls, directory: _Dir[_K, _V], bits: int, size: int) -> FrozenMap[_K, _V]:
+    def _of(cls, directory: _Dir[_K, _V], bits: int, size: int, leaf: int) -> FrozenMap[_K, _V]:
         new = cls.__new__(cls)
-        new._dir, new._bits, new._len = directory, bits, size
+        new._dir, new._bits, new._len, new._leaf = directory, bits, size, leaf
         new._mask, new._shift, new._low = _shape(bits)
         return new
 
@@ -153,7 +157,8 @@ class FrozenMap(Generic[_K, _V]):
         return chain.from_iterable(leaf.items() for leaf in self._leaves())
 
     def mutate(self, *, owned: bool = False) -> MapWriter[_K, _V]:
-        """A writer starting from this map.
+        """A writer starting from this map (``MapWriter(m)`` is the same, for a subclass
+        of MapWriter).
 
         ``owned=True`` promises that the caller holds the only reference to this map and
         will not use it again: the writer may then change in place the containers nothing
@@ -168,7 +173,18 @@ class FrozenMap(Generic[_K, _V]):
 class MapWriter(Generic[_K, _V]):
     """Copy-on-write changes to a :class:`FrozenMap`; ``finish()`` makes the new map."""
 
-    __slots__ = ("_bits", "_leaves", "_len", "_limit", "_low", "_mask", "_mids", "_shift", "_top")
+    __slots__ = (
+        "_bits",
+        "_leaf",
+        "_leaves",
+        "_len",
+        "_limit",
+        "_low",
+        "_mask",
+        "_mids",
+        "_shift",
+        "_top",
+    )
 
     def __init__(self, base: FrozenMap[_K, _V], *, owned: bool = False) -> None:
         self._bits = base._bits
@@ -180,7 +196,8 @@ class MapWriter(Generic[_K, _V]):
         self._mids: dict[int, list[dict[_K, _V]]] = {}  # middle index -> ours
         self._leaves: dict[int, dict[_K, _V]] = {}  # leaf index -> ours
         self._len = base._len
-        self._limit = (4**base._bits) * _MAX_LEAF
+        self._leaf = base._leaf
+        self._limit = (4**base._bits) * base._leaf
 
     def __len__(self) -> int:
         """The number of keys, as changed so far."""
@@ -205,11 +222,11 @@ class MapWriter(Generic[_K, _V]):
                 self._grow()
         return old
 
-    def pop(self, key: _K) -> _V | None:
-        """Remove ``key``; return its value (None if it was absent)."""
+    def pop(self, key: _K, default: _V | None = None) -> _V | None:
+        """Remove ``key``; return its value (``default`` if it was absent)."""
         i = hash(key) & self._mask
         if key not in self._top[i >> self._shift][i & self._low]:
-            return None
+            return default
         leaf = self._leaves.get(i)
         if leaf is None:
             leaf = self._own(i)
@@ -225,6 +242,7 @@ class MapWriter(Generic[_K, _V]):
         set_ = self.set
         return [set_(key, value) for key, value in zip(keys, values)]  # noqa: B905
 
+    __setitem__ = set  # (``w[key] = value``, as for a dict: its return value unused)
     _set_recorded = set
     _pop_recorded = pop
     _set_many_recorded = set_many
@@ -279,12 +297,12 @@ class MapWriter(Generic[_K, _V]):
                     top, mask, shift, low = self._top, self._mask, self._shift, self._low
         return olds
 
-    def _pop_counted(self, key: _K) -> _V | None:
-        """Remove ``key``; return its value (None if it was absent)."""
+    def _pop_counted(self, key: _K, default: _V | None = None) -> _V | None:
+        """Remove ``key``; return its value (``default`` if it was absent)."""
         i = hash(key) & self._mask
         top, m, j = self._top, i >> self._shift, i & self._low
         if key not in top[m][j]:
-            return None
+            return default
         mid = top[m]
         if _refs(mid) != _SOLE:
             mid = top[m] = list(mid)
@@ -304,7 +322,7 @@ class MapWriter(Generic[_K, _V]):
         self._top = []  # unusable from here on (an IndexError rather than a silent write)
         self._mids = {}
         self._leaves = {}
-        return FrozenMap._of(directory, self._bits, self._len)
+        return FrozenMap._of(directory, self._bits, self._len, self._leaf)
 
     def _own(self, i: int) -> dict[_K, _V]:
         """Leaf ``i``, ours to write: the leaf itself if nothing but our middle references
@@ -327,7 +345,7 @@ class MapWriter(Generic[_K, _V]):
 
     def _grow(self) -> None:
         """Rebuild with 4x the leaves; everything is ours afterwards."""
-        bits = max(self._bits + 1, _bits_for(self._len))
+        bits = max(self._bits + 1, _bits_for(self._len, self._leaf))
         mids = _build(self.items(), bits)
         self._bits = bits
         self._mask, self._shift, self._low = _shape(bits)
@@ -337,7 +355,7 @@ class MapWriter(Generic[_K, _V]):
         self._leaves = {
             m * side + j: leaf for m, mid in enumerate(mids) for j, leaf in enumerate(mid)
         }
-        self._limit = (4**bits) * _MAX_LEAF
+        self._limit = (4**bits) * self._leaf
 
 
 _refs = sys.getrefcount
@@ -371,5 +389,6 @@ IN_PLACE = _in_place_works()
 
 if IN_PLACE:  # reference counts tell which containers are ours: no records needed
     MapWriter.set = MapWriter._set_counted  # type: ignore[method-assign]
+    MapWriter.__setitem__ = MapWriter._set_counted  # type: ignore[misc]
     MapWriter.pop = MapWriter._pop_counted  # type: ignore[method-assign]
     MapWriter.set_many = MapWriter._set_many_counted  # type: ignore[method-assign]

@@ -60,9 +60,10 @@ ped, or the FIFO is closed. Recovery:
   metadata/name, with a resourceVersion that is not a uint64, nested too deeply to decode,
   or over the length limit) are logged briefly with the object's key when it can be read,
   counted in ``stats.decode_errors`` and skipped; the stream and the sync go on.
-* **Transform** errors (an exception, or a result that is neither a KubeObject nor None)
-  are logged and counted; the object is skipped (a deletion is
-  queued untransformed).
+* **Transform**: a list's objects are transformed page by page as the pages arrive (only
+  one page of untransformed objects is alive at a time); errors (an exception, or a
+  result that is neither a KubeObject nor None) are logged and counted; the object is
+  skipped (a deletion is queued untransformed).
 * **Secrets**: ``last_error`` and the log lines are cleaned of every known credential
   (:func:`~aioinformer._core.redact.redact_known`), whatever the server sent.
 * **Cancellation** closes the HTTP response and propagates; :meth:`Watcher.stop` makes
@@ -765,8 +766,6 @@ class Watcher:
             rv = parse_resource_version(list_rv)
         except DecodeError as exc:
             raise DecodeError(f"{self._where('list')}: list {exc}") from None
-        if self._transform is not None:
-            items = await self._transform_list(items)
         if 0 <= rv < self._seen and not self._resetting:
             self._stats.history_resets += 1
             log.warning(
@@ -819,7 +818,10 @@ class Watcher:
             self._stats.objects_received += len(page) + len(bad_items) + dropped
             self._stats.objects_dropped += dropped
             list_rv = list_rv or page_rv
-            items.extend(page)
+            # each page transformed as it comes: the whole objects of one page at a time
+            # are alive, never the whole list's (a projection's point, and less for the
+            # kept objects to be scattered among once the rest is freed)
+            items.extend(page if self._transform is None else await self._transform_list(page))
             if next_ is None:
                 return items, list_rv
             if next_ in seen:
@@ -836,7 +838,7 @@ class Watcher:
             continue_ = next_
 
     async def _transform_list(self, items: list[KubeObject]) -> list[KubeObject]:
-        """The transform over a listed page set, with a cancellation point between objects
+        """The transform over one listed page, with a cancellation point between objects
         every :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
         out: list[KubeObject] = []
         clock = time.monotonic
@@ -848,7 +850,7 @@ class Watcher:
                 try:
                     await _turns()
                 except asyncio.CancelledError:
-                    self._abandoned("a list", done, len(items))
+                    self._abandoned("a list page", done, len(items))
                     raise
                 due = clock() + TRANSFORM_SLICE
         return out

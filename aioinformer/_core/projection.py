@@ -26,7 +26,11 @@ Contract:
   bench/projection_memory.py). A body whose shape does not match (``"spec"`` a list, say)
   takes a slower generic path with the same result.
 * **Sharing.** ``project`` returns the same :class:`Projection` for the same paths and
-  options, so informers asked for with equal projections share one cache.
+  options, so informers asked for with equal projections share one cache. Equal kept
+  bodies of at most 256 bytes are one ``bytes`` object (looked up by their
+  bytes in a bounded table, as labels are): two fields of 50k pods take a few hundred
+  distinct bodies (``{"spec":{"nodeName":"node-7"},"status":{"phase":"Running"}}``), not
+  50k copies.
 * **Compact mode.** A projection is the user's transform, so in compact mode it runs
   first and the compactor compresses what it kept (bodies under 64 bytes stay plain).
 """
@@ -48,6 +52,11 @@ __all__ = ["Projection", "project"]
 _Tree: TypeAlias = "dict[str, _Tree | None]"  # key -> subtree, None: the value kept whole
 _ALWAYS_KEPT = ("metadata", "apiVersion", "kind")
 _replace = msgspec.structs.replace
+
+_SHARED_BODY = 256  # the longest kept body shared with equal ones (longer rarely repeat)
+_BODIES: dict[bytes, bytes] = {}
+_MAX_BODIES = 4096
+_NO_ANNOTATIONS: dict[str, str] = {}  # shared by the objects it is given to: never mutated
 
 
 class Projection:
@@ -78,9 +87,11 @@ class Projection:
             kept = self._encode(self._decoder.decode(body))
         except msgspec.ValidationError:  # a shape the structs do not take: generic
             kept = orjson.dumps(_pick(orjson.loads(body), self._tree))
+        if len(kept) <= _SHARED_BODY:
+            kept = _BODIES.get(kept) or _share(kept)
         meta = obj.metadata
         if not self.annotations and meta.annotations:
-            meta = _replace(meta, annotations={})
+            meta = _replace(meta, annotations=_NO_ANNOTATIONS)
         return KubeObject(obj.api_version, obj.kind, meta, obj.key, obj.rv, kept)
 
     def __repr__(self) -> str:
@@ -114,6 +125,15 @@ def project(*paths: str, annotations: bool = True) -> Projection:
     """
     tree = _tree(paths)
     return _projection(tuple(_paths(tree)), bool(annotations))
+
+
+def _share(body: bytes) -> bytes:
+    """An exact-size copy of ``body`` (the encoder's output keeps its spare room),
+    remembered so that the equal bodies that follow are this one."""
+    if len(_BODIES) >= _MAX_BODIES:
+        _BODIES.clear()
+    shared = _BODIES[body] = memoryview(body).tobytes()
+    return shared
 
 
 def _tree(paths: tuple[Any, ...]) -> _Tree:

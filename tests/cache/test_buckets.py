@@ -1,11 +1,10 @@
-"""Index buckets: a set model across kept versions, the dict/HAMT switch, and the GC."""
+"""Index buckets: a set model across kept versions, the dict/FrozenMap switch, and the GC."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 
-import immutables
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +17,7 @@ from aioinformer._cache.buckets import (
     finish_bucket,
 )
 from aioinformer._cache.deltas import Replace
+from aioinformer._cache.pmap import FrozenMap
 from aioinformer._cache.snapshot_store import snapshot_store
 from tests.support import pod_object
 
@@ -61,10 +61,10 @@ def test_matches_a_set_and_published_buckets_never_change(
         if len(keys) <= SHRINK:
             assert isinstance(bucket, dict)
         elif len(keys) > SMALL:
-            assert isinstance(bucket, immutables.Map)
+            assert isinstance(bucket, FrozenMap)
 
 
-def test_a_bucket_becomes_a_hamt_above_small_and_a_dict_again_at_shrink() -> None:
+def test_a_bucket_becomes_a_frozen_map_above_small_and_a_dict_again_at_shrink() -> None:
     writer = bucket_writer(EMPTY_BUCKET)
     for i in range(SMALL):
         writer[f"k{i}"] = True
@@ -74,14 +74,14 @@ def test_a_bucket_becomes_a_hamt_above_small_and_a_dict_again_at_shrink() -> Non
     writer = bucket_writer(small)
     writer["one-more"] = True
     big = finish_bucket(writer)
-    assert isinstance(big, immutables.Map) and len(big) == SMALL + 1
+    assert isinstance(big, FrozenMap) and len(big) == SMALL + 1
     assert len(small) == SMALL and "one-more" not in small  # the old version is untouched
 
     writer = bucket_writer(big)
-    for i in range(SMALL - SHRINK):  # down to SHRINK + 1: still a HAMT (hysteresis)
+    for i in range(SMALL - SHRINK):  # down to SHRINK + 1: still a FrozenMap (hysteresis)
         assert writer.pop(f"k{i}", None) is True
     middle = finish_bucket(writer)
-    assert isinstance(middle, immutables.Map) and len(middle) == SHRINK + 1
+    assert isinstance(middle, FrozenMap) and len(middle) == SHRINK + 1
 
     writer = bucket_writer(middle)
     assert writer.pop("one-more", None) is True

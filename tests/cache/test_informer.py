@@ -6,14 +6,22 @@ test_factory.py."""
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from aioinformer import InformerFactory, Metrics, ProcessSettings, WatchOptions, by_label
+from aioinformer import (
+    InformerFactory,
+    KubeObject,
+    Metrics,
+    ProcessSettings,
+    WatchOptions,
+    by_label,
+)
 from aioinformer._cache import informer as informer_module
-from aioinformer._cache.deltas import Delta, ObjectDelta
+from aioinformer._cache.deltas import Change, Delta, ObjectDelta, Replace
 from aioinformer._cache.informer import Informer, Pipeline
 from aioinformer._cache.pipeline import LoopHost, ThreadHost
 from aioinformer._client.listwatch import ListWatch
@@ -55,6 +63,45 @@ async def test_sync_and_follow_writes(sim: KubeSim, factory: InformerFactory) ->
     assert sorted(o.name for o in snap.by_index("namespace", "default")) == sorted(
         k.split("/")[1] for k in sim.versions("pods")
     )
+
+
+def sync_leftovers(prefix: str) -> int:
+    """The Replaces and Changes still referenced that hold an object named ``prefix...``
+    (other tests' may be alive in this process)."""
+    gc.collect()
+    found = 0
+    for item in gc.get_objects():
+        if type(item) is Replace:
+            found += any(ours(obj, prefix) for obj in item.objects)
+        elif type(item) is Change:
+            found += ours(item.obj, prefix)
+    return found
+
+
+def ours(obj: object, prefix: str) -> bool:
+    return isinstance(obj, KubeObject) and obj.name.startswith(prefix)
+
+
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
+async def test_a_quiet_informer_keeps_nothing_of_its_sync_but_the_cache(
+    sim: KubeSim, pipeline: Pipeline
+) -> None:
+    """With no batch after the sync (watches of the default length, no bookmark for a
+    minute), neither the list's Replace nor the Changes made of it (one per object, built
+    where a subscriber may come) stay alive: the writer lets each batch go once it is
+    published, not when the next one comes."""
+    for i in range(20):
+        sim.create("pods", pod(f"quiet-{i}"), "default")
+    async with sim.api_client() as api, InformerFactory(api, pipeline=pipeline) as factory:
+        pods = factory.informer("v1", "pods")
+        await factory.wait_for_sync(timeout=10)
+        await eventually(
+            lambda: sync_leftovers("quiet-") == 0,
+            "the sync's Replace and its changes let go",
+            interval=0.2,
+        )
+        assert pods.statistics().batches == 1  # (let go by the writer, not by a later batch)
+        assert len(pods.snapshot()) == 20
 
 
 async def test_on_publish_sees_every_publish_in_order(

@@ -45,6 +45,17 @@ def test_set_and_pop_are_the_counted_ones_where_reference_counts_tell() -> None:
     assert (MapWriter.set is MapWriter._set_counted) is IN_PLACE
     assert (MapWriter.pop is MapWriter._pop_counted) is IN_PLACE
     assert (MapWriter.set_many is MapWriter._set_many_counted) is IN_PLACE
+    assert (MapWriter.__setitem__ is MapWriter._set_counted) is IN_PLACE
+
+
+@pytest.mark.parametrize("path", WRITE_PATHS)
+def test_a_writer_takes_a_dicts_writes(path: str) -> None:
+    """``w[key] = value`` and ``w.pop(key, default)``, as an index bucket writes."""
+    with write_path(path):
+        w = FrozenMap({"a": 1}).mutate()
+        w["b"] = 2
+        assert w.pop("a", 0) == 1 and w.pop("a", 0) == 0 and w.pop("a") is None
+        assert dict(w.finish().items()) == {"b": 2}
 
 
 def check(m: FrozenMap[str, int], model: dict[str, int]) -> None:
@@ -62,21 +73,21 @@ def check(m: FrozenMap[str, int], model: dict[str, int]) -> None:
 
 @pytest.mark.parametrize("path", WRITE_PATHS)
 @settings(max_examples=150, deadline=None)
-@given(steps=ops, owned=st.booleans())
+@given(steps=ops, owned=st.booleans(), leaf=st.sampled_from([16, 2]))
 def test_matches_a_dict_and_old_versions_never_change(
-    path: str, steps: list[Op], owned: bool
+    path: str, steps: list[Op], owned: bool, leaf: int
 ) -> None:
     """Every published version is either kept (and must never change) or given up to the
     next writer with ``owned`` (which may then write in place what no kept version
-    shares)."""
+    shares). Leaves of 2 make the maps grow several times within 400 keys."""
     with write_path(path):
-        model_run(steps, owned)
+        model_run(steps, owned, leaf)
 
 
-def model_run(steps: list[Op], owned: bool) -> None:
+def model_run(steps: list[Op], owned: bool, leaf: int = 16) -> None:
     versions: list[tuple[FrozenMap[str, int], dict[str, int]]] = []
     model: dict[str, int] = {}
-    writer: MapWriter[str, int] = FrozenMap[str, int]().mutate()
+    writer: MapWriter[str, int] = FrozenMap[str, int](leaf=leaf).mutate()
     for op, k, v in steps:
         key = f"ns/{k}"
         if op == "set":
@@ -177,6 +188,23 @@ def test_grows_and_keeps_every_key() -> None:
     check(grown, {f"k{i}": i for i in range(5000)})
     check(m, {})
     assert repr(FrozenMap({f"k{i}": i for i in range(5000)})) == repr(grown)
+
+
+def test_a_map_keeps_its_leaf_size_through_writers_and_growth() -> None:
+    """Made with ``leaf=64``, a map and the maps its writers make grow at 64 keys per leaf
+    on average (4x fewer leaves than the default 16), and hold what a dict holds."""
+    items = {f"k{i}": i for i in range(5000)}
+    default, large = FrozenMap(items), FrozenMap(items, leaf=64)
+    assert large._bits == default._bits - 1
+    w = FrozenMap[str, int](leaf=64).mutate()
+    for key, value in items.items():
+        w.set(key, value)
+    grown = w.finish()
+    assert grown._bits == large._bits and grown._leaf == 64
+    check(grown, items)
+    w = grown.mutate()
+    w.pop("k1")
+    assert w.finish()._leaf == 64
 
 
 @pytest.mark.parametrize("path", WRITE_PATHS)

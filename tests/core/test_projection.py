@@ -72,6 +72,29 @@ def test_annotations_can_be_dropped() -> None:
     assert project("status.phase")(original).annotations == big
 
 
+def test_equal_small_kept_bodies_are_one_bytes_object() -> None:
+    """The pods of one node in one phase keep one body between them; a kept body over
+    256 bytes (the conditions) is each object's own, and equal to what was kept."""
+    keep = project("spec.nodeName", "status.phase")
+    a, b = keep(pod(1)), keep(pod(2))
+    assert a.body == b'{"spec":{"nodeName":"n1"},"status":{"phase":"Running"}}'
+    assert a.body is b.body
+    assert keep(pod(3, labels={"x": "y"})).body is a.body
+    other = decode_object(orjson.dumps({**pod(4).to_dict(), "spec": {"nodeName": "n2"}}))
+    assert keep(other).body == b'{"spec":{"nodeName":"n2"},"status":{"phase":"Running"}}'
+    assert keep(other).body is not a.body
+    wide = project("status.conditions")
+    c, d = wide(pod(1)), wide(pod(2))
+    assert len(c.body) > 256 and c.body == d.body and c.body is not d.body
+    assert c.field("status.conditions") == pod(1).field("status.conditions")
+
+
+def test_objects_without_annotations_share_one_empty_dict() -> None:
+    slim = project("status.phase", annotations=False)
+    one, two = slim(pod(1, annotations={"a": "1"})), slim(pod(2, annotations={"b": "2"}))
+    assert one.annotations == {} and one.annotations is two.annotations
+
+
 @pytest.mark.parametrize(
     ("paths", "message"),
     [
