@@ -62,7 +62,10 @@ ped, or the FIFO is closed. Recovery:
   counted in ``stats.decode_errors`` and skipped; the stream and the sync go on.
 * **Transform** errors (an exception, or a result that is neither a KubeObject nor None)
   are logged and counted; the object is skipped (a deletion is
-  queued untransformed).
+  queued untransformed). A list's pages are transformed one by one as they arrive, so
+  what the transform frees (the managedFields :func:`~aioinformer.drop_managed_fields`
+  drops) is reused by the next page's objects instead of staying resident as a hole
+  beside each cached object.
 * **Secrets**: ``last_error`` and the log lines are cleaned of every known credential
   (:func:`~aioinformer._core.redact.redact_known`), whatever the server sent.
 * **Cancellation** closes the HTTP response and propagates; :meth:`Watcher.stop` makes
@@ -727,8 +730,6 @@ class Watcher:
             rv = parse_resource_version(list_rv)
         except DecodeError as exc:
             raise DecodeError(f"{self._where('list')}: list {exc}") from None
-        if self._transform is not None:
-            items = await self._transform_list(items)
         if 0 <= rv < self._seen and not self._resetting:
             self._stats.history_resets += 1
             log.warning(
@@ -781,6 +782,8 @@ class Watcher:
             self._stats.objects_received += len(page) + len(bad_items) + dropped
             self._stats.objects_dropped += dropped
             list_rv = list_rv or page_rv
+            if self._transform is not None:  # now: the next page reuses what it frees
+                page = await self._transform_page(page)
             items.extend(page)
             if next_ is None:
                 return items, list_rv
@@ -797,8 +800,8 @@ class Watcher:
             seen.add(next_)
             continue_ = next_
 
-    async def _transform_list(self, items: list[KubeObject]) -> list[KubeObject]:
-        """The transform over a listed page set, with a cancellation point between objects
+    async def _transform_page(self, items: list[KubeObject]) -> list[KubeObject]:
+        """The transform over a list page, with a cancellation point between objects
         every :data:`TRANSFORM_SLICE` seconds; a cancellation logs what it abandoned."""
         out: list[KubeObject] = []
         clock = time.monotonic
@@ -810,7 +813,7 @@ class Watcher:
                 try:
                     await _turns()
                 except asyncio.CancelledError:
-                    self._abandoned("a list", done, len(items))
+                    self._abandoned("a list page", done, len(items))
                     raise
                 due = clock() + TRANSFORM_SLICE
         return out
