@@ -4,6 +4,8 @@ Python's small-object allocator, per cached pod; and what the pods are made of.
     python bench/sync_heap.py --pods 50000                       # KubeSim in its own process
     python bench/sync_heap.py --kubeconfig PATH --namespace NS   # pods already on a server
 
+The report is JSON on stdout.
+
 Each run (``--runs``) is a fresh informer process, as bench/_stalechild.py makes it (the pods
 of one namespace, ``drop_managed_fields``, the pipeline thread; ``--compact``, ``--cpu``):
 after its sync (a gc; the informer has trimmed the heap) it reports, / pods, the RSS after
@@ -213,19 +215,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--pythonpath", help="run the informer from this checkout")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)
-    p.add_argument("--json", metavar="PATH")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The report as JSON on stdout (an informer process prints its run's line)."""
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    if args.child:
-        print(json.dumps(asyncio.run(sync_once(args))), flush=True)
-        return 0
-    text = json.dumps(asyncio.run(main_async(args)), indent=2)
-    print(text)
-    if args.json:
-        Path(args.json).write_text(text + "\n")
+    result = sync_once(args) if args.child else main_async(args)
+    print(json.dumps(asyncio.run(result), indent=None if args.child else 2), flush=True)
     return 0
 
 
