@@ -428,7 +428,7 @@ def memory_real_section(data: dict[str, Any]) -> list[str]:
         "",
         "The same StatefulSet-shaped pods (one generator, about 3.8 KB of JSON each without "
         "managedFields) cached by a fresh informer process from KubeSim (its own process) and "
-        "from a real kube-apiserver v1.28.0 + etcd 3.4 on this machine (which adds its "
+        "from a real kube-apiserver v1.28.0 + etcd 3.4 on this machine (both add the same "
         "defaults to each pod); RSS after the sync minus before it, / N. Targets against "
         f"client-go's {CLIENT_GO_KB_PER_POD} KB/pod (after FreeOSMemory): <= 1/2 by default, "
         "<= 1/6 compact; KubeSim and the real server within 5 % of each other.",

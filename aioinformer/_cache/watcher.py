@@ -60,10 +60,12 @@ ped, or the FIFO is closed. Recovery:
   metadata/name, with a resourceVersion that is not a uint64, nested too deeply to decode,
   or over the length limit) are logged briefly with the object's key when it can be read,
   counted in ``stats.decode_errors`` and skipped; the stream and the sync go on.
-* **Transform**: a list's objects are transformed page by page as the pages arrive (only
-  one page of untransformed objects is alive at a time); errors (an exception, or a
-  result that is neither a KubeObject nor None) are logged and counted; the object is
-  skipped (a deletion is queued untransformed).
+* **Transform** errors (an exception, or a result that is neither a KubeObject nor None)
+  are logged and counted; the object is skipped (a deletion is
+  queued untransformed). A list's pages are transformed one by one as they arrive, so
+  what the transform frees (the managedFields :func:`~aioinformer.drop_managed_fields`
+  drops) is reused by the next page's objects instead of staying resident as a hole
+  beside each cached object.
 * **Secrets**: ``last_error`` and the log lines are cleaned of every known credential
   (:func:`~aioinformer._core.redact.redact_known`), whatever the server sent.
 * **Cancellation** closes the HTTP response and propagates; :meth:`Watcher.stop` makes

@@ -131,6 +131,33 @@ async def test_pagination_concatenates_pages_into_one_replace() -> None:
         assert sink.state == sim.versions("pods")
 
 
+async def test_each_page_is_transformed_before_the_next_is_asked_for() -> None:
+    """What a transform frees (the managedFields drop_managed_fields removes) is freed page
+    by page, so the next page's objects reuse that memory instead of the cached objects
+    keeping a hole each between them."""
+    transformed: list[str] = []
+
+    def transform(obj: KubeObject) -> KubeObject:
+        transformed.append(obj.name)
+        return drop_managed_fields(obj)
+
+    async with KubeSim() as sim, sim.api_client() as api:
+        for i in range(7):
+            sim.create("pods", pod(f"p{i}"), "default")
+        sink = ModelFifo()
+        w = make_watcher(api, sink, page_size=2, transform=transform)
+        lw = w._lw
+        assert isinstance(lw, CountingListWatch)
+        done_before_page: list[int] = []
+        lw.before_page = lambda _continue: done_before_page.append(len(transformed))
+        async with running(w):
+            await w.wait_for_sync()
+        assert done_before_page == [0, 2, 4, 6]
+        (replace,) = sink.of(Replace)
+        assert [o.name for o in replace.objects] == [f"p{i}" for i in range(7)]
+        assert all(o.managed_fields == b"" for o in replace.objects)
+
+
 async def test_expired_continue_token_restarts_the_list() -> None:
     async with KubeSim() as sim, sim.api_client() as api:
         for i in range(5):
@@ -155,32 +182,6 @@ async def test_expired_continue_token_restarts_the_list() -> None:
         (replace,) = sink.of(Replace)
         assert len(replace.objects) == 6
         assert sink.state == sim.versions("pods")
-
-
-async def test_a_paged_list_is_transformed_page_by_page() -> None:
-    """Each page's objects are transformed before the next page is asked for: one page of
-    whole objects is alive at a time, not the whole list."""
-    transformed: list[str] = []
-
-    def transform(obj: KubeObject) -> KubeObject:
-        transformed.append(obj.name)
-        return drop_managed_fields(obj)
-
-    async with KubeSim() as sim, sim.api_client() as api:
-        for i in range(5):
-            sim.create("pods", pod(f"p{i}"), "default")
-        sink = ModelFifo()
-        w = make_watcher(api, sink, page_size=2, transform=transform)
-        lw = w._lw
-        assert isinstance(lw, CountingListWatch)
-        before_each_page: list[int] = []
-        lw.before_page = lambda continue_: before_each_page.append(len(transformed))
-        async with running(w):
-            await w.wait_for_sync()
-        assert before_each_page[:3] == [0, 2, 4]
-        (replace,) = sink.of(Replace)
-        assert [o.name for o in replace.objects] == [f"p{i}" for i in range(5)]
-        assert all(o.managed_fields == b"" for o in replace.objects)
 
 
 async def test_label_selector_object_leaving_is_deleted_and_reentering_added() -> None:

@@ -85,6 +85,43 @@ def test_image_pull_policy_and_qos() -> None:
     assert qos_class({"containers": [{"resources": {}}]}) == "BestEffort"
 
 
+def test_probe_and_lifecycle_http_defaults() -> None:
+    """``SetDefaults_Probe`` and ``SetDefaults_HTTPGetAction``: what kube-apiserver v1.28
+    answered for bench/realserver.py's pods (``{"httpGet": {"path": "/readyz", "port":
+    8080}}``), in its key order; a 0 takes the default as an absent value does, a value set
+    is kept; a gRPC probe gets ``service: ""``; lifecycle hooks' HTTP actions their defaults."""
+    obj = pod()
+    obj["spec"]["containers"] = [
+        {
+            "name": "a",
+            "image": "nginx:1.25",
+            "readinessProbe": {"httpGet": {"path": "/readyz", "port": 8080}},
+            "livenessProbe": {"periodSeconds": 0, "failureThreshold": 5, "httpGet": {"port": 80}},
+            "startupProbe": {"grpc": {"port": 9000}},
+            "lifecycle": {"preStop": {"httpGet": {"port": 80, "path": "/stop"}}},
+        }
+    ]
+    apply_defaults(PODS, obj)
+    (c,) = obj["spec"]["containers"]
+    assert json.dumps(c["readinessProbe"]) == json.dumps(
+        {
+            "httpGet": {"path": "/readyz", "port": 8080, "scheme": "HTTP"},
+            "timeoutSeconds": 1,
+            "periodSeconds": 10,
+            "successThreshold": 1,
+            "failureThreshold": 3,
+        }
+    )
+    assert c["livenessProbe"]["httpGet"] == {"path": "/", "port": 80, "scheme": "HTTP"}
+    assert (c["livenessProbe"]["periodSeconds"], c["livenessProbe"]["failureThreshold"]) == (10, 5)
+    assert c["startupProbe"]["grpc"] == {"port": 9000, "service": ""}
+    assert c["lifecycle"]["preStop"]["httpGet"] == {"path": "/stop", "port": 80, "scheme": "HTTP"}
+    assert list(c).index("readinessProbe") < list(c).index("terminationMessagePath")
+    before = copy.deepcopy(obj)
+    apply_defaults(PODS, obj, creating=False)  # idempotent on updates
+    assert obj == before
+
+
 def test_node_service_secret_defaults() -> None:
     node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"}}
     apply_defaults(rt("nodes"), node)

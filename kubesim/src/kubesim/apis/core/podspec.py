@@ -2,8 +2,10 @@
 Jobs, CronJobs and ReplicationControllers (kube-apiserver's ``pkg/apis/core``: defaults and
 validation of ``PodSpec``).
 
-* :func:`default_pod_spec` is ``SetDefaults_PodSpec`` and ``SetDefaults_Container`` (keys in
-  Go struct order); :func:`default_template` defaults a ``template`` (its metadata and spec);
+* :func:`default_pod_spec` is ``SetDefaults_PodSpec`` and ``SetDefaults_Container``, with the
+  containers' probes (``SetDefaults_Probe``, ``SetDefaults_HTTPGetAction``, a gRPC probe's
+  ``service``) and lifecycle hooks' HTTP actions (keys in Go struct order);
+  :func:`default_template` defaults a ``template`` (its metadata and spec);
 * :func:`qos_class` is the pod's QoS class from its requests and limits;
 * :func:`validate_pod_spec` is the part of ``ValidatePodSpec`` KubeSim checks.
 """
@@ -49,6 +51,18 @@ _CONTAINER_ORDER = (
     "terminationMessagePath terminationMessagePolicy imagePullPolicy securityContext stdin "
     "stdinOnce tty"
 ).split()
+_PROBE_ORDER = (
+    "exec httpGet tcpSocket grpc initialDelaySeconds timeoutSeconds periodSeconds "
+    "successThreshold failureThreshold terminationGracePeriodSeconds"
+).split()
+_HTTP_GET_ORDER = "path port host scheme httpHeaders".split()
+#: ``SetDefaults_Probe``: each of these at 0 or absent takes its default.
+_PROBE_DEFAULTS = (
+    ("timeoutSeconds", 1),
+    ("periodSeconds", 10),
+    ("successThreshold", 1),
+    ("failureThreshold", 3),
+)
 
 
 #: A pod template's zero value as its Go type marshals it (what the field manager compares
@@ -91,6 +105,12 @@ def default_pod_spec(spec: dict[str, Any], *, pod: bool = False) -> None:
             c.setdefault("imagePullPolicy", _pull_policy(str(c.get("image") or "")))
             for port in map(_d, _l(c.get("ports"))):
                 port.setdefault("protocol", "TCP")
+            for key in ("livenessProbe", "readinessProbe", "startupProbe"):
+                if isinstance(c.get(key), dict):
+                    _default_probe(c[key])
+            for hook in _d(c.get("lifecycle")).values():
+                if isinstance(hook, dict) and isinstance(hook.get("httpGet"), dict):
+                    _default_http_get(hook["httpGet"])
             order_keys(c, _CONTAINER_ORDER)
     if spec.get("serviceAccount") and not spec.get("serviceAccountName"):
         spec["serviceAccountName"] = spec["serviceAccount"]
@@ -107,6 +127,28 @@ def default_pod_spec(spec: dict[str, Any], *, pod: bool = False) -> None:
     if pod:
         spec.setdefault("enableServiceLinks", True)
     order_keys(spec, POD_SPEC_ORDER)
+
+
+def _default_probe(probe: dict[str, Any]) -> None:
+    """``SetDefaults_Probe`` (a 0 is no value in Go: it takes the default too), its HTTP
+    action's defaults, and a gRPC action's ``service`` (``""``)."""
+    for key, value in _PROBE_DEFAULTS:
+        if not probe.get(key):
+            probe[key] = value
+    if isinstance(probe.get("httpGet"), dict):
+        _default_http_get(probe["httpGet"])
+    if isinstance(probe.get("grpc"), dict) and probe["grpc"].get("service") is None:
+        probe["grpc"]["service"] = ""
+    order_keys(probe, _PROBE_ORDER)
+
+
+def _default_http_get(action: dict[str, Any]) -> None:
+    """``SetDefaults_HTTPGetAction``: path ``/``, scheme ``HTTP``."""
+    if not action.get("path"):
+        action["path"] = "/"
+    if not action.get("scheme"):
+        action["scheme"] = "HTTP"
+    order_keys(action, _HTTP_GET_ORDER)
 
 
 def qos_class(spec: Mapping[str, Any]) -> str:
