@@ -22,7 +22,7 @@ from typing import Any
 from aiohttp.helpers import get_env_proxy_for_url
 from yarl import URL
 
-__all__ = ["pin_env_proxy"]
+__all__ = ["pin_env_proxy", "stop_env_lookups", "trusts_env"]
 
 
 def pin_env_proxy(api_client: Any) -> None:
@@ -42,5 +42,19 @@ def pin_env_proxy(api_client: Any) -> None:
             if auth is not None:
                 proxy = proxy.with_user(auth.login).with_password(auth.password)
             rest.proxy = api_client.configuration.proxy = str(proxy)
-    # (aiohttp has no public setter; the attribute is what its request path reads)
-    session._trust_env = False
+    stop_env_lookups(api_client)
+
+
+def trusts_env(api_client: Any) -> bool:
+    """Whether ``api_client``'s session looks the environment up at every request."""
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    return bool(getattr(session, "trust_env", False))
+
+
+def stop_env_lookups(api_client: Any) -> None:
+    """Turn ``api_client``'s per-request environment lookups off (its proxy, if any, is
+    its configuration's)."""
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    if session is not None:
+        # (aiohttp has no public setter; the attribute is what its request path reads)
+        session._trust_env = False

@@ -45,7 +45,7 @@ import orjson
 from aiohttp.abc import AbstractStreamWriter
 from multidict import CIMultiDictProxy
 
-from aioinformer._client.envproxy import pin_env_proxy
+from aioinformer._client.envproxy import stop_env_lookups, trusts_env
 from aioinformer._core import logs
 from aioinformer._core.errors import (
     AioinformerError,
@@ -155,8 +155,8 @@ class RestClient:
         source = self.api_client
         api = ApiClient(configuration=source.configuration, cookie=getattr(source, "cookie", None))
         api.default_headers.update(getattr(source, "default_headers", {}))
-        if getattr(getattr(source.rest_client, "pool_manager", None), "trust_env", True) is False:
-            pin_env_proxy(api)  # (as the source's: the proxy resolved once, not per request)
+        if not trusts_env(source):  # (as the source: its proxy, if any, is in the configuration)
+            stop_env_lookups(api)
         clone = RestClient(api, redactor=self.redact)
         clone._owns_api_client = True
         return clone

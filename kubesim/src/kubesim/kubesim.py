@@ -261,10 +261,15 @@ class KubeSim:
 
     def api_client(self) -> Any:
         """A kubernetes_asyncio ``ApiClient`` authenticated against this sim (close it, or
-        use it as ``async with``)."""
+        use it as ``async with``). It goes straight to the sim: no proxy from the
+        environment, and none of the per-request environment lookups kubernetes_asyncio's
+        session makes (``trust_env``: a worker thread's proxy and ``~/.netrc`` reads at
+        every request)."""
         from kubernetes_asyncio import client
 
-        return client.ApiClient(configuration=self.client_configuration())
+        api = client.ApiClient(configuration=self.client_configuration())
+        api.rest_client.pool_manager._trust_env = False  # (aiohttp has no public setter)
+        return api
 
     def kubeconfig(self, user_token: str | None = None) -> dict[str, Any]:
         """A kubeconfig document (dict) for this sim."""
