@@ -559,8 +559,8 @@ class Informer(Service):
             self._evicts_put += 1
             evict = self._evicts_put
             self._fifo.put_nowait(Evict(lambda obj: matcher(obj.labels), self._clock()))
-        replace = self._watcher.rescope(relist)
         relist = relist or parked
+        replace = self._watcher.rescope(relist)
         log.info("%s: label selector %r -> %r%s", self.name, old, label_selector,
                  " (relisting)" if relist else "")  # fmt: skip
         return (replace if relist else 0), evict

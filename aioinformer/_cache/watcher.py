@@ -508,9 +508,7 @@ class Watcher:
         self._parked = True
         self._unparked.clear()
         self._scope += 1
-        self._rv = None
-        self._relist_due = True
-        self._after_list = False
+        self._relist_next()
         self._interrupt()
 
     def rescope(self, relist: bool) -> int:
@@ -529,14 +527,17 @@ class Watcher:
             self._unparked.set()
             relist = True
         if relist:
-            # (a flag besides the position: a read of a resumed watch, in its own task,
-            # may end after this and put the position back)
-            self._rv = None
-            self._relist_due = True
-            self._after_list = False
+            self._relist_next()
         target = self._replaces + 1 if relist else self._replaces
         self._interrupt()
         return target
+
+    def _relist_next(self) -> None:
+        """Make the next request a list. (A flag besides the position: a read of a resumed
+        watch, in its own task, may end after this and put the position back.)"""
+        self._rv = None
+        self._relist_due = True
+        self._after_list = False
 
     def _interrupt(self) -> None:
         """End the request under way at its next await (the loop then sends what is due);

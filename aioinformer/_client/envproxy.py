@@ -29,10 +29,9 @@ def pin_env_proxy(api_client: Any) -> None:
     """Resolve ``api_client``'s proxy from the environment once and stop its session's
     per-request lookups (see the module docstring). Idempotent; a client whose session
     does not trust the environment, or has no ``rest_client``, is left alone."""
-    rest: Any = getattr(api_client, "rest_client", None)
-    session: Any = getattr(rest, "pool_manager", None)
-    if rest is None or session is None or not getattr(session, "trust_env", False):
+    if not trusts_env(api_client):
         return
+    rest = api_client.rest_client
     if not getattr(rest, "proxy", None):
         try:
             proxy, auth = get_env_proxy_for_url(URL(api_client.configuration.host))
@@ -47,14 +46,18 @@ def pin_env_proxy(api_client: Any) -> None:
 
 def trusts_env(api_client: Any) -> bool:
     """Whether ``api_client``'s session looks the environment up at every request."""
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    return bool(getattr(session, "trust_env", False))
+    return bool(getattr(_session(api_client), "trust_env", False))
 
 
 def stop_env_lookups(api_client: Any) -> None:
     """Turn ``api_client``'s per-request environment lookups off (its proxy, if any, is
     its configuration's)."""
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    session = _session(api_client)
     if session is not None:
         # (aiohttp has no public setter; the attribute is what its request path reads)
         session._trust_env = False
+
+
+def _session(api_client: Any) -> Any:
+    """The aiohttp session of ``api_client`` (kubernetes_asyncio's), None without one."""
+    return getattr(getattr(api_client, "rest_client", None), "pool_manager", None)

@@ -731,7 +731,8 @@ class Manager(Service):
                 # replica did not see while it held them not (their objects left its caches
                 # silently, and a relist reports no deletion): the caches are the truth now
                 for owner in ctl.expectations.owners():
-                    if shard_of(ctl, owner) in gained or shard_of(ctl, owner) is None:
+                    shard = shard_of(ctl, owner)
+                    if shard is None or shard in gained:
                         ctl.expectations.forget(owner)
                 for obj in ctl.primary.snapshot().list():
                     if shard_of(ctl, obj.key) in gained:

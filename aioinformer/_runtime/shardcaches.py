@@ -158,6 +158,13 @@ def plan_scopes(controllers: Sequence[Controller]) -> dict[Informer, Scoping]:
     return plan
 
 
+def _log_incomplete(results: Iterable[object]) -> None:
+    """Log each step of a scope change that raised (the change goes on without it)."""
+    for result in results:
+        if isinstance(result, BaseException):
+            log.warning("sharded caches: a scope change did not complete: %r", result)
+
+
 def labeled_resources(
     controllers: Sequence[Controller],
 ) -> dict[str | None, list[tuple[str, str]]]:
@@ -350,9 +357,7 @@ class ShardedCaches:
             self.factory.start_deferred(inf)
         starting = [inf.wait_for_sync(timeout) for inf in self._informers() if not inf.has_synced]
         results += await asyncio.gather(*starting, return_exceptions=True)
-        for result in results:
-            if isinstance(result, BaseException):
-                log.warning("sharded caches: a scope change did not complete: %r", result)
+        _log_incomplete(results)
 
     async def _park(self, timeout: float | None) -> None:
         """No shard held any more: every sharded informer parks (an empty scope: no
@@ -363,9 +368,7 @@ class ShardedCaches:
             for inf in self._informers()
             if not inf.closed and not self.factory.is_deferred(inf)
         ]
-        for result in await asyncio.gather(*parking, return_exceptions=True):
-            if isinstance(result, BaseException):
-                log.warning("sharded caches: a scope change did not complete: %r", result)
+        _log_incomplete(await asyncio.gather(*parking, return_exceptions=True))
 
     async def _catch_up(
         self, manager: ShardManager, gained: frozenset[int], timeout: float
