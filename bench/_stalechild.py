@@ -6,7 +6,7 @@ ignores SIGINT (the benchmark's parent ends it on Ctrl-C). Protocol (stdin -> st
 JSON object per line):
 
 1. config ``{"url" | "kubeconfig", "namespace"?, "pipeline", "read", "readers", "uids",
-   "compact", "cpu"?}`` -> ``{"ready": {"rss_bytes", "cpus"}}``: pinned to ``cpu`` first
+   "compact", "cpu"?, "pipeline_priority"?}`` -> ``{"ready": {"rss_bytes", "cpus"}}``: pinned to ``cpu`` first
    (``os.sched_setaffinity``: the pipeline thread inherits it), imports done, client and
    informer built (pods of ``namespace``, or of every namespace), nothing listed.
 2. ``{"op": "sync"}`` -> ``{"synced": seconds, "objects", "rss_bytes"}`` (after a gc).
@@ -106,7 +106,7 @@ async def reader(
 
 async def main() -> None:
     logging.basicConfig(level=logging.ERROR, format="informer process: %(name)s: %(message)s")
-    from aioinformer import InformerFactory, drop_managed_fields
+    from aioinformer import InformerFactory, ProcessSettings, drop_managed_fields
     from aioinformer._cache.deltas import ObjectDelta
     from aioinformer._client.config import load_api_client
     from aioinformer._harness.simproc import parent_messages, sim_api_client
@@ -122,7 +122,8 @@ async def main() -> None:
     else:
         api = sim_api_client(cfg["url"], os.environ[TOKEN_ENV])
     async with api:
-        factory = InformerFactory(api, pipeline=cfg["pipeline"])
+        process = ProcessSettings(pipeline_priority=cfg.get("pipeline_priority"))
+        factory = InformerFactory(api, pipeline=cfg["pipeline"], process=process)
         extra: dict[str, Any] = {"compact": True} if cfg.get("compact") else {}
         if cfg.get("namespace"):
             extra["namespace"] = cfg["namespace"]
@@ -200,7 +201,11 @@ async def measure(
             },
             "t_start": t_start,
             "t_end": t_end,
-            "stats": {"fifo_peak": fifo_peak, "pipeline": stats.pipeline},
+            "stats": {
+                "fifo_peak": fifo_peak,
+                "pipeline": stats.pipeline,
+                "pipeline_priority": stats.pipeline_priority,
+            },
         }
     )
 

@@ -64,7 +64,9 @@ Figures per run (both clocks the machine's CLOCK_MONOTONIC):
   it, / N, a fresh process), its sync time, the FIFO peak, the load average at the load
   phase's start and end.
 
-``--compact`` runs the informer in compact mode (issue 19, sections 2 and 3: RSS per pod
+``--pipeline-priority N`` runs the pipeline thread at real-time priority N
+(``ProcessSettings(pipeline_priority=N)``; ``priority_ran`` in each row says whether the
+kernel granted it). ``--compact`` runs the informer in compact mode (issue 19, sections 2 and 3: RSS per pod
 <= 7.6 KB by default, <= 2.5 KB compact; one million pods with ``--pods 1000000 --compact
 --modes index --pipelines thread --rate 2000 --history 200000``; issue 29, with fifty
 readers of every pattern: ``--modes mixed --readers 50``).
@@ -339,6 +341,7 @@ async def run_child(
         "load_1m_end": round(load_end, 2),
         "informer_cpus": ready["cpus"],
         "pipeline_ran": raw["stats"]["pipeline"],
+        "priority_ran": raw["stats"].get("pipeline_priority"),
     }
 
 
@@ -463,6 +466,7 @@ async def measure_pods(
                 "read": read,
                 "readers": count,
                 "compact": args.compact,
+                "pipeline_priority": args.pipeline_priority,
                 "uids": uids,
             }
             row = await run_child(target, cfg, args)
@@ -486,6 +490,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         "duration": args.duration,
         "readers": args.reader_counts,
         "compact": args.compact,
+        "pipeline_priority": args.pipeline_priority,
         "note": args.note,
         "populated": populated,
         "rows": rows,
@@ -564,6 +569,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pipelines", default="thread,loop")
     p.add_argument(
         "--compact", action="store_true", help="the informer in compact mode (compact=True)"
+    )
+    p.add_argument(
+        "--pipeline-priority",
+        type=int,
+        metavar="N",
+        help="run the informer's pipeline thread at real-time priority N "
+        "(ProcessSettings(pipeline_priority=N): needs CAP_SYS_NICE or RLIMIT_RTPRIO)",
     )
     p.add_argument("--history", type=int, default=100_000, help="the sim's event history")
     p.add_argument(

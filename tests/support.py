@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import sys
+import threading
 from collections.abc import AsyncIterator, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -496,3 +497,27 @@ def rules_of(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     ]
+
+
+def kernel_grants_rr() -> bool:
+    """Whether this process may put a thread under SCHED_RR (CAP_SYS_NICE or RLIMIT_RTPRIO)."""
+    probe: list[bool] = []
+
+    def main() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR | os.SCHED_RESET_ON_FORK, os.sched_param(1))
+        except OSError:
+            probe.append(False)
+        else:
+            probe.append(True)
+
+    thread = threading.Thread(target=main)
+    thread.start()
+    thread.join()
+    return probe[0]
+
+
+def policy_of(tid: int) -> int:
+    """The scheduling policy of thread ``tid`` (0: the calling one), without the
+    ``SCHED_RESET_ON_FORK`` flag the kernel reports with it."""
+    return os.sched_getscheduler(tid) & ~os.SCHED_RESET_ON_FORK

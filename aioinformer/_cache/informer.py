@@ -168,6 +168,9 @@ class InformerStatistics:
     pipeline: Pipeline = "loop"
     """Where the watcher and the writer run: "thread" (the factory's pipeline thread) or
     "loop" (the caller's)."""
+    pipeline_priority: int | None = None
+    """The pipeline thread's real-time priority (``ProcessSettings.pipeline_priority``,
+    where the kernel granted it); None: the normal scheduling policy."""
     cached_bytes: int = 0
     """The bytes of JSON the cached objects hold outside their typed metadata, as held:
     each body as stored (compressed in compact mode) plus its raw managedFields. Kept by
@@ -1104,6 +1107,7 @@ class Informer(Service):
             listener_errors=self._listener_failures.count,
             handlers=tuple(self._dispatcher.statistics()),
             pipeline=self.pipeline,
+            pipeline_priority=self._host.priority,
             cached_bytes=reader.cached_bytes,
             plain_bytes=reader.plain_bytes,
             shard_selector=self._shards.text if self._shards is not None else "",

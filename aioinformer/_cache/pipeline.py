@@ -50,7 +50,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, cast
 
-from aioinformer._cache.process import SWITCH, ProcessSettings
+from aioinformer._cache.process import SWITCH, ProcessSettings, raise_priority
 from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError
@@ -120,6 +120,12 @@ class PipelineHost(Protocol):
         """The process-wide effects the pipelines may have."""
         ...
 
+    @property
+    def priority(self) -> int | None:
+        """The real-time priority the pipelines run at (``ProcessSettings.pipeline_priority``
+        where the kernel granted it); None: the normal policy."""
+        ...
+
     async def run(self, main: Callable[[], Coroutine[Any, Any, _T]], name: str) -> _T:
         """Run ``main()`` on the host until it ends (named ``name``); see the contract."""
         ...
@@ -150,6 +156,7 @@ class LoopHost:
     """Pipelines on the caller's event loop: everything runs where it is asked."""
 
     threaded = False
+    priority = None  # (the caller's thread is the caller's: its policy is left alone)
 
     def __init__(self, process: ProcessSettings | None = None) -> None:
         self.process = process or ProcessSettings()
@@ -270,6 +277,9 @@ class ThreadHost:
         self._abandoned = False  # a cancelled pipeline outlived STOP_TIMEOUT
         self.ended = False
         """Whether the thread has ended (its loop is closed)."""
+        self.priority: int | None = None
+        """The thread's real-time priority, once it runs and the kernel granted
+        ``process.pipeline_priority``; None: the normal policy."""
 
     def __repr__(self) -> str:
         state = "ended" if self.ended else "running" if self._thread else "new"
@@ -466,6 +476,7 @@ class ThreadHost:
     def _main(self) -> None:
         loop = self._loop
         assert loop is not None
+        self.priority = raise_priority(self.process.pipeline_priority, self.name)
         asyncio.set_event_loop(loop)
         try:
             with contextlib.suppress(BaseException):

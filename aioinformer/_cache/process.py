@@ -1,18 +1,32 @@
 """ProcessSettings: every effect aioinformer has on the process beyond its own objects, in
 one place. The list, with each effect's default and how to turn it off, is the docstring of
 :class:`ProcessSettings` (docs/concepts.md shows it); :class:`SwitchInterval` keeps the
-interpreter's switch interval while pipeline threads run.
+interpreter's switch interval while pipeline threads run; :func:`raise_priority` puts a
+pipeline thread under the real-time policy when asked.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from dataclasses import dataclass
 
+from aioinformer._core import logs
 from aioinformer._core.errors import ConfigError
 
-__all__ = ["DEFAULT_SWITCH_INTERVAL", "ProcessSettings", "SwitchInterval"]
+__all__ = [
+    "DEFAULT_SWITCH_INTERVAL",
+    "MAX_PRIORITY",
+    "ProcessSettings",
+    "SwitchInterval",
+    "raise_priority",
+]
+
+log = logs.logger("aioinformer.process")
+
+MAX_PRIORITY = 99
+"""The highest ``pipeline_priority`` (Linux's real-time priorities are 1-99)."""
 
 DEFAULT_SWITCH_INTERVAL = 0.0002
 """The switch interval (seconds) while a pipeline thread runs, by default."""
@@ -22,9 +36,10 @@ DEFAULT_SWITCH_INTERVAL = 0.0002
 class ProcessSettings:
     """Every effect an informer factory (or a manager, which owns one) has on the process
     beyond its own objects; nothing else of the process is changed. Each is on by default
-    (the figures of bench/RESULTS.md need the first three) and each says how to turn it
-    off, if it can be: ``InformerFactory(api, process=ProcessSettings(...))`` or
-    ``Manager(api, process=ProcessSettings(...))``.
+    but the real-time priority, which needs a privilege (the figures of bench/RESULTS.md
+    need the first three), and each says how to turn it on or off, if it can be:
+    ``InformerFactory(api, process=ProcessSettings(...))`` or ``Manager(api,
+    process=ProcessSettings(...))``.
 
     * **Switch interval**: ``sys.setswitchinterval(switch_interval)`` (0.2 ms) while the
       factory's pipeline thread runs, only when that is lower than the interpreter's own;
@@ -48,6 +63,21 @@ class ProcessSettings:
       keys) from every record of the ``aioinformer`` and ``kubernetes_asyncio`` loggers,
       installed once per process, when the first client is made. Not optional: a token in
       a log line is a leak.
+    * **A real-time priority for the pipeline thread** (off by default):
+      ``pipeline_priority=N`` (1-99) runs the pipeline thread under the kernel's
+      round-robin real-time policy (``SCHED_RR``) at priority N. Why: a thread woken by a
+      watch event while the caller's threads compute (readers scanning the cache) otherwise
+      waits for the CPU until the scheduler's next tick preempts them, up to one tick (4 ms
+      on a HZ=250 kernel: most of the informer's p99 latency from the socket with readers,
+      bench/RESULTS.md); with it the event is read at once. It cannot take the CPU from
+      the rest of the process: the thread sleeps in ``epoll`` when idle, hands the
+      interpreter's lock to a waiting thread every switch interval, and the kernel caps
+      real-time threads (95 % of a CPU by default); the threads it starts (host name
+      resolution) run at the normal policy. Needs ``CAP_SYS_NICE`` or an ``RLIMIT_RTPRIO``
+      of at least N (in a pod: ``securityContext.capabilities.add: ["SYS_NICE"]``), and
+      Linux; without them the thread runs at the normal policy, after one WARNING per
+      process that says why; ``InformerStatistics.pipeline_priority`` tells which. Off:
+      ``pipeline_priority=None``.
     * **The loop watchdog** (a manager only): a daemon thread named
       ``aioinformer-loop-watchdog``, while the manager runs, that logs a WARNING naming the
       task that blocks the event loop for longer than ``blocked_loop_threshold`` (and fails
@@ -62,9 +92,21 @@ class ProcessSettings:
     """Return the heap's free memory to the OS after each sync or relist (glibc's
     ``malloc_trim``; nothing where the C library has none)."""
 
+    pipeline_priority: int | None = None
+    """The pipeline thread's real-time (``SCHED_RR``) priority, 1-99; None: the normal
+    policy."""
+
     def __post_init__(self) -> None:
         if self.switch_interval is not None and not self.switch_interval > 0:
             raise ConfigError(f"switch_interval must be positive, not {self.switch_interval}")
+        priority = self.pipeline_priority
+        if priority is not None and (
+            type(priority) is not int or not 1 <= priority <= MAX_PRIORITY
+        ):
+            raise ConfigError(
+                f"pipeline_priority must be an int from 1 to {MAX_PRIORITY} or None, "
+                f"not {priority!r}"
+            )
 
 
 class SwitchInterval:
@@ -118,3 +160,34 @@ class SwitchInterval:
 
 SWITCH = SwitchInterval()
 """The process's one :class:`SwitchInterval`."""
+
+
+_refused = False  # a refusal was logged (once per process)
+
+
+def raise_priority(priority: int | None, thread: str) -> int | None:
+    """Put the calling thread under ``SCHED_RR`` at ``priority`` (threads it starts later
+    get the normal policy back: ``SCHED_RESET_ON_FORK``); the priority it runs at, None if
+    not asked or refused (no ``CAP_SYS_NICE`` nor ``RLIMIT_RTPRIO``, a cgroup without a
+    real-time budget, not Linux): then one WARNING per process, naming ``thread`` and
+    why."""
+    global _refused
+    if priority is None:
+        return None
+    try:
+        policy = os.SCHED_RR | os.SCHED_RESET_ON_FORK
+        os.sched_setscheduler(threading.get_native_id(), policy, os.sched_param(priority))
+    except (AttributeError, OSError) as exc:  # (AttributeError: no such call here)
+        if not _refused:
+            _refused = True
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            log.warning(
+                "%s: cannot run at real-time priority %d (%s; it needs CAP_SYS_NICE or "
+                "RLIMIT_RTPRIO >= %d, on Linux): it runs at the normal policy",
+                thread,
+                priority,
+                why,
+                priority,
+            )
+        return None
+    return priority

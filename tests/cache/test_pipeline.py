@@ -4,12 +4,14 @@ returns only once main has ended; ``call``, ``notify`` and ``submit`` cross betw
 loops. The ThreadHost besides: one thread and loop of its own, one clone of a RestClient per
 source (closed at its end), ``aclose`` ends it (idempotent), it ends by itself once the
 caller's loop is closed, its loop is uvloop's when the caller's is (end to end against
-KubeSim), the switch interval follows ProcessSettings while it runs, and its selector skips
+KubeSim), the switch interval follows ProcessSettings while it runs, so does its
+scheduling policy (and the informers' statistics say which), and its selector skips
 zero-timeout polls."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 import threading
@@ -31,7 +33,7 @@ from aioinformer._cache.process import DEFAULT_SWITCH_INTERVAL
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import RestClient
 from aioinformer.testing import KubeSim, eventually
-from tests.support import api_client_for, pod, watch_options
+from tests.support import api_client_for, kernel_grants_rr, pod, policy_of, watch_options
 
 UNREACHABLE = "http://127.0.0.1:9"  # (no request is sent: the clients are only made)
 
@@ -384,3 +386,34 @@ async def test_an_applications_own_switch_interval_is_kept(switch_interval: floa
     sys.setswitchinterval(0.003)  # the application changes it while the thread runs
     await host.aclose()
     assert sys.getswitchinterval() == pytest.approx(0.003)  # not "put back" over it
+
+
+async def test_the_thread_runs_at_the_priority_asked_for_where_the_kernel_grants_it(
+    sim: KubeSim,
+) -> None:
+    """A factory with ``pipeline_priority``: its thread is SCHED_RR at that priority, and
+    its informers' statistics say so (or, where the kernel refuses, the normal policy and
+    None); without it, the normal policy. The caller's loop (LoopHost) is never touched."""
+    assert LoopHost(ProcessSettings(pipeline_priority=2)).priority is None
+    grants = kernel_grants_rr()
+    for settings in (ProcessSettings(), ProcessSettings(pipeline_priority=2)):
+        async with (
+            sim.api_client() as api,
+            InformerFactory(api, watch_options=watch_options(), process=settings) as factory,
+        ):
+            pods = factory.informer("v1", "pods")
+            await pods.wait_for_sync()
+            host = factory.host
+            assert isinstance(host, ThreadHost)
+            thread = host.thread
+            assert thread is not None and thread.native_id is not None
+            policy = policy_of(thread.native_id)
+            granted = pods.statistics().pipeline_priority
+            if settings.pipeline_priority is None:
+                assert (granted, policy) == (None, os.SCHED_OTHER)
+            elif grants:
+                assert (granted, policy) == (2, os.SCHED_RR)
+                assert os.sched_getparam(thread.native_id).sched_priority == 2
+            else:  # refused (no CAP_SYS_NICE): the normal policy, as statistics say
+                assert (granted, policy) == (None, os.SCHED_OTHER)
+        assert policy_of(0) == os.SCHED_OTHER  # (the caller's thread: untouched)
