@@ -1297,6 +1297,7 @@ def main(argv: list[str] | None = None) -> int:
         ("own_latency_pipeline_before_after.json", before_after_section),
         ("sched_profile.json", sched_profile_section),
         ("sched_slice_before_after.json", own_latency_section),
+        ("pipeline_priority_before_after.json", own_latency_section),
     ]
     for name, render in sections:
         path = RESULTS / name
