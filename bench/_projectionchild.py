@@ -2,7 +2,8 @@
 
 Run as ``python -m bench._projectionchild`` with ``AIOINFORMER_PROJECTION_TOKEN`` in the
 environment (never on the command line). Protocol (stdin -> stdout, one JSON object per
-line): the config ``{"url", "compact", "project": [paths] or null, "drop_managed_fields"}``
+line): the config ``{"url", "compact", "project": [paths] or null, "labels": [keys] or
+null (all kept), "drop_managed_fields"}``
 -> ``{"ready": {"rss_bytes"}}`` (imports done, client and informer built, nothing listed);
 then ``{"op": "sync"}`` -> ``{"objects", "synced", "rss_bytes", "cached_bytes",
 "plain_bytes"}`` once synced (after a gc and the heap trimmed); then EOF.
@@ -41,7 +42,8 @@ async def main() -> None:
     async with sim_api_client(cfg["url"], os.environ[TOKEN_ENV]) as api:
         factory = InformerFactory(api, compact=cfg["compact"])
         if cfg["project"]:
-            transform: Any = project(*cfg["project"])
+            labels = cfg.get("labels")
+            transform: Any = project(*cfg["project"], labels=True if labels is None else labels)
         else:
             transform = drop_managed_fields if cfg["drop_managed_fields"] else None
         pods = factory.informer("v1", "pods", transform=transform)

@@ -9,8 +9,9 @@ a fresh informer process syncs one pods informer over HTTP and reports its RSS a
 sync (after a gc and the heap trimmed) minus before it, and ``InformerStatistics``'
 ``cached_bytes`` and ``plain_bytes`` (see aioinformer/_cache/footprint.py), each per pod.
 Modes: ``as sent`` (no transform), ``plain`` (managedFields dropped, the usual setting),
-``compact`` (managedFields dropped, compact mode), ``projected`` (``project(--paths)``)
-and ``projected+compact``.
+``compact`` (managedFields dropped, compact mode), ``projected`` (``project(--paths)``),
+``projected+compact`` and ``projected+labels`` (``project(--paths, labels=--labels)``: only
+the labels named kept).
 
 The cost: ``decode_event`` per watch event line, then ``drop_managed_fields`` and the
 projection per decoded object, in this process, the best of 5 passes over 20,000 pods.
@@ -52,6 +53,12 @@ MODES: dict[str, dict[str, Any]] = {
     "compact": {"compact": True, "project": False, "drop_managed_fields": True},
     "projected": {"compact": False, "project": True, "drop_managed_fields": False},
     "projected+compact": {"compact": True, "project": True, "drop_managed_fields": False},
+    "projected+labels": {
+        "compact": False,
+        "project": True,
+        "drop_managed_fields": False,
+        "labels": True,
+    },
 }
 
 
@@ -62,9 +69,12 @@ def _python_path() -> str:
     return os.pathsep.join(p for p in parts if p)
 
 
-async def run_mode(sim: SimProcess, mode: str, paths: list[str]) -> dict[str, Any]:
+async def run_mode(
+    sim: SimProcess, mode: str, paths: list[str], labels: list[str]
+) -> dict[str, Any]:
     cfg = dict(MODES[mode])
     cfg["project"] = paths if cfg["project"] else None
+    cfg["labels"] = labels if cfg.get("labels") else None
     child = await spawn_python(
         "bench._projectionchild", env={TOKEN_ENV: sim.token, "PYTHONPATH": _python_path()}
     )
@@ -151,7 +161,9 @@ def _block(size: int) -> int:
     return -(-size // 16) * 16 if size <= 512 else size
 
 
-def object_bytes(paths: list[str], n: int = 20_000) -> dict[str, Any]:
+def object_bytes(
+    paths: list[str], n: int = 20_000, labels: list[str] | None = None
+) -> dict[str, Any]:
     """Where the bytes of one cached projected pod go.
 
     ``n`` pods of ``realistic_pod``'s shape (a uid each, one creationTimestamp per 1000)
@@ -159,8 +171,9 @@ def object_bytes(paths: list[str], n: int = 20_000) -> dict[str, Any]:
     pod, every distinct object counted once: ``bytes``, what was asked of the allocator
     (``sys.getsizeof``), ``blocks``, that rounded up to pymalloc's 16-byte blocks (what it
     takes). The object map and the indexes: traced (tracemalloc) as they are built.
+    ``labels``: the projection keeps only those labels.
     """
-    keep = project(*paths)
+    keep = project(*paths, labels=True if labels is None else labels)
     objs: list[KubeObject] = []
     for start in range(0, n, 500):
         items = []
@@ -221,18 +234,24 @@ async def main(argv: list[str] | None = None) -> int:
         default="spec.nodeName,status.phase",
         help="the projection's paths, comma-separated",
     )
+    parser.add_argument(
+        "--labels",
+        default="app",
+        help="projected+labels: the labels kept, comma-separated",
+    )
     parser.add_argument("--modes", default=",".join(MODES), help=f"from {', '.join(MODES)}")
     parser.add_argument("--note", default="", help="what this run repeats and why")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
     paths = args.paths.split(",")
+    labels = args.labels.split(",")
     owners = max(1, args.pods // 1000)
     rows = []
     async with SimProcess(history_size=args.pods + 1000) as sim:
         populated = await sim.populate(owners, args.pods // owners, nodes=100, bound=True)
         print(f"{populated['pods']:,} pods in {populated['seconds']:.0f} s", file=sys.stderr)
         for mode in args.modes.split(","):
-            row = await run_mode(sim, mode, paths)
+            row = await run_mode(sim, mode, paths, labels)
             print(row, file=sys.stderr)
             rows.append(row)
     result = {
@@ -242,9 +261,11 @@ async def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "pods": populated["pods"],
         "paths": paths,
+        "labels": labels,
         "rows": rows,
         "costs": transform_costs(paths),
         "breakdown": object_bytes(paths, args.pods),
+        "breakdown_labels": object_bytes(paths, args.pods, labels),
     }
     text = orjson.dumps(result, option=orjson.OPT_INDENT_2) + b"\n"
     sys.stdout.buffer.write(text)

@@ -299,9 +299,18 @@ def real_server_section(data: dict[str, Any]) -> list[str]:
     )
     server = data["server"]
     pods = ", ".join(f"{p['pods']:,}" for p in data["populated"])
+    priority = data.get("pipeline_priority")
+    granted = {r.get("priority_ran") for r in data["rows"]}
+    if priority is not None:
+        pinning += (
+            f"; the pipeline thread at real-time priority {priority} (`--pipeline-priority "
+            f"{priority}`: SCHED_RR, "
+            + ("granted in every run)" if granted == {priority} else "NOT granted in every run)")
+        )
     out = heading(
-        f"## The informer's own latency on a real kube-apiserver, {pods} pods "
-        "(bench/staleness_bench.py --kubeconfig)",
+        f"## The informer's own latency on a real kube-apiserver, {pods} pods"
+        + (", the pipeline thread at real-time priority" if priority is not None else "")
+        + " (bench/staleness_bench.py --kubeconfig)",
         data,
     )
     if str(data.get("note", "")).lower().startswith("smoke"):
@@ -470,6 +479,7 @@ def projection_memory_section(data: dict[str, Any]) -> list[str]:
     """Memory per pod, plain, compact and projected, from one run
     (bench/projection_memory.py)."""
     paths = ", ".join(f'"{p}"' for p in data["paths"])
+    labels = "{" + ", ".join(f'"{k}"' for k in data.get("labels", ["app"])) + "}"
     out = heading("## Memory per pod: plain, compact, projected (bench/projection_memory.py)", data)
     out += [
         f"{data['pods']:,} StatefulSet-shaped pods on KubeSim (its own process); one fresh "
@@ -478,7 +488,8 @@ def projection_memory_section(data: dict[str, Any]) -> list[str]:
         "`InformerStatistics.cached_bytes` (bodies as held plus managedFields) and "
         "`plain_bytes` (bodies uncompressed), / pods: what the writer counts, the typed "
         f"metadata not included. Projected: `project({paths})` (compact mode leaves bodies "
-        "under 64 bytes plain).",
+        f"under 64 bytes plain); projected+labels: `project({paths}, labels={labels})`, "
+        "only those labels kept.",
         "",
         "| mode | RSS/pod | cached bytes/pod | plain bytes/pod | RSS/pod vs plain | sync | load |",
         "|---|---|---|---|---|---|---|",
@@ -498,13 +509,27 @@ def projection_memory_section(data: dict[str, Any]) -> list[str]:
         f"over 20,000): `decode_event` {c['decode_event_us']:.2f} us, `drop_managed_fields` "
         f"{c['drop_managed_fields_us']:.2f} us, the projection {c['project_us']:.2f} us.",
     ]
-    return out + object_bytes_lines(data.get("breakdown"))
+    goal = CLIENT_GO_KB_PER_POD * 1000 / 20
+    out += [""] if "projected" in by else []
+    for mode in ("projected", "projected+labels"):
+        if mode in by:
+            got = by[mode]["rss_per_pod_bytes"]
+            verdict = "holds" if got <= goal else "does not hold"
+            out.append(
+                f"- {mode}: RSS/pod <= 1/20 of client-go's {CLIENT_GO_KB_PER_POD} KB "
+                f"(issue 29): {kb(got)} vs {kb(goal)}: {verdict}"
+            )
+    return out + object_bytes_lines(data.get("breakdown"), data.get("breakdown_labels"), labels)
 
 
-def object_bytes_lines(breakdown: dict[str, Any] | None) -> list[str]:
-    """The projection section's table of where a projected pod's bytes go."""
+def object_bytes_lines(
+    breakdown: dict[str, Any] | None, labelled: dict[str, Any] | None = None, labels: str = ""
+) -> list[str]:
+    """The projection section's table of where a projected pod's bytes go (and, with
+    ``labelled``, where they go when only ``labels`` are kept)."""
     if not breakdown:
         return []
+    extra = f" | bytes held/pod, `labels={labels}`" if labelled else ""
     out = [
         "",
         f"Where a projected pod's bytes go ({breakdown['pods']:,} pods projected and stored in "
@@ -513,16 +538,24 @@ def object_bytes_lines(breakdown: dict[str, Any] | None) -> list[str]:
         "asked: `sys.getsizeof`; held: in pymalloc's 16-byte blocks; the object map and the "
         "indexes traced as they are built.",
         "",
-        "| part | bytes asked/pod | bytes held/pod |",
-        "|---|---|---|",
+        f"| part | bytes asked/pod | bytes held/pod{extra} |",
+        "|---|---|---|" + ("---|" if labelled else ""),
     ]
-    asked = held = 0.0
+    asked = held = narrowed = 0.0
+    other = {r["part"]: r for r in labelled["rows"]} if labelled else {}
     for row in breakdown["rows"]:
         blocks = row.get("blocks", row["bytes"])
         asked += row["bytes"]
         held += blocks
-        out.append(f"| {row['part']} | {row['bytes']:,.1f} | {blocks:,.1f} |")
-    out.append(f"| **total** | **{asked:,.1f}** | **{held:,.1f}** |")
+        cell = ""
+        if labelled:
+            mine = other.get(row["part"], {})
+            narrow = mine.get("blocks", mine.get("bytes", 0.0))
+            narrowed += narrow
+            cell = f" | {narrow:,.1f}"
+        out.append(f"| {row['part']} | {row['bytes']:,.1f} | {blocks:,.1f}{cell} |")
+    total = f" | **{narrowed:,.1f}**" if labelled else ""
+    out.append(f"| **total** | **{asked:,.1f}** | **{held:,.1f}**{total} |")
     return out
 
 
@@ -1270,6 +1303,8 @@ def main(argv: list[str] | None = None) -> int:
         ("million_mixed.json", million_mixed_section),
         ("staleness_real.json", real_server_section),
         ("staleness_real_200k.json", real_server_section),
+        ("staleness_real_rt.json", real_server_section),
+        ("staleness_real_rt_200k.json", real_server_section),
         ("projection_memory.json", projection_memory_section),
         ("pipeline.json", pipeline_section),
         ("objects.json", objects_section),
@@ -1291,6 +1326,7 @@ def main(argv: list[str] | None = None) -> int:
         ("metadata_sharing_before_after.json", before_after_section),
         ("metadata_sharing_real.json", before_after_section),
         ("projection_before_after.json", before_after_section),
+        ("projection_memory_before_after.json", before_after_section),
         ("buckets_store_before_after.json", before_after_section),
         ("own_latency_before_after.json", own_latency_section),
         ("own_latency_grid.json", own_latency_grid_section),

@@ -7,7 +7,8 @@ Python's small-object allocator, per cached pod; and what the pods are made of.
 The report is JSON on stdout.
 
 Each run (``--runs``) is a fresh informer process, as bench/_stalechild.py makes it (the pods
-of one namespace, ``drop_managed_fields``, the pipeline thread; ``--compact``, ``--cpu``):
+of one namespace, ``drop_managed_fields`` or ``--project``'s projection, the pipeline thread
+or ``--pipeline loop``; ``--compact``, ``--cpu``):
 after its sync (a gc; the informer has trimmed the heap) it reports, / pods, the RSS after
 minus before, the C heap's bytes in use and free (glibc's ``mallinfo2``: free bytes are
 what the heap holds but could not return, in how many free chunks) and pymalloc's
@@ -99,13 +100,17 @@ async def sync_once(args: argparse.Namespace) -> dict[str, Any]:
     if args.cpu is not None:
         for tid in os.listdir("/proc/self/task"):
             os.sched_setaffinity(int(tid), {args.cpu})
-    from aioinformer import InformerFactory, drop_managed_fields
+    from aioinformer import InformerFactory, drop_managed_fields, project
 
+    labels: Any = args.labels.split(",") if args.labels else True
+    transform: Any = (
+        project(*args.project.split(","), labels=labels) if args.project else drop_managed_fields
+    )
     async with await _api(args) as api:
-        factory = InformerFactory(api, pipeline="thread")
+        factory = InformerFactory(api, pipeline=args.pipeline)
         extra = {"compact": True} if args.compact else {}
         pods = factory.informer(
-            "v1", "pods", namespace=args.namespace, transform=drop_managed_fields, **extra
+            "v1", "pods", namespace=args.namespace, transform=transform, **extra
         )
         gc.collect()
         before = heap()
@@ -173,6 +178,11 @@ async def measure(args: argparse.Namespace, url: str = "", token: str = "") -> d
     where += ["--namespace", args.namespace]
     if args.compact:
         where.append("--compact")
+    if args.project:
+        where += ["--project", args.project]
+    if args.labels:
+        where += ["--labels", args.labels]
+    where += ["--pipeline", args.pipeline]
     if args.cpu is not None:
         where += ["--cpu", str(args.cpu)]
     path = os.pathsep.join(p for p in (args.pythonpath or _ROOT, os.environ.get("PYTHONPATH")) if p)
@@ -212,6 +222,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--runs", type=int, default=1, help="informer processes, one after another")
     p.add_argument("--compact", action="store_true", help="the informer in compact mode")
     p.add_argument("--cpu", type=int, help="pin the informer's process to this CPU")
+    p.add_argument(
+        "--project",
+        metavar="PATHS",
+        help="project(PATHS) (comma-separated) for drop_managed_fields",
+    )
+    p.add_argument("--labels", metavar="KEYS", help="--project: keep only these labels")
+    p.add_argument("--pipeline", choices=("thread", "loop"), default="thread")
     p.add_argument("--pythonpath", help="run the informer from this checkout")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--url", help=argparse.SUPPRESS)

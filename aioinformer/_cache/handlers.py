@@ -634,6 +634,11 @@ class Dispatcher:
                 if seq is None or sub.after < seq:
                     sub._enqueue(changes)
 
+    def wants(self, seq: int) -> bool:
+        """Whether a subscription would be given the changes of state ``seq`` (see
+        :meth:`dispatch`)."""
+        return any(sub.after < seq for sub in self._subs)
+
     def mark_synced(self) -> None:
         """The initial list has been dispatched: each subscription syncs once it has
         handled what it holds now. Later calls do nothing."""

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import sys
 import time
@@ -106,6 +107,10 @@ Pipeline: TypeAlias = Literal["thread", "loop"]
 """Where an informer's watcher and writer run: its factory's pipeline thread, or the
 caller's loop."""
 PIPELINES: tuple[Pipeline, ...] = ("thread", "loop")
+
+Changes: TypeAlias = "list[Change] | Callable[[], list[Change]]"
+"""A published batch's changes: built, or a function that builds them when needed (see
+:meth:`Informer._apply`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,7 +327,7 @@ class Informer(Service):
         self._staleness_bound = staleness_bound
         self._running = False
         # (seq, changes, synced) per publish, from the host to the caller's loop
-        self._outbox: deque[tuple[int, list[Change], bool]] = deque()
+        self._outbox: deque[tuple[int, Changes, bool]] = deque()
         self._delivery_pending = False
         self._listening = 0  # subscriptions being made (see _listen)
         self._delivered = 0  # seq of the last state whose changes were handed over
@@ -682,29 +687,39 @@ class Informer(Service):
                 # a quiet informer would hold on to its whole list's (a Change per object)
                 del batch, changes
 
-    async def _write(self, batch: Sequence[Delta]) -> list[Change]:
+    async def _write(self, batch: Sequence[Delta]) -> Changes:
         """Apply ``batch`` and publish it; its changes. (A store whose writer must wait
         for its readers, as the lock-based baseline of the benchmarks does, waits here.)"""
         return self._apply(batch)
 
-    def _apply(self, batch: Sequence[Delta]) -> list[Change]:
+    def _apply(self, batch: Sequence[Delta]) -> Changes:
         """Apply ``batch`` (publishing) and return its changes: item by item when the whole
         batch fails, skipping the items the store cannot apply. No change is built when no
-        one subscribes (on the caller's loop, where none can subscribe meanwhile)."""
+        one subscribes: on the caller's loop none can subscribe meanwhile, so there are
+        none; on a pipeline thread one may subscribe before the batch is delivered, so the
+        changes come as a function that works them out then, from the state the batch was
+        applied to (:meth:`_deliver` calls it only if a subscriber needs them: a sync
+        nobody listens to builds no Change per object)."""
         writer = self._writer
-        build = self._host.threaded or self._dispatcher.has_subscribers
+        subscribed = self._dispatcher.has_subscribers or self._listening > 0
+        later = self._host.threaded and not subscribed
+        base = writer.snapshot_now if later else None
         try:
-            return writer.apply(batch, changes=build)
+            applied = writer.apply(batch, changes=subscribed)
         except MemoryError:
             raise
         except Exception:
             if len(batch) == 1:
                 self._skip_item(batch[0])
                 return []
-        changes: list[Change] = []
+        else:
+            if base is not None:
+                return functools.partial(writer.changes_of, base, batch)
+            return applied
+        changes: list[Change] = []  # (item by item: built whatever happens next)
         for item in batch:
             try:
-                changes += writer.apply((item,), changes=build)
+                changes += writer.apply((item,), changes=subscribed or later)
             except MemoryError:
                 raise
             except Exception:
@@ -722,7 +737,7 @@ class Informer(Service):
             error, "%s: the store failed to apply %s (%r); skipped", self.name, what, error
         )
 
-    def _published(self, batch: Sequence[Delta], changes: list[Change]) -> None:
+    def _published(self, batch: Sequence[Delta], changes: Changes) -> None:
         """After each published batch, on the writer's loop: count, tell the publish
         listeners, then deliver (see :meth:`_deliver`)."""
         replaces = sum(type(item) is Replace for item in batch)
@@ -764,6 +779,8 @@ class Informer(Service):
         outbox, dispatcher = self._outbox, self._dispatcher
         while outbox:
             seq, changes, synced = outbox.popleft()
+            if not isinstance(changes, list):  # not built: only if someone needs them
+                changes = changes() if dispatcher.wants(seq) else []
             dispatcher.dispatch(changes, seq)
             self._delivered = seq
             if synced and not self._synced.is_set():

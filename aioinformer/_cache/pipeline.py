@@ -51,6 +51,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol, TypeVar, cast
 
 from aioinformer._cache.process import SWITCH, ProcessSettings, raise_priority
+from aioinformer._cache.trim import share_main_heap
 from aioinformer._client.rest import RestClient
 from aioinformer._core import logs
 from aioinformer._core.errors import ClosedError, ConfigError
@@ -312,6 +313,8 @@ class ThreadHost:
             )
         )
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        if self.process.release_memory:  # (before the thread's first allocation)
+            share_main_heap()
         SWITCH.enter(self.process.switch_interval)
         try:
             self._thread.start()

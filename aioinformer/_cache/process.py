@@ -51,8 +51,13 @@ class ProcessSettings:
       long as they run. Threads switch more often only while both want the GIL: an idle
       pipeline costs nothing.
     * **Heap trimming**: glibc's ``malloc_trim(0)`` after each sync or relist of an
-      informer, so the RSS follows the cache's size, not the peak of decoding the list
-      (nothing where the C library has none). Off: ``release_memory=False``.
+      informer, so the RSS follows the cache's size, not the peak of decoding the list;
+      and, when the first pipeline thread starts, glibc's arena limit set to 1
+      (``mallopt(M_ARENA_MAX, 1)``, once per process, unless ``MALLOC_ARENA_MAX`` or a
+      ``glibc.malloc.arena_max`` tunable is set): threads started from then on allocate
+      from the main heap, whose free top ``malloc_trim`` returns, where a thread's own
+      arena keeps it (about 100 bytes per cached pod after a sync on the pipeline
+      thread). Nothing where the C library has neither. Off: ``release_memory=False``.
     * **The pipeline thread**: one daemon thread per factory (its name starts with
       ``aioinformer-pipeline-``) with an event loop of its own (uvloop's when the caller's
       loop is uvloop's) and one HTTP session per API server, shared by every informer of

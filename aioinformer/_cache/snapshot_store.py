@@ -466,6 +466,22 @@ class SnapshotWriter:
         self._retired, self._missed = (None, ()) if relist else (base, batch)
         return self._applied(applied, owned, changes, tally)
 
+    @property
+    def snapshot_now(self) -> Snapshot:
+        """The latest published snapshot (what the next batch is applied to)."""
+        return self._current
+
+    def changes_of(self, base: Snapshot, batch: Sequence[Delta]) -> builtins.list[Change]:
+        """The changes ``batch`` made when it was applied to ``base`` (what :meth:`apply`
+        would have returned), worked out again from ``base``: for a batch applied without
+        building them, when a subscriber turns out to need them. ``base`` must be the
+        snapshot the batch was applied to, held by the caller since (a held snapshot is
+        never written in place, so it is still that state). Any thread; the store is not
+        changed."""
+        replay = _Replay(base._objects.mutate())
+        changes, _ = apply_batch(replay, batch, base._rv, True, upserts=check_batch(batch))
+        return changes
+
     def _applied(
         self, applied: builtins.list[Change], owned: bool, changes: bool, tally: Tally
     ) -> builtins.list[Change]:

@@ -6,13 +6,17 @@ reads two fields of 200k pods then pays for those and not for 4 KB of pod spec e
 
 Contract:
 
-* **What is kept.** The typed metadata, whole: name, namespace, uid, resourceVersion,
-  generation, labels, annotations (unless ``annotations=False``), ownerReferences,
-  finalizers, deletionTimestamp, creationTimestamp: what keys, indexes, selectors, owner
-  lookups, finalizers and freshness need; apiVersion and kind. Of the body, each named path
-  with its value whole (an object, a list, a scalar, ``null``) where the object has it;
-  the objects on the way to a kept value keep only what is kept under them (``{"spec":
-  {"nodeName": "n1"}}``; an object without ``spec.nodeName`` keeps ``{"spec": {}}``).
+* **What is kept.** The typed metadata: name, namespace, uid, resourceVersion,
+  generation, labels, annotations, ownerReferences, finalizers, deletionTimestamp,
+  creationTimestamp: what keys, indexes, selectors, owner lookups, finalizers and
+  freshness need; apiVersion and kind. Labels and annotations are kept whole unless
+  ``labels=`` or ``annotations=`` say otherwise: False drops them all, a collection of
+  keys keeps those keys only (``labels={"app"}``: an index or a selector over another
+  label then sees none; the informer's server-side ``label_selector`` is not affected).
+  Of the body, each named path with its value whole (an object, a list, a scalar,
+  ``null``) where the object has it; the objects on the way to a kept value keep only
+  what is kept under them (``{"spec": {"nodeName": "n1"}}``; an object without
+  ``spec.nodeName`` keeps ``{"spec": {}}``).
   managedFields are dropped. ``field()``, ``body_dict()`` and ``to_dict()`` of a projected
   object give the original's answers for the kept paths.
 * **Paths** are dotted object keys of the body (``"status.conditions"``). A path that is
@@ -30,7 +34,9 @@ Contract:
   bodies of at most 256 bytes are one ``bytes`` object (looked up by their
   bytes in a bounded table, as labels are): two fields of 50k pods take a few hundred
   distinct bodies (``{"spec":{"nodeName":"node-7"},"status":{"phase":"Running"}}``), not
-  50k copies.
+  50k copies. Equal kept label (and annotation) subsets are one dict likewise: a
+  StatefulSet's pods differ by their pod-name label, so ``labels={"app"}`` makes their
+  labels one dict, not one per pod (the most a projection saves after the body).
 * **Compact mode.** A projection is the user's transform, so in compact mode it runs
   first and the compactor compresses what it kept (bodies under 64 bytes stay plain).
 """
@@ -38,6 +44,7 @@ Contract:
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from typing import Any, TypeAlias
 
 import msgspec
@@ -56,7 +63,13 @@ _replace = msgspec.structs.replace
 _SHARED_BODY = 256  # the longest kept body shared with equal ones (longer rarely repeat)
 _BODIES: dict[bytes, bytes] = {}
 _MAX_BODIES = 4096
-_NO_ANNOTATIONS: dict[str, str] = {}  # shared by the objects it is given to: never mutated
+_NO_MAP: dict[str, str] = {}  # shared by the objects it is given to: never mutated
+_KEPT_MAPS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+_MAX_KEPT_MAPS = 4096
+
+Keep: TypeAlias = "bool | Collection[str]"
+"""What of the labels (or annotations) a projection keeps: all (True), none (False), or
+the values of the keys named."""
 
 
 class Projection:
@@ -66,18 +79,24 @@ class Projection:
 
     Args:
         paths: the body's field paths to keep, dotted (``"status.phase"``).
-        annotations: keep ``metadata.annotations`` (False: drop them all).
+        annotations: the ``metadata.annotations`` kept: all (True), none (False), or
+            those of the keys named.
+        labels: the ``metadata.labels`` kept, likewise.
     """
 
-    __slots__ = ("_decoder", "_encode", "_tree", "annotations", "paths")
+    __slots__ = ("_decoder", "_encode", "_tree", "annotations", "labels", "paths")
 
-    def __init__(self, paths: tuple[str, ...], annotations: bool = True) -> None:
+    def __init__(
+        self, paths: tuple[str, ...], annotations: Keep = True, labels: Keep = True
+    ) -> None:
         tree = _tree(paths)
         self._tree = tree
         self.paths: tuple[str, ...] = tuple(_paths(tree))
         """The kept paths, sorted, without those another one covers."""
-        self.annotations = annotations
-        """Whether ``metadata.annotations`` are kept."""
+        self.annotations: bool | frozenset[str] = _keep(annotations, "annotations")
+        """The ``metadata.annotations`` kept: all (True), none (False), or these keys'."""
+        self.labels: bool | frozenset[str] = _keep(labels, "labels")
+        """The ``metadata.labels`` kept: all (True), none (False), or these keys'."""
         self._decoder = msgspec.json.Decoder(_struct(tree, "Projected"))
         self._encode = msgspec.json.Encoder().encode
 
@@ -90,21 +109,32 @@ class Projection:
         if len(kept) <= _SHARED_BODY:
             kept = _BODIES.get(kept) or _share(kept)
         meta = obj.metadata
-        if not self.annotations and meta.annotations:
-            meta = _replace(meta, annotations=_NO_ANNOTATIONS)
+        labels, annotations = self.labels, self.annotations
+        if (labels is not True and meta.labels) or (annotations is not True and meta.annotations):
+            meta = _replace(
+                meta,
+                labels=_kept_map(meta.labels, labels),
+                annotations=_kept_map(meta.annotations, annotations),
+            )
         return KubeObject(obj.api_version, obj.kind, meta, obj.key, obj.rv, kept)
 
     def __repr__(self) -> str:
         args = ", ".join(map(repr, self.paths))
-        return f"project({args}{'' if self.annotations else ', annotations=False'})"
+        for name in ("annotations", "labels"):
+            keep = getattr(self, name)
+            if keep is not True:
+                args += f", {name}={keep if keep is False else sorted(keep)!r}"
+        return f"project({args})"
 
 
 @functools.cache
-def _projection(paths: tuple[str, ...], annotations: bool) -> Projection:
-    return Projection(paths, annotations)
+def _projection(
+    paths: tuple[str, ...], annotations: bool | frozenset[str], labels: bool | frozenset[str]
+) -> Projection:
+    return Projection(paths, annotations, labels)
 
 
-def project(*paths: str, annotations: bool = True) -> Projection:
+def project(*paths: str, annotations: Keep = True, labels: Keep = True) -> Projection:
     """A transform that keeps only ``paths`` of each object's body, and its metadata.
 
     ``factory.informer("v1", "pods", transform=project("spec.nodeName", "status.phase"))``
@@ -114,17 +144,58 @@ def project(*paths: str, annotations: bool = True) -> Projection:
     Args:
         paths: the body's field paths to keep, dotted (``"status.conditions"``): at least
             one; not under ``metadata`` (kept), with no list index.
-        annotations: keep ``metadata.annotations`` (False: drop them, e.g. kubectl's
-            last-applied-configuration).
+        annotations: the ``metadata.annotations`` to keep: all (True), none (False, e.g.
+            to drop kubectl's last-applied-configuration), or those of the keys named
+            (a set, a list or a tuple of keys).
+        labels: the ``metadata.labels`` to keep, likewise (``labels={"app"}``: indexes and
+            selectors over other labels see none).
 
     Returns:
         The :class:`Projection`: the same one for the same paths and options.
 
     Raises:
-        ConfigError: no path, or a path that is not allowed (the message says which and why).
+        ConfigError: no path, a path that is not allowed, or keys that are not a
+            collection of strings (the message says which and why).
     """
     tree = _tree(paths)
-    return _projection(tuple(_paths(tree)), bool(annotations))
+    return _projection(
+        tuple(_paths(tree)), _keep(annotations, "annotations"), _keep(labels, "labels")
+    )
+
+
+def _keep(keep: object, what: str) -> bool | frozenset[str]:
+    """``labels=``/``annotations=`` as kept: True, False or a frozenset of keys;
+    ConfigError for anything else."""
+    if keep is True or keep is False:
+        return keep
+    if isinstance(keep, str | bytes) or not isinstance(keep, Collection):
+        raise ConfigError(
+            f"project(): {what}= takes True, False or a collection of keys "
+            f"(e.g. {what}={{'app'}}), not {keep!r}"
+        )
+    keys = frozenset(keep)
+    bad = [key for key in keys if not isinstance(key, str) or not key]
+    if bad:
+        raise ConfigError(f"project(): {what}= keys are non-empty strings, not {bad[0]!r}")
+    return keys
+
+
+def _kept_map(values: dict[str, str], keep: bool | frozenset[str]) -> dict[str, str]:
+    """What ``keep`` keeps of ``values`` (labels or annotations): equal results are one
+    dict (a bounded table, as bodies are)."""
+    if keep is True:
+        return values
+    if keep is False or not values:
+        return _NO_MAP
+    items = tuple((key, value) for key, value in values.items() if key in keep)
+    if not items:
+        return _NO_MAP
+    shared = _KEPT_MAPS.get(items)
+    if shared is None:
+        if len(_KEPT_MAPS) >= _MAX_KEPT_MAPS:
+            _KEPT_MAPS.clear()
+        shared = _KEPT_MAPS[items] = dict(items)
+    return shared
 
 
 def _share(body: bytes) -> bytes:

@@ -19,10 +19,10 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, cast
 
-from aioinformer._cache.deltas import Change, Delta
+from aioinformer._cache.deltas import Delta
 from aioinformer._cache.factory import InformerFactory, InformerSpec
 from aioinformer._cache.index import IndexFunc
-from aioinformer._cache.informer import Informer
+from aioinformer._cache.informer import Changes, Informer
 from aioinformer._cache.snapshot_store import Snapshot, SnapshotReader, SnapshotWriter
 from aioinformer._core.errors import ConfigError
 from aioinformer._harness.locked_store import LockedReader, LockedView, LockedWriter, locked_store
@@ -46,7 +46,7 @@ class LockedInformer(Informer):
         # (the same reader and writer API, over live dicts instead of snapshots)
         return cast(SnapshotReader, reader), cast(SnapshotWriter, writer)
 
-    async def _write(self, batch: Sequence[Delta]) -> list[Change]:
+    async def _write(self, batch: Sequence[Delta]) -> Changes:
         async with cast(LockedWriter, self._writer).writing():  # waits for the readers
             return self._apply(batch)
 

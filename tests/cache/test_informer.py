@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -446,3 +447,96 @@ async def test_waiting_for_the_sync_of_an_informer_that_stops_first_raises(
     with pytest.raises(ClosedError, match="stopped while waiting for its initial sync"):
         await waiting
     await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_subscriber_joining_while_an_unsubscribed_batch_is_applied_gets_its_changes(
+    sim: KubeSim,
+) -> None:
+    """On the pipeline thread a batch nobody subscribes to is applied without building its
+    changes. A subscriber that joins while it is applied (after the writer looked for
+    subscribers, before the publish) starts from the state before it, so it still gets
+    them, worked out at delivery from that state, each once; the next batch's are built
+    for it as they are applied."""
+    inside, gate = threading.Event(), threading.Event()
+
+    def by_name(obj: KubeObject) -> list[str]:
+        if obj.name == "held":  # (on the pipeline thread, in the batch's apply)
+            inside.set()
+            assert gate.wait(30), "the test never let the writer go on"
+        return [obj.name]
+
+    for i in range(3):
+        sim.create("pods", pod(f"a{i}"), "default")
+    async with (
+        sim.api_client() as api,
+        InformerFactory(api, watch_options=FAST, pipeline="thread") as factory,
+    ):
+        pods = factory.informer("v1", "pods", indexers={"name": by_name})
+        await factory.wait_for_sync(timeout=10)
+        built = spy_changes_of(pods)
+        sim.create("pods", pod("held"), "default")
+        assert await asyncio.to_thread(inside.wait, 30), "the writer never applied 'held'"
+        seen: list[tuple[str, str]] = []
+        sub = pods.add_handler(
+            on_add=lambda o: seen.append(("add", o.name)),
+            on_update=lambda old, new: seen.append(("update", new.name)),
+            on_delete=lambda o: seen.append(("delete", o.name)),
+        )
+        gate.set()
+        await pods.wait_for_rv(sim.resource_version, timeout=10)
+        await eventually(lambda: ("add", "held") in seen, "the late batch's ADDED to arrive")
+        sim.patch("pods", "a1", {"metadata": {"labels": {"v": "2"}}}, "default")
+        await eventually(lambda: ("update", "a1") in seen, "the next batch's UPDATED")
+        await sub.wait_for_sync(timeout=5)
+        assert sorted(seen[:3]) == [("add", "a0"), ("add", "a1"), ("add", "a2")]  # its start
+        assert seen[3:] == [("add", "held"), ("update", "a1")]
+        assert built == [1]  # worked out once, for the batch applied unsubscribed
+
+
+def spy_changes_of(informer: Informer) -> list[int]:
+    """How many times the informer's writer worked a batch's changes out again (one
+    count per call; each entry the number of changes)."""
+    calls: list[int] = []
+    writer = informer._writer
+    real = writer.changes_of
+
+    def counting(base: Any, batch: Any) -> list[Change]:
+        changes = real(base, batch)
+        calls.append(len(changes))
+        return changes
+
+    writer.changes_of = counting  # type: ignore[method-assign]
+    return calls
+
+
+@pytest.mark.parametrize("pipeline", ["thread", "loop"])
+async def test_a_sync_nobody_subscribes_to_builds_no_change(
+    sim: KubeSim, pipeline: Pipeline
+) -> None:
+    """An informer without subscribers builds no Change for its sync nor for the writes
+    after it (on the pipeline thread none is worked out later either); a subscriber from
+    before the sync gets every object as ADDED."""
+    for i in range(50):
+        sim.create("pods", pod(f"n{i}"), "default")
+    sim.create("configmaps", {"metadata": {"name": "c"}}, "default")
+    async with sim.api_client() as api:
+        factory = InformerFactory(api, watch_options=FAST, pipeline=pipeline)
+        quiet, heard = factory.informer("v1", "pods"), factory.informer("v1", "configmaps")
+        built = spy_changes_of(quiet)
+        asked: list[bool] = []  # what each apply was asked for: changes built or not
+        apply = quiet._writer.apply
+
+        def spy(batch: Any, *, changes: bool = True) -> list[Change]:
+            asked.append(changes)
+            return apply(batch, changes=changes)
+
+        quiet._writer.apply = spy  # type: ignore[method-assign]
+        added: list[str] = []
+        heard.add_handler(on_add=lambda o: added.append(o.name))
+        async with factory:
+            await factory.wait_for_sync(timeout=10)
+            made = sim.create("pods", pod("n-after"), "default")
+            await quiet.wait_for_rv(made["metadata"]["resourceVersion"], timeout=10)
+            assert quiet.statistics().objects == 51
+            assert len(asked) >= 2 and not any(asked) and built == []
+            await eventually(lambda: added == ["c"], "the handler's ADDED")

@@ -1,6 +1,7 @@
-"""Projections: the kept paths read back as the original's, the metadata kept whole, odd
-shapes, bad paths refused when made, one Projection per set of paths, and an informer over
-real HTTP that caches only the projection, plain and compact."""
+"""Projections: the kept paths read back as the original's, the metadata kept whole (or
+the labels and annotations named), odd shapes, bad paths and keys refused when made, one
+Projection per set of paths and options, and an informer over real HTTP that caches only
+the projection, plain and compact."""
 
 from __future__ import annotations
 
@@ -72,6 +73,51 @@ def test_annotations_can_be_dropped() -> None:
     assert project("status.phase")(original).annotations == big
 
 
+def test_labels_and_annotations_can_be_narrowed_to_the_keys_named() -> None:
+    """A collection of keys keeps those keys' values and nothing else (no key asked for
+    that an object has: one shared empty dict); the rest of the metadata is unchanged;
+    equal kept subsets are one dict (a StatefulSet's pods differ by their pod-name
+    label: one dict for all of them)."""
+    keep = project("status.phase", labels={"app", "tier"}, annotations=["owner"])
+    one = pod(
+        1,
+        labels={"app": "web", "statefulset.kubernetes.io/pod-name": "web-1"},
+        annotations={"owner": "me", "note": "x" * 500},
+    )
+    two = pod(2, labels={"app": "web", "statefulset.kubernetes.io/pod-name": "web-2"},
+              annotations={"owner": "me"})  # fmt: skip
+    slim_one, slim_two = keep(one), keep(two)
+    assert slim_one.labels == {"app": "web"} and slim_one.annotations == {"owner": "me"}
+    assert slim_one.labels is slim_two.labels and slim_one.annotations is slim_two.annotations
+    for meta, whole in ((slim_one.metadata, one.metadata), (slim_two.metadata, two.metadata)):
+        assert (meta.name, meta.uid, meta.resource_version, meta.owner_references) == (
+            whole.name, whole.uid, whole.resource_version, whole.owner_references,
+        )  # fmt: skip
+    bare = keep(pod(3, labels={"other": "1"}, annotations={}))
+    assert bare.labels == {} and bare.labels is keep(pod(4, labels={"x": "y"})).labels
+    assert project("status.phase", labels=False)(one).labels == {}
+    assert project("status.phase", labels=True)(one).labels == one.labels
+    tier = keep(pod(5, labels={"app": "web", "tier": "db"}))
+    assert tier.labels == {"app": "web", "tier": "db"}
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ({"labels": "app"}, "labels= takes True, False or a collection of keys"),
+        ({"labels": None}, "labels= takes True, False or a collection of keys"),
+        ({"annotations": 1}, "annotations= takes True, False or a collection of keys"),
+        ({"labels": ["app", ""]}, "labels= keys are non-empty strings, not ''"),
+        ({"annotations": [3]}, "annotations= keys are non-empty strings, not 3"),
+    ],
+)
+def test_keys_that_are_not_a_collection_of_strings_are_refused(
+    option: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        project("status.phase", **option)
+
+
 def test_equal_small_kept_bodies_are_one_bytes_object() -> None:
     """The pods of one node in one phase keep one body between them; a kept body over
     256 bytes (the conditions) is each object's own, and equal to what was kept."""
@@ -123,6 +169,11 @@ def test_one_projection_per_set_of_paths() -> None:
     assert project("spec.nodeName", "spec").paths == ("spec",)
     assert project("status.phase", annotations=False) is not project("status.phase")
     assert isinstance(one, Projection) and repr(one) == "project('spec.nodeName', 'status.phase')"
+    narrow = project("status.phase", labels=["tier", "app"], annotations=False)
+    assert project("status.phase", labels=("app", "tier", "app"), annotations=False) is narrow
+    assert narrow is not project("status.phase", labels=["app"], annotations=False)
+    assert repr(narrow) == "project('status.phase', annotations=False, labels=['app', 'tier'])"
+    assert narrow.labels == frozenset({"app", "tier"}) and narrow.annotations is False
 
 
 @pytest.mark.parametrize("compact", [False, True])
