@@ -107,7 +107,7 @@ NOT_RUN: dict[str, str] = {
         f"{_NETWORK}; 'python -m aioinformer demo' runs in docs/performance.md"
     ),
     "pip install -e ./kubesim -e '.[test]' && python -m pytest -q": (
-        f"{_NETWORK}; then the whole test suite (about 5 minutes), of which this test is part"
+        f"{_NETWORK}; then the whole test suite (about 6 minutes), of which this test is part"
     ),
     "pip install -e ./kubesim -e '.[bench]'": _NETWORK,
     "python -m aioinformer run my_operator.main:build --leader-election my-operator --log-format json": _YOURS,
