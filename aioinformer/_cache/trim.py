@@ -27,13 +27,10 @@ import os
 import threading
 from collections.abc import Callable
 
-__all__ = ["ARENA_SETTINGS", "release_free_memory", "share_main_heap"]
+__all__ = ["release_free_memory", "share_main_heap"]
 
 M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter: the most arenas threads may allocate from."""
-ARENA_SETTINGS = ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES")
-"""Environment variables through which the process set its own arena limit (then left
-alone)."""
 
 _lock = threading.Lock()
 _shared = False  # share_main_heap asked glibc already
