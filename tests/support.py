@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 import msgspec
 import orjson
+import pytest
 from aiohttp import web
 
 from aioinformer._cache.deltas import Change, ChangeType, Delta, ObjectDelta, Replace
@@ -497,6 +498,13 @@ def rules_of(docs: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         for resource in rule["resources"]
         for verb in rule["verbs"]
     ]
+
+
+LINUX_SCHEDULING = pytest.mark.skipif(
+    not hasattr(os, "sched_setscheduler"),
+    reason="scheduling policies (SCHED_RR) are Linux's; this platform's os module has none",
+)
+"""For the tests of ``pipeline_priority``: they set and read threads' policies."""
 
 
 def kernel_grants_rr() -> bool:

@@ -52,7 +52,7 @@ import orjson
 from msgspec import UNSET, Raw, UnsetType
 
 from aioinformer._core.errors import ConfigError
-from aioinformer._core.objects import KubeObject
+from aioinformer._core.objects import _NO_MAP, KubeObject
 
 __all__ = ["Projection", "project"]
 
@@ -63,7 +63,6 @@ _replace = msgspec.structs.replace
 _SHARED_BODY = 256  # the longest kept body shared with equal ones (longer rarely repeat)
 _BODIES: dict[bytes, bytes] = {}
 _MAX_BODIES = 4096
-_NO_MAP: dict[str, str] = {}  # shared by the objects it is given to: never mutated
 _KEPT_MAPS: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
 _MAX_KEPT_MAPS = 4096
 

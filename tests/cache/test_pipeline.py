@@ -33,7 +33,14 @@ from aioinformer._cache.process import DEFAULT_SWITCH_INTERVAL
 from aioinformer._client.listwatch import ListWatch
 from aioinformer._client.rest import RestClient
 from aioinformer.testing import KubeSim, eventually
-from tests.support import api_client_for, kernel_grants_rr, pod, policy_of, watch_options
+from tests.support import (
+    LINUX_SCHEDULING,
+    api_client_for,
+    kernel_grants_rr,
+    pod,
+    policy_of,
+    watch_options,
+)
 
 UNREACHABLE = "http://127.0.0.1:9"  # (no request is sent: the clients are only made)
 
@@ -388,6 +395,7 @@ async def test_an_applications_own_switch_interval_is_kept(switch_interval: floa
     assert sys.getswitchinterval() == pytest.approx(0.003)  # not "put back" over it
 
 
+@LINUX_SCHEDULING
 async def test_the_thread_runs_at_the_priority_asked_for_where_the_kernel_grants_it(
     sim: KubeSim,
 ) -> None:

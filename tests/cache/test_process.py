@@ -18,7 +18,7 @@ import pytest
 from aioinformer import ConfigError, ProcessSettings
 from aioinformer._cache import process
 from aioinformer._cache.process import DEFAULT_SWITCH_INTERVAL, SwitchInterval, raise_priority
-from tests.support import kernel_grants_rr, policy_of
+from tests.support import LINUX_SCHEDULING, kernel_grants_rr, policy_of
 
 HIGH = 0.005  # the interpreter's default
 
@@ -132,7 +132,7 @@ def fresh_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(process, "_refused", False)
 
 
-@pytest.mark.skipif(not hasattr(os, "sched_setscheduler"), reason="no sched_setscheduler here")
+@LINUX_SCHEDULING
 def test_a_granted_priority_puts_the_thread_under_sched_rr_but_not_what_it_starts(
     fresh_refusal: None, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -146,6 +146,7 @@ def test_a_granted_priority_puts_the_thread_under_sched_rr_but_not_what_it_start
         assert "cannot run at real-time priority 3" in caplog.text
 
 
+@LINUX_SCHEDULING
 def test_a_refusal_is_one_warning_per_process_and_the_normal_policy(
     fresh_refusal: None, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -84,7 +84,9 @@ async def arenas(*argv: str, env: dict[str, str] | None = None) -> tuple[str, in
     return result.out, len(re.findall(r"^Arena \d+:", result.err, re.M))
 
 
-@pytest.mark.skipif(not GLIBC, reason="arenas and mallopt are glibc's")
+@pytest.mark.skipif(
+    not GLIBC, reason="arenas, mallopt and malloc_stats are glibc's; this C library is another"
+)
 async def test_threads_started_after_share_main_heap_allocate_from_the_main_heap() -> None:
     assert await arenas("thread", "own") == ("", 2)  # glibc's default: an arena per thread
     assert await arenas("thread", "share") == ("shared True\n", 1)
@@ -92,7 +94,9 @@ async def test_threads_started_after_share_main_heap_allocate_from_the_main_heap
     assert (out, count) == ("shared False\n", 2)  # the process's own limit: left alone
 
 
-@pytest.mark.skipif(not GLIBC, reason="arenas and mallopt are glibc's")
+@pytest.mark.skipif(
+    not GLIBC, reason="arenas, mallopt and malloc_stats are glibc's; this C library is another"
+)
 async def test_the_pipeline_thread_shares_the_main_heap_unless_release_memory_is_off() -> None:
     assert (await arenas("host", "share"))[1] == 1
     assert (await arenas("host", "own"))[1] >= 2  # (its threads: an arena each)
